@@ -1,0 +1,154 @@
+"""``hwexplorer analyze MODEL --device DEV ...``: the model on each device, as tables or JSON (docs/cli.md)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..core.analysis.evaluate import ModelAnalysis, evaluate
+from ..core.layers import Context
+from ..core.precision import PRECISIONS
+from ..core.units import format_bytes, format_si
+from .common import CliError, print_json
+from .resolve import load_model_arg, resolve_devices
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("analyze", help="analyze a model on one or more devices",
+                       description="Roofline, tiling, energy and totals for every layer of MODEL on each DEV.")
+    p.add_argument("model", metavar="MODEL", help="a template id (e.g. gpt2, resnet50) or a model file (.json)")
+    add_workload_args(p)
+    p.add_argument("--json", action="store_true", help="print one JSON object (SI units)")
+    p.set_defaults(func=run)
+
+
+def add_workload_args(p) -> None:
+    """Arguments shared by analyze, plan and report."""
+    p.add_argument("--device", "-d", action="append", required=True, metavar="DEV",
+                   help="a device id from the catalog or a device file (repeatable)")
+    p.add_argument("--precision", default="fp16", choices=PRECISIONS, help="numeric precision (default fp16)")
+    p.add_argument("--batch", type=int, default=1, help="batch size (default 1)")
+    p.add_argument("--seq-len", type=int, default=None, help="sequence length (token models; decode: context)")
+    p.add_argument("--phase", choices=("prefill", "decode"), default=None,
+                   help="prefill processes the sequence; decode one token per sequence against a KV cache")
+
+
+def workload_from_args(args):
+    for name in ("batch", "seq_len"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise CliError(f"--{name.replace('_', '-')}: must be a positive whole number, got {value}")
+    model, phase_default = load_model_arg(args.model)
+    ctx = Context(batch=args.batch, seq_len=args.seq_len, phase=args.phase or phase_default)
+    devices = resolve_devices(args.device, getattr(args, "db", None))
+    return model, ctx, devices
+
+
+def run(args) -> int:
+    model, ctx, devices = workload_from_args(args)
+    result = evaluate(model, devices, args.precision, ctx)
+    if result.table.errors:
+        i, msg = result.table.errors[0]
+        raise CliError(f"layer {i} ({model.layers[i].name or model.layers[i].kind}): {msg}")
+    if args.json:
+        print_json(analysis_json(result))
+    else:
+        print_tables(result)
+    return 0
+
+
+def _num(x) -> float | None:
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def analysis_json(r: ModelAnalysis) -> dict:
+    """The documented JSON shape (docs/cli.md): plain numbers in SI base units, null where unknown."""
+    t = r.table
+    out = {
+        "model": {"name": r.model.name, "params": t.total("params"), "macs": t.total("macs"),
+                  "flops": t.total("flops")},
+        "assumptions": {"precision": r.precision, "batch": r.ctx.batch, "seq_len": r.ctx.seq_len,
+                        "phase": r.ctx.phase},
+        "results": [],
+    }
+    dev = r.devices
+    bounds = r.bound_names()
+    for j, device in enumerate(dev.devices):
+        levels = dev.level_names[j]
+        layers = []
+        for i in range(len(t)):
+            energy = {name: _num(r.level_energy[i, j, v]) for v, name in enumerate(levels)}
+            energy["compute"] = _num(r.compute_energy[i, j])
+            energy["total"] = _num(r.energy[i, j])
+            layers.append({
+                "name": t.names[i], "kind": t.kinds[i], "count": int(r.count[i]),
+                "macs": float(t.macs[i]), "flops": float(r.flops[i]), "params": float(t.params[i]),
+                "weight_bytes": float(r.weight_bytes[i]), "activation_bytes": float(r.activation_bytes[i]),
+                "bytes": float(r.bytes[i]), "intensity": _num(r.intensity[i]),
+                "attainable_flops": _num(r.attainable[i, j]), "ideal_time_s": _num(r.ideal_time[i, j]),
+                "time_s": _num(r.time[i, j]), "bound": bounds[i, j] if r.bound_known[i, j] else None,
+                "mapping_efficiency": _num(r.mapping_efficiency[i, j]),
+                "fringe_tax": _num(1 - r.mapping_efficiency[i, j]),
+                "energy_j": energy,
+                "gemm": {"m": int(t.gemm[i, 0]), "n": int(t.gemm[i, 1]), "k": int(t.gemm[i, 2])},
+            })
+        tot = r.totals
+        out["results"].append({
+            "device": {"id": device.id, "name": device.name, "peak_flops": _num(dev.peak[j]),
+                       "bandwidth": _num(dev.bandwidth[j]), "ridge": _num(dev.ridge[j])},
+            "layers": layers,
+            "totals": {
+                "ideal_time_s": _num(tot.ideal_time[j]), "time_s": _num(tot.time[j]),
+                "throughput_per_s": _num(tot.throughput[j]), "throughput_unit": tot.throughput_unit,
+                "flops": _num(tot.flops[j]), "bytes": _num(tot.bytes[j]), "energy_j": _num(tot.energy[j]),
+                "memory_bytes": tot.memory_bytes, "kv_cache_bytes": tot.kv_cache_bytes,
+                "fits_memory": bool(tot.fits[j]), "achieved_flops": _num(tot.achieved_flops[j]),
+                "utilization": _num(tot.utilization[j]),
+            },
+            "defaults_used": list(dev.defaults_used[j]),
+        })
+    return out
+
+
+def _table(headers: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    lines = ["  ".join(h.ljust(w) if i < 2 else h.rjust(w) for i, (h, w) in enumerate(zip(headers, widths)))]
+    for r in rows:
+        lines.append("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))))
+    return "\n".join(lines)
+
+
+def _f(x, digits=3) -> str:
+    return "\u2014" if not np.isfinite(x) else f"{x:.{digits}g}"
+
+
+def print_tables(r: ModelAnalysis) -> None:
+    t = r.table
+    print(f"{r.model.name}: {format_si(t.total('params'), 'params')}, {format_si(t.total('macs'), 'MAC')}, "
+          f"{format_si(t.total('flops'), 'FLOP')} per {'step' if r.ctx.phase == 'decode' else 'inference'} "
+          f"(batch {r.ctx.batch}, {r.precision}, {r.ctx.phase})")
+    headers = ["layer", "kind", "x", "GFLOP", "MB", "FLOP/B", "attain TFLOP/s", "time [us]", "bound", "map eff",
+               "energy [mJ]"]
+    bounds = r.bound_names()
+    for j, device in enumerate(r.devices.devices):
+        dev, tot = r.devices, r.totals
+        print()
+        print(f"== {device.name} [{device.id}]: peak {format_si(dev.peak[j], 'FLOP/s')}, "
+              f"bandwidth {format_si(dev.bandwidth[j], 'B/s')}, ridge {_f(dev.ridge[j], 4)} FLOP/B")
+        rows = [[t.names[i], t.kinds[i], str(int(r.count[i])), _f(r.flops[i] / 1e9), _f(r.bytes[i] / 1e6),
+                 _f(r.intensity[i]), _f(r.attainable[i, j] / 1e12), _f(r.time[i, j] * 1e6),
+                 bounds[i, j], _f(r.mapping_efficiency[i, j]),
+                 _f(r.energy[i, j] * 1e3)] for i in range(len(t))]
+        print(_table(headers, rows))
+        fits = "fits" if tot.fits[j] else "does NOT fit"
+        print(f"-- total: time {format_si(tot.time[j], 's')} (ideal roofline {format_si(tot.ideal_time[j], 's')}), "
+              f"throughput {_f(tot.throughput[j], 4)} {tot.throughput_unit}, "
+              f"achieved {format_si(tot.achieved_flops[j], 'FLOP/s')} ({_f(100 * tot.utilization[j])}% of peak), "
+              f"energy {format_si(tot.energy[j], 'J')}")
+        print(f"-- memory: {format_bytes(tot.memory_bytes)} needed (weights {format_bytes(tot.weight_bytes)}, "
+              f"KV cache {format_bytes(tot.kv_cache_bytes)}, activations {format_bytes(tot.activation_peak_bytes)})"
+              f" of {format_bytes(dev.capacity[j])}: {fits}")
+        if dev.defaults_used[j]:
+            print(f"-- defaults used (Horowitz 45 nm / 128x128 tile): {', '.join(dev.defaults_used[j])}")

@@ -1,0 +1,30 @@
+"""Shared pieces of the command line: the error convention, device and model resolution, JSON output."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+
+class CliError(Exception):
+    """Bad input: printed as one line ``hwexplorer: error: ...`` with exit code 2, no traceback."""
+
+
+def print_json(data) -> None:
+    json.dump(data, sys.stdout, indent=2, allow_nan=False, default=_default)
+    sys.stdout.write("\n")
+
+
+def _default(obj):
+    import numpy as np
+
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    raise TypeError(f"not JSON serializable: {type(obj).__name__}")
+
+
+def is_path(spec: str) -> bool:
+    return any(ch in spec for ch in "/\\") or Path(spec).suffix.lower() in (".yaml", ".yml", ".json", ".onnx")

@@ -1,0 +1,54 @@
+"""Turn command-line MODEL and DEV arguments into models and devices, with one-line errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..core.device_file import DeviceFileError, load_device_file
+from ..core.model import ModelError, load_model_file
+from ..core.units import UnitError
+from .common import CliError, is_path
+
+
+def load_model_arg(spec: str):
+    """A template id or a model file; returns ``(model, default phase)``."""
+    if is_path(spec) or Path(spec).exists():
+        path = Path(spec)
+        if not path.exists():
+            raise CliError(f"MODEL: no such file: {spec}")
+        try:
+            if path.suffix.lower() == ".onnx":
+                from ..core.onnx_import import import_onnx
+
+                return import_onnx(path).model, "prefill"
+            return load_model_file(path), "prefill"
+        except (ModelError, ValueError) as exc:
+            raise CliError(str(exc)) from None
+    from ..core.templates import get_template
+
+    try:
+        template = get_template(spec)
+    except ValueError as exc:
+        raise CliError(f"MODEL: {exc}") from None
+    return template.build(), template.phase_default
+
+
+def resolve_devices(specs: list[str], db_url: str | None):
+    devices = []
+    for spec in specs:
+        try:
+            if is_path(spec):
+                if not Path(spec).exists():
+                    raise CliError(f"--device: no such file: {spec}")
+                devices.append(load_device_file(spec))
+            else:
+                from ..store.resolve import resolve_device
+
+                devices.append(resolve_device(spec, db_url))
+        except (DeviceFileError, UnitError, ValueError) as exc:
+            raise CliError(f"--device {spec}: {exc}") from None
+    ids = [d.id for d in devices]
+    duplicates = sorted({i for i in ids if ids.count(i) > 1})
+    if duplicates:
+        raise CliError(f"--device: {', '.join(duplicates)} given more than once")
+    return devices

@@ -1,0 +1,147 @@
+"""Devices as columns of numpy arrays at one precision, so analyses broadcast over layers x devices.
+
+Missing figures are NaN and propagate: an unknown bandwidth gives an unknown memory time, never a guess.
+Defaults that *are* applied (Horowitz energies, the default thread-block tile) are named in ``defaults_used``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from ..device import Device
+from ..precision import BYTES_PER_ELEMENT, check_precision
+
+HOROWITZ = "Horowitz, 'Computing's energy problem', ISSCC 2014 (45 nm)"
+#: Energy per MAC (multiply + add), J. TF32 uses FP32; FP8/INT4/FP4 use INT8 as a proxy (Horowitz gives none).
+DEFAULT_MAC_ENERGY = {"fp32": 4.6e-12, "tf32": 4.6e-12, "fp16": 1.5e-12, "bf16": 1.5e-12, "int8": 0.23e-12,
+                      "fp8": 0.23e-12, "int4": 0.23e-12, "fp4": 0.23e-12}
+DRAM_ENERGY_PER_BYTE = 160e-12  # 640 pJ per 32-bit access (the chapter's constant) = 160 pJ/B
+_SRAM_POINTS = (np.log([8e3, 32e3, 1e6]), np.array([1.25e-12, 2.5e-12, 12.5e-12]))  # 10/20/100 pJ per 64 bit
+
+
+def default_sram_energy(capacity_bytes):
+    """Horowitz SRAM read energy per byte, log-interpolated on the array size (clamped at 8 KB and 1 MB)."""
+    cap = np.asarray(capacity_bytes, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(np.isfinite(cap) & (cap > 0), np.interp(np.log(cap), *_SRAM_POINTS), _SRAM_POINTS[1][1])
+
+
+@dataclass(frozen=True, eq=False)
+class DeviceArrays:
+    devices: tuple[Device, ...]
+    precision: str
+    bytes_per_element: float
+    peak: np.ndarray  # (D,) FLOP/s, dense
+    bandwidth: np.ndarray  # (D,) B/s main memory
+    eta_c: np.ndarray
+    eta_m: np.ndarray
+    capacity: np.ndarray  # (D,) main memory bytes
+    onchip_capacity: np.ndarray  # (D,) largest on-chip level (per instance) bytes, NaN if unknown
+    mac_energy: np.ndarray  # (D,) J/MAC
+    # memory levels, padded to the deepest device: (D, V); NaN where a device has no such level
+    level_names: tuple[tuple[str, ...], ...]
+    level_bw: np.ndarray
+    level_energy: np.ndarray
+    level_tile: np.ndarray  # capacity of one instance of the *next inner* level, bytes (for re-read estimates)
+    # matrix engine
+    engine: np.ndarray  # (D,) 0 none, 1 systolic, 2 tensor core
+    rows: np.ndarray
+    cols: np.ndarray
+    dataflow: np.ndarray  # (D,) 'ws' / 'os' / 'is'
+    units: np.ndarray
+    block_m: np.ndarray
+    block_n: np.ndarray
+    sm_count: np.ndarray
+    price: np.ndarray
+    cloud_price: np.ndarray  # USD/s
+    tdp: np.ndarray
+    defaults_used: tuple[tuple[str, ...], ...] = field(default=())
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        return tuple(d.id for d in self.devices)
+
+    @property
+    def ridge(self) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return self.peak / self.bandwidth
+
+    def __len__(self) -> int:
+        return len(self.devices)
+
+
+def _v(c) -> float:
+    return c.value if c is not None else np.nan
+
+
+def device_arrays(devices: Sequence[Device], precision: str) -> DeviceArrays:
+    precision = check_precision(precision)
+    devices = tuple(devices)
+    n = len(devices)
+    depth = max((len([lv for lv in d.memory if lv.role != "registers"]) for d in devices), default=0)
+    level_bw = np.full((n, depth), np.nan)
+    level_energy = np.full((n, depth), np.nan)
+    level_tile = np.full((n, depth), np.nan)
+    names, defaults, onchip = [], [], np.full(n, np.nan)
+    mac = np.full(n, np.nan)
+    engine = np.zeros(n)
+    rows, cols, units = np.full(n, np.nan), np.full(n, np.nan), np.ones(n)
+    dataflow = np.array(["ws"] * n, dtype="<U2")
+    block_m, block_n, sms = np.full(n, 128.0), np.full(n, 128.0), np.ones(n)
+    for i, d in enumerate(devices):
+        used = []
+        levels = [lv for lv in d.memory if lv.role != "registers"]
+        names.append(tuple(lv.name for lv in levels))
+        tiles = [(_v(lv.capacity) / lv.instances) for lv in levels]
+        onchip_tiles = [t for lv, t in zip(levels, tiles) if lv.role == "onchip"]
+        if onchip_tiles:
+            onchip[i] = max(onchip_tiles)
+        for j, lv in enumerate(levels):
+            level_bw[i, j] = _v(lv.bandwidth)
+            if lv.energy is not None:
+                level_energy[i, j] = lv.energy.value
+            elif lv.role == "offchip":
+                level_energy[i, j] = DRAM_ENERGY_PER_BYTE
+                used.append(f"{lv.name} energy")
+            else:
+                level_energy[i, j] = float(default_sram_energy(tiles[j]))
+                used.append(f"{lv.name} energy")
+            level_tile[i, j] = tiles[j + 1] if j + 1 < len(levels) else np.nan
+        e = d.energy_per_mac.get(precision)
+        if e is not None:
+            mac[i] = e.value
+        elif precision in DEFAULT_MAC_ENERGY:
+            mac[i] = DEFAULT_MAC_ENERGY[precision]
+            used.append("MAC energy")
+        eng = d.matrix_engine
+        if eng is not None and eng.type == "systolic" and eng.rows and eng.cols:
+            engine[i], rows[i], cols[i] = 1, eng.rows.value, eng.cols.value
+            dataflow[i] = eng.dataflow or "ws"
+            units[i] = _v(eng.units) if eng.units else 1
+        elif eng is not None and eng.type == "tensor_core":
+            engine[i] = 2
+            if eng.block_tile:
+                block_m[i], block_n[i] = eng.block_tile
+            else:
+                used.append("thread-block tile 128x128")
+            sms[i] = _v(eng.sm_count) if eng.sm_count else (_v(eng.units) if eng.units else 1)
+        defaults.append(tuple(used))
+    arrays = dict(
+        peak=np.array([d.peak_flops(precision) for d in devices]),
+        bandwidth=np.array([d.bandwidth for d in devices]),
+        eta_c=np.array([d.efficiency_compute for d in devices]),
+        eta_m=np.array([d.efficiency_memory for d in devices]),
+        capacity=np.array([d.memory_capacity for d in devices]),
+        price=np.array([_v(d.price) for d in devices]),
+        cloud_price=np.array([_v(d.cloud_price) for d in devices]),
+        tdp=np.array([_v(d.tdp) for d in devices]),
+    )
+    return DeviceArrays(
+        devices=devices, precision=precision, bytes_per_element=BYTES_PER_ELEMENT[precision],
+        onchip_capacity=onchip, mac_energy=mac, level_names=tuple(names), level_bw=level_bw,
+        level_energy=level_energy, level_tile=level_tile, engine=engine, rows=rows, cols=cols, dataflow=dataflow,
+        units=units, block_m=block_m, block_n=block_n, sm_count=sms, defaults_used=tuple(defaults), **arrays,
+    )

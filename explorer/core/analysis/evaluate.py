@@ -1,0 +1,231 @@
+"""The one analysis pass: every layer on every device, vectorized (rows x devices), no loop over layers.
+
+Roofline (the chapter's model, with the device's efficiency factors):
+    I = FLOPs / bytes;  attainable = min(peak * eta_c, I * BW * eta_m)
+    ideal_time = max(FLOPs / peak, bytes / BW)                     (pure roofline)
+    time = max(FLOPs / (peak * eta_c * mapping_eff), max_level(traffic_level / (BW_level * eta_m)))
+``bytes`` counts each tensor once (inputs, weights read, outputs, KV cache read): the chapter's ideal reuse.
+``traffic_level`` is the hierarchical estimate: the bytes crossing each memory level, adding the re-reads a
+GEMM needs when its operands do not fit the next level in (square tiles sized to that level's capacity, or
+the array/thread-block tile innermost), and, for off-chip memory, leaving activations on chip when the
+operator's working set fits there. Energy = sum over levels of traffic x energy per byte, plus MACs x energy
+per MAC (other FLOPs at half a MAC).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from ..device import Device
+from ..layers import Context
+from ..model import LayerTable, Model, build_table
+from .device_arrays import DeviceArrays, device_arrays
+from .tiling import systolic_arrays, tensor_core_arrays
+
+REGIMES = ("very low", "low", "medium", "high")  # the chapter's Table 14: I < 2, 2-20, 20-200, > 200 FLOP/byte
+REGIME_EDGES = np.array([2.0, 20.0, 200.0])
+REGIME_ADVICE = {
+    "high": "maximize compute utilization: tensor cores, thread-block tuning, occupancy (approach 90-95% of peak)",
+    "medium": "balance: larger batches, register tiling, fuse neighbours (can move from memory- to compute-bound)",
+    "low": "reduce traffic: aggressive fusion, lower precision (FP16 to INT8), algorithmic change (fusion 2-4x)",
+    "very low": "eliminate round trips: mandatory fusion, in-place operation (fusion up to 10x)",
+}
+
+
+@dataclass(frozen=True, eq=False)
+class ModelAnalysis:
+    """Frozen results, SI units: FLOP, B, s, J, FLOP/s, B/s. Row arrays (L,), row x device arrays (L, D)."""
+
+    model: Model
+    table: LayerTable
+    devices: DeviceArrays
+    ctx: Context
+    count: np.ndarray
+    flops: np.ndarray
+    bytes: np.ndarray
+    weight_bytes: np.ndarray
+    activation_bytes: np.ndarray
+    intensity: np.ndarray
+    regime: np.ndarray  # index into REGIMES
+    attainable: np.ndarray
+    compute_time: np.ndarray
+    memory_time: np.ndarray
+    ideal_time: np.ndarray
+    time: np.ndarray
+    memory_bound: np.ndarray
+    mapping_efficiency: np.ndarray
+    level_traffic: np.ndarray  # (L, D, V)
+    level_energy: np.ndarray  # (L, D, V)
+    compute_energy: np.ndarray
+    energy: np.ndarray
+    totals: "Totals"
+
+    @property
+    def precision(self) -> str:
+        return self.devices.precision
+
+    @property
+    def fringe_tax(self) -> np.ndarray:
+        return 1.0 - self.mapping_efficiency
+
+    @property
+    def time_share(self) -> np.ndarray:
+        """Share of each row in the device's total time (L, D)."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return self.count[:, None] * self.time / self.totals.time[None, :]
+
+    @property
+    def bound_known(self) -> np.ndarray:
+        """False where the intensity or the device's ridge is unknown (L, D)."""
+        return np.isfinite(self.intensity)[:, None] & np.isfinite(self.devices.ridge)[None, :]
+
+    def bound_names(self) -> np.ndarray:
+        """'memory', 'compute', or '\u2014' where unknown (L, D)."""
+        return np.where(self.bound_known, np.where(self.memory_bound, "memory", "compute"), "\u2014")
+
+
+@dataclass(frozen=True, eq=False)
+class Totals:
+    """Per device (D,): one inference (prefill) or one decode step of ``batch`` tokens."""
+
+    ideal_time: np.ndarray
+    time: np.ndarray
+    throughput: np.ndarray  # inferences/s (prefill) or tokens/s (decode)
+    throughput_unit: str
+    flops: np.ndarray
+    bytes: np.ndarray
+    energy: np.ndarray
+    weight_bytes: float
+    kv_cache_bytes: float
+    activation_peak_bytes: float
+    memory_bytes: float
+    fits: np.ndarray
+    achieved_flops: np.ndarray
+    utilization: np.ndarray
+    mapping_efficiency: np.ndarray  # MAC-weighted over the model
+    energy_by_level: np.ndarray  # (D, V)
+    compute_energy: np.ndarray
+
+
+def _rereads(m, n, k, gc, tile_m, tile_n, bpe):
+    """Extra operand bytes when A is re-read per N tile and B per M tile (first reads are in ``bytes``)."""
+    with np.errstate(invalid="ignore"):
+        extra = m * k * np.maximum(np.ceil(n / tile_n) - 1, 0) + k * n * np.maximum(np.ceil(m / tile_m) - 1, 0)
+    return np.where(gc > 0, np.nan_to_num(extra, nan=0.0) * gc * bpe, 0.0)
+
+
+def evaluate(model_or_table, devices: Sequence[Device] | DeviceArrays, precision: str = "fp16",
+             ctx: Context = Context(), model: Model | None = None) -> ModelAnalysis:
+    """Analyze a model (or a prebuilt :class:`LayerTable`) on devices at a precision."""
+    if isinstance(model_or_table, Model):
+        model, table = model_or_table, build_table(model_or_table, ctx)
+    else:
+        table = model_or_table
+    dev = devices if isinstance(devices, DeviceArrays) else device_arrays(devices, precision)
+    bpe = dev.bytes_per_element
+    c = table.columns
+    count = c["count"]
+    flops = table.flops
+    weight_b = c["weight_elems"] * bpe
+    act_b = (c["input_elems"] + c["output_elems"]) * bpe
+    kv_b = c["kv_read_elems"] * bpe
+    nbytes = weight_b + act_b + kv_b
+    with np.errstate(invalid="ignore", divide="ignore"):
+        intensity = np.where(nbytes > 0, flops / nbytes, np.nan)
+    regime = np.searchsorted(REGIME_EDGES, np.nan_to_num(intensity, nan=0.0), side="right")
+
+    F, B, I = flops[:, None], nbytes[:, None], intensity[:, None]
+    peak, bw = dev.peak[None, :], dev.bandwidth[None, :]
+    eta_c, eta_m = dev.eta_c[None, :], dev.eta_m[None, :]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        compute_time = F / peak
+        memory_time = B / bw
+        attainable = np.minimum(peak * eta_c, I * bw * eta_m)
+        memory_bound = I < (peak / bw)
+    ideal_time = np.maximum(compute_time, memory_time)
+
+    # -- mapping efficiency of GEMM rows on each device's matrix engine
+    m, n, k = (table.gemm[:, i][:, None] for i in range(3))
+    gc = table.gemm_count[:, None]
+    eff = np.ones((len(table), len(dev)))
+    is_gemm = gc > 0
+    if np.any(dev.engine == 1):
+        e, _, _ = systolic_arrays(m, n, k, gc, dev.rows[None, :], dev.cols[None, :], dev.dataflow[None, :],
+                                  dev.units[None, :])
+        eff = np.where(is_gemm & (dev.engine == 1)[None, :], e, eff)
+    if np.any(dev.engine == 2):
+        align = max(1.0, 16.0 / bpe)
+        e = tensor_core_arrays(m, n, k, gc, dev.block_m[None, :], dev.block_n[None, :], dev.sm_count[None, :], align)
+        eff = np.where(is_gemm & (dev.engine == 2)[None, :], e, eff)
+
+    # -- traffic and energy per memory level
+    n_levels = dev.level_bw.shape[1]
+    traffic = np.zeros((len(table), len(dev), n_levels))
+    present = np.array([[j < len(names) for j in range(n_levels)] for names in dev.level_names], dtype=bool)
+    onchip = dev.onchip_capacity[None, :]
+    fits = (weight_b + act_b)[:, None] <= np.nan_to_num(onchip, nan=-1.0)
+    sys_m = np.where(dev.engine == 1, dev.rows, np.where(dev.engine == 2, dev.block_m, np.inf))[None, :]
+    sys_n = np.where(dev.engine == 1, dev.cols, np.where(dev.engine == 2, dev.block_n, np.inf))[None, :]
+    for j in range(n_levels):
+        inner = dev.level_tile[:, j][None, :]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            square = np.maximum(np.floor(np.sqrt(inner / (3.0 * bpe))), 1.0)
+        if j == 0:
+            tile_m = tile_n = np.where(np.isfinite(square), square, np.inf)  # unknown inner capacity: ideal reuse
+            base = B - np.where(fits, act_b[:, None], 0.0)
+        else:
+            tile_m, tile_n = np.where(np.isfinite(square), square, sys_m), np.where(np.isfinite(square), square, sys_n)
+            base = B
+        t = base + _rereads(m, n, k, gc, tile_m, tile_n, bpe)
+        traffic[:, :, j] = np.where(present[None, :, j], t, 0.0)
+    level_energy = traffic * dev.level_energy[None, :, :]
+    level_energy = np.where(present[None, :, :], level_energy, 0.0)
+    compute_energy = (c["macs"][:, None] + 0.5 * c["other_flops"][:, None]) * dev.mac_energy[None, :]
+    energy = level_energy.sum(axis=2) + compute_energy
+
+    with np.errstate(invalid="ignore", divide="ignore"):
+        level_time = traffic / (dev.level_bw[None, :, :] * eta_m[:, :, None])
+        mem_time_eff = np.fmax.reduce(level_time, axis=2) if n_levels else np.full_like(memory_time, np.nan)
+        mem_time_eff = np.where(np.isfinite(mem_time_eff), mem_time_eff, memory_time / eta_m)
+        time = np.maximum(F / (peak * eta_c * eff), mem_time_eff)
+
+    w = count[:, None]
+    decode = ctx.phase == "decode"
+    t_total = np.sum(w * time, axis=0)
+    f_total = float(np.sum(count * flops))
+    weight_bytes = float(np.sum(c["params"] * count)) * bpe
+    kv_cache = float(np.sum(c["kv_cache_elems"] * count)) * bpe
+    act_peak = float(np.max((c["input_elems"] + c["output_elems"]), initial=0.0)) * bpe
+    footprint = weight_bytes + kv_cache + act_peak
+    macs_w = c["macs"] * count
+    with np.errstate(invalid="ignore", divide="ignore"):
+        achieved = f_total / t_total
+        totals = Totals(
+            ideal_time=np.sum(w * ideal_time, axis=0),
+            time=t_total,
+            throughput=ctx.batch / t_total,
+            throughput_unit="tokens/s" if decode else "inferences/s",
+            flops=np.full(len(dev), f_total),
+            bytes=np.full(len(dev), float(np.sum(count * nbytes))),
+            energy=np.sum(w * energy, axis=0),
+            weight_bytes=weight_bytes,
+            kv_cache_bytes=kv_cache,
+            activation_peak_bytes=act_peak,
+            memory_bytes=footprint,
+            fits=footprint <= dev.capacity,
+            achieved_flops=achieved,
+            utilization=achieved / dev.peak,
+            mapping_efficiency=(np.sum(macs_w[:, None] * eff, axis=0) / macs_w.sum()) if macs_w.sum() else np.ones(len(dev)),
+            energy_by_level=np.sum(w[:, :, None] * level_energy, axis=0),
+            compute_energy=np.sum(w * compute_energy, axis=0),
+        )
+    return ModelAnalysis(
+        model=model, table=table, devices=dev, ctx=ctx, count=count, flops=flops, bytes=nbytes,
+        weight_bytes=weight_b, activation_bytes=act_b, intensity=intensity, regime=regime, attainable=attainable,
+        compute_time=compute_time, memory_time=memory_time, ideal_time=ideal_time, time=time,
+        memory_bound=memory_bound, mapping_efficiency=eff, level_traffic=traffic, level_energy=level_energy,
+        compute_energy=compute_energy, energy=energy, totals=totals,
+    )

@@ -1,0 +1,169 @@
+"""Layer kinds: parameter schemas, shape inference and work counts.
+
+Conventions (``docs/model-file.md`` states them for users):
+
+* Shapes are per sample, batch excluded: images ``(C, H, W)``, token sequences ``(S, H)``, vectors ``(F,)``.
+* ``1 MAC = 2 FLOP``. Non-MAC work per element: relu/relu6 1, sigmoid 4, silu 4, gelu 8, tanh 4, add/multiply 1,
+  batchnorm (inference, folded scale and shift) 2, layernorm 6 (the chapter's count: mean 1, variance 2,
+  normalize 3), rmsnorm 4, softmax 3 (exp, sum, divide: the chapter's count), pooling 1 per window element.
+* Traffic counts every tensor once (the chapter's ideal-reuse model): inputs + weights read + outputs (+ KV cache).
+  Element counts are turned into bytes by the analyses at the chosen precision.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+Shape = tuple[int, ...]
+
+
+class ShapeError(ValueError):
+    """The layer does not fit the tensor it receives (e.g. a channel mismatch)."""
+
+
+class ParamError(ValueError):
+    """A layer parameter is missing, of the wrong type, or out of range. The message names it."""
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    type: type  # int | float | bool | str
+    default: Any = None  # None = required
+    minimum: float | None = 1
+    choices: tuple | None = None
+    help: str = ""
+
+    @property
+    def required(self) -> bool:
+        return self.default is None
+
+
+@dataclass(frozen=True)
+class Context:
+    """Assumptions that change the work: batch, sequence length, phase."""
+
+    batch: int = 1
+    seq_len: int | None = None  # overrides the model's token count when given
+    phase: str = "prefill"  # prefill | decode (decode: one new token per sequence against a KV cache)
+
+
+@dataclass
+class Row:
+    """The work of one executed operator, batch included (element counts; bytes come later)."""
+
+    name: str
+    kind: str
+    macs: float = 0.0
+    other_flops: float = 0.0  # FLOPs not counted as MACs (norms, softmax, activations)
+    params: float = 0.0  # stored parameters (for the model's size)
+    weight_elems: float = 0.0  # parameter elements read per execution (embeddings read only looked-up rows)
+    input_elems: float = 0.0
+    output_elems: float = 0.0
+    kv_read_elems: float = 0.0
+    kv_cache_elems: float = 0.0  # KV cache resident after this operator (for the memory footprint)
+    gemm: tuple[int, int, int] = (0, 0, 0)  # (M, N, K) of one GEMM
+    gemm_count: int = 0  # independent GEMMs of that shape (groups, heads x batch)
+    out_shape: Shape = ()
+    layer_index: int = -1  # index of the top-level layer this row belongs to
+    count: int = 1  # repeat multiplier (blocks with repeat > 1)
+
+
+@dataclass(frozen=True)
+class LayerKind:
+    kind: str
+    group: str  # palette group: linear algebra, convolution, normalization, activation, attention, blocks, other
+    params: tuple[Param, ...]
+    expand: Callable[[dict, Shape, Context, str], tuple[Shape, list[Row]]]
+    summary: str = ""
+    is_block: bool = False
+
+    def check(self, raw: dict, where: str) -> dict:
+        """Validate and complete parameters; raise ParamError naming ``where.param``."""
+        known = {p.name for p in self.params} | {"kind", "name", "repeat"}
+        unknown = sorted(set(raw) - known)
+        if unknown:
+            raise ParamError(f"{where}: unknown parameter(s) {', '.join(unknown)} for '{self.kind}'")
+        out = {}
+        for p in self.params:
+            value = raw.get(p.name, p.default)
+            if value is None:
+                raise ParamError(f"{where}.{p.name}: is required for '{self.kind}'")
+            out[p.name] = _coerce(p, value, f"{where}.{p.name}")
+        return out
+
+
+def _coerce(p: Param, value: Any, where: str) -> Any:
+    if p.type is bool:
+        if not isinstance(value, bool):
+            raise ParamError(f"{where}: expected true or false, got {value!r}")
+        return value
+    if p.type is str:
+        if not isinstance(value, str) or (p.choices and value not in p.choices):
+            raise ParamError(f"{where}: expected one of {', '.join(p.choices or ())}, got {value!r}")
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ParamError(f"{where}: expected a number, got {value!r}")
+    if p.type is int:
+        if value != int(value):
+            raise ParamError(f"{where}: expected a whole number, got {value!r}")
+        value = int(value)
+    if not math.isfinite(value):
+        raise ParamError(f"{where}: expected a finite number, got {value!r}")
+    if p.minimum is not None and value < p.minimum:
+        raise ParamError(f"{where}: must be at least {p.minimum:g}, got {value!r}")
+    return value
+
+
+REGISTRY: dict[str, LayerKind] = {}
+
+
+def layer_kind(kind: str, group: str, params: tuple[Param, ...] = (), summary: str = "", is_block: bool = False):
+    """Register a layer kind's ``expand(params, in_shape, ctx, name) -> (out_shape, rows)``."""
+
+    def register(fn):
+        REGISTRY[kind] = LayerKind(kind, group, params, fn, summary, is_block)
+        return fn
+
+    return register
+
+
+def numel(shape: Shape) -> int:
+    return math.prod(shape) if shape else 1
+
+
+def conv_out(size: int, kernel: int, stride: int, padding: int, dilation: int = 1) -> int:
+    return (size + 2 * padding - dilation * (kernel - 1) - 1) // stride + 1
+
+
+def need_rank(shape: Shape, ranks: tuple[int, ...], kind: str, what: str) -> None:
+    if len(shape) not in ranks:
+        raise ShapeError(f"'{kind}' needs {what}, got a tensor of shape {format_shape(shape)}")
+
+
+def format_shape(shape: Shape) -> str:
+    return "(" + ", ".join(str(s) for s in shape) + ")"
+
+
+def run(kind: str, params: dict, in_shape: Shape, ctx: Context, name: str) -> tuple[Shape, list[Row]]:
+    """Expand a registered kind with already-checked params (used by blocks to compose layers)."""
+    lk = REGISTRY[kind]
+    full = lk.check(params, name)
+    return lk.expand(full, in_shape, ctx, name)
+
+
+@dataclass
+class Expansion:
+    """Helper for blocks: chains sub-layers, threading the shape through."""
+
+    ctx: Context
+    prefix: str
+    shape: Shape
+    rows: list[Row] = field(default_factory=list)
+
+    def add(self, kind: str, label: str, **params) -> Shape:
+        self.shape, rows = run(kind, params, self.shape, self.ctx, f"{self.prefix}.{label}")
+        self.rows.extend(rows)
+        return self.shape

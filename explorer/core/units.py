@@ -1,0 +1,196 @@
+"""The one pint registry of the process, and unit-checked parsing of user-entered quantities.
+
+Conventions (stated once, used everywhere):
+
+* ``FLOP`` is one floating-point operation; ``OP`` (an integer operation, as in "TOPS") counts the same.
+* ``MAC`` (multiply-accumulate) is exactly ``2 FLOP``.
+* Byte multiples: ``kB MB GB TB`` are decimal (10^3...), ``KiB MiB GiB TiB`` binary (2^10...). Values are
+  stored in bytes; nothing converts between the two families silently.
+* ``USD`` is the one currency dimension; other currencies need an explicit rate and are not defined.
+
+Every module imports ``ureg``/``Q_`` from here; the registry is also set as pint's application registry so
+that libraries which create quantities share it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from pathlib import Path
+
+import pint
+
+
+def _definitions() -> list[str]:
+    """pint's default definitions with ``bit`` given its own dimension.
+
+    pint ships ``bit = []`` (dimensionless), which would let "3.35" pass as a byte count and make
+    FLOP/byte indistinguishable from FLOP. Bytes here have the dimension ``[information]``.
+    """
+    folder = Path(pint.__file__).parent
+    text = (folder / "default_en.txt").read_text(encoding="utf-8")
+    text = text.replace("@import constants_en.txt", (folder / "constants_en.txt").read_text(encoding="utf-8"))
+    if "\nbit = []" not in text:  # pragma: no cover - guards a pint upgrade that changes the file
+        raise RuntimeError("pint's definition of 'bit' changed; update explorer/core/units.py")
+    return text.replace("\nbit = []", "\nbit = [information]").splitlines()
+
+
+ureg = pint.UnitRegistry(None, autoconvert_offset_to_baseunit=True, cache_folder=None)
+ureg.load_definitions(_definitions())
+ureg.define("FLOP = [operation] = flop")
+ureg.define("OP = FLOP = op")
+ureg.define("MAC = 2 * FLOP = mac")
+ureg.define("USD = [currency] = usd = dollar")
+pint.set_application_registry(ureg)
+Q_ = ureg.Quantity
+
+
+class UnitError(ValueError):
+    """A quantity could not be parsed or has the wrong dimension. ``field`` names what was being read."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.reason = message
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A kind of quantity: its dimension, the SI unit values are stored in, and an example for messages."""
+
+    name: str
+    si_unit: str
+    example: str
+
+    @property
+    def dimensionality(self):
+        return ureg.parse_units(self.si_unit).dimensionality
+
+
+KINDS: dict[str, Kind] = {
+    k.name: k
+    for k in (
+        Kind("throughput", "FLOP/s", "989 TFLOP/s"),
+        Kind("operations", "FLOP", "58 GFLOP"),
+        Kind("bytes", "byte", "80 GB"),
+        Kind("bandwidth", "byte/s", "3.35 TB/s"),
+        Kind("energy_per_byte", "J/byte", "160 pJ/B"),
+        Kind("energy", "J", "1.5 pJ"),
+        Kind("time", "s", "300 ns"),
+        Kind("frequency", "Hz", "1410 MHz"),
+        Kind("power", "W", "400 W"),
+        Kind("money", "USD", "25000 USD"),
+        Kind("money_rate", "USD/s", "4.10 USD/h"),
+        Kind("energy_price", "USD/J", "0.12 USD/kWh"),
+        Kind("length", "m", "20 mm"),
+        Kind("carbon_intensity", "kg/J", "0.429 kg/kWh"),
+    )
+}
+
+# Spellings vendors use that pint does not read as intended.
+_REWRITES = [
+    (re.compile(r"\b([kMGTPE]?)(FLOPS|OPS|MACS)\b"), lambda m: f"{m.group(1)}{m.group(2)[:-1]}/s"),
+    (re.compile(r"\bTFLOPs\b"), lambda m: "TFLOP/s"),
+    (re.compile(r"\$"), lambda m: " USD "),
+]
+
+
+def _normalize(text: str) -> str:
+    out = text.strip().replace(",", "").replace("\u00b5", "u").replace("\u03bc", "u")
+    for pattern, repl in _REWRITES:
+        out = pattern.sub(repl, out)
+    return out
+
+
+def parse_quantity(value: object, kind: str, field: str) -> pint.Quantity:
+    """Parse ``"3.35 TB/s"`` (or a pint Quantity) as a quantity of ``kind``; raise UnitError naming ``field``."""
+    expected = KINDS[kind]
+    if isinstance(value, pint.Quantity):
+        q = value
+    elif isinstance(value, str):
+        if re.search(r"\dKB\b|\bKB\b", value):
+            raise UnitError(field, f"'{value}': 'KB' is ambiguous; write kB (1000 B) or KiB (1024 B)")
+        text = _normalize(value)
+        if not text:
+            raise UnitError(field, f"is empty; expected a {kind} such as '{expected.example}'")
+        try:
+            q = ureg.Quantity(text)
+        except (pint.errors.PintError, ValueError, TypeError, AttributeError, SyntaxError,
+                ZeroDivisionError) as exc:
+            raise UnitError(field, f"cannot read '{value}' ({exc}); expected e.g. '{expected.example}'") from None
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        raise UnitError(field, f"'{value}' has no unit; write it with one, e.g. '{expected.example}'")
+    else:
+        raise UnitError(field, f"expected a {kind} such as '{expected.example}', got {type(value).__name__}")
+    if not isinstance(q, pint.Quantity) or q.dimensionless:  # a bare number parsed from a string
+        raise UnitError(field, f"'{value}' has no unit; write it with one, e.g. '{expected.example}'")
+    if q.dimensionality != expected.dimensionality:
+        raise UnitError(
+            field,
+            f"'{value}' is {_describe(q)}, not {_article(kind)} (expected units like '{expected.example}')",
+        )
+    magnitude = q.to(expected.si_unit).magnitude
+    if not math.isfinite(magnitude):
+        raise UnitError(field, f"'{value}' is not a finite number")
+    return q
+
+
+def parse_si(value: object, kind: str, field: str) -> float:
+    """Parse like :func:`parse_quantity` and return the magnitude in the kind's SI unit as a float."""
+    return float(parse_quantity(value, kind, field).to(KINDS[kind].si_unit).magnitude)
+
+
+_LABELS = {"bytes": "byte count", "money": "money amount"}
+
+
+def _article(kind: str) -> str:
+    words = _LABELS.get(kind, kind.replace("_", " "))
+    return f"an {words}" if words[0] in "aeiou" else f"a {words}"
+
+
+def _describe(q: pint.Quantity) -> str:
+    for kind in KINDS.values():
+        if q.dimensionality == kind.dimensionality:
+            return _article(kind.name)
+    return f"a quantity of dimension {q.dimensionality}"
+
+
+def to_quantity(si_value: float, kind: str) -> pint.Quantity:
+    """Wrap an SI float from the analyses back into a quantity (for display and export)."""
+    return Q_(si_value, KINDS[kind].si_unit)
+
+
+DECIMAL_BYTES = ("B", "kB", "MB", "GB", "TB", "PB")
+BINARY_BYTES = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
+
+
+def format_bytes(n: float, binary: bool = False, digits: int = 3) -> str:
+    """Format a byte count in one family only: decimal (kB, MB...) or binary (KiB, MiB...)."""
+    if n is None or not math.isfinite(n):
+        return "\u2014"
+    base, names = (1024.0, BINARY_BYTES) if binary else (1000.0, DECIMAL_BYTES)
+    i = 0
+    x = float(n)
+    while abs(x) >= base and i < len(names) - 1:
+        x /= base
+        i += 1
+    return f"{x:.{digits}g} {names[i]}"
+
+
+_SI_PREFIXES = [(1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""),
+                (1e-3, "m"), (1e-6, "\u00b5"), (1e-9, "n"), (1e-12, "p")]
+
+
+def format_si(x: float, unit: str, digits: int = 4) -> str:
+    """Engineering format with an SI prefix: ``format_si(3.1e14, 'FLOP/s') == '310 TFLOP/s'``."""
+    if x is None or not math.isfinite(x):
+        return "\u2014"
+    if x == 0:
+        return f"0 {unit}"
+    for scale, prefix in _SI_PREFIXES:
+        if abs(x) >= scale:
+            return f"{x / scale:.{digits}g} {prefix}{unit}"
+    scale, prefix = _SI_PREFIXES[-1]
+    return f"{x / scale:.{digits}g} {prefix}{unit}"
