@@ -110,13 +110,6 @@ class Totals:
     compute_energy: np.ndarray
 
 
-def _rereads(m, n, k, gc, tile_m, tile_n, bpe):
-    """Extra operand bytes when A is re-read per N tile and B per M tile (first reads are in ``bytes``)."""
-    with np.errstate(invalid="ignore"):
-        extra = m * k * np.maximum(np.ceil(n / tile_n) - 1, 0) + k * n * np.maximum(np.ceil(m / tile_m) - 1, 0)
-    return np.where(gc > 0, np.nan_to_num(extra, nan=0.0) * gc * bpe, 0.0)
-
-
 def evaluate(model_or_table, devices: Sequence[Device] | DeviceArrays, precision: str = "fp16",
              ctx: Context = Context(), model: Model | None = None) -> ModelAnalysis:
     """Analyze a model (or a prebuilt :class:`LayerTable`) on devices at a precision."""
@@ -147,54 +140,67 @@ def evaluate(model_or_table, devices: Sequence[Device] | DeviceArrays, precision
         memory_bound = I < (peak / bw)
     ideal_time = np.maximum(compute_time, memory_time)
 
-    # -- mapping efficiency of GEMM rows on each device's matrix engine
-    m, n, k = (table.gemm[:, i][:, None] for i in range(3))
-    gc = table.gemm_count[:, None]
-    eff = np.ones((len(table), len(dev)))
-    is_gemm = gc > 0
-    if np.any(dev.engine == 1):
-        e, _, _ = systolic_arrays(m, n, k, gc, dev.rows[None, :], dev.cols[None, :], dev.dataflow[None, :],
-                                  dev.units[None, :])
-        eff = np.where(is_gemm & (dev.engine == 1)[None, :], e, eff)
-    if np.any(dev.engine == 2):
-        align = max(1.0, 16.0 / bpe)
-        e = tensor_core_arrays(m, n, k, gc, dev.block_m[None, :], dev.block_n[None, :], dev.sm_count[None, :], align)
-        eff = np.where(is_gemm & (dev.engine == 2)[None, :], e, eff)
-
-    # -- traffic and energy per memory level
-    n_levels = dev.level_bw.shape[1]
-    traffic = np.zeros((len(table), len(dev), n_levels))
-    present = np.array([[j < len(names) for j in range(n_levels)] for names in dev.level_names], dtype=bool)
-    onchip = dev.onchip_capacity[None, :]
-    fits = (weight_b + act_b)[:, None] <= np.nan_to_num(onchip, nan=-1.0)
-    sys_m = np.where(dev.engine == 1, dev.rows, np.where(dev.engine == 2, dev.block_m, np.inf))[None, :]
-    sys_n = np.where(dev.engine == 1, dev.cols, np.where(dev.engine == 2, dev.block_n, np.inf))[None, :]
-    for j in range(n_levels):
-        inner = dev.level_tile[:, j][None, :]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            square = np.maximum(np.floor(np.sqrt(inner / (3.0 * bpe))), 1.0)
-        if j == 0:
-            tile_m = tile_n = np.where(np.isfinite(square), square, np.inf)  # unknown inner capacity: ideal reuse
-            base = B - np.where(fits, act_b[:, None], 0.0)
+    # -- mapping efficiency of GEMM rows on each device's matrix engine (computed on the GEMM rows only)
+    n_rows, n_dev = len(table), len(dev)
+    g = np.flatnonzero(table.gemm_count > 0)
+    m, n, k = (table.gemm[g, i][:, None] for i in range(3))
+    gc = table.gemm_count[g][:, None]
+    eff = np.ones((n_rows, n_dev))
+    for code in (1, 2):
+        cols_ = np.flatnonzero(dev.engine == code)
+        if not len(cols_) or not len(g):
+            continue
+        if code == 1:
+            e, _, _ = systolic_arrays(m, n, k, gc, dev.rows[cols_], dev.cols[cols_], dev.dataflow[cols_],
+                                      dev.units[cols_], with_cycles=False)
         else:
-            tile_m, tile_n = np.where(np.isfinite(square), square, sys_m), np.where(np.isfinite(square), square, sys_n)
-            base = B
-        t = base + _rereads(m, n, k, gc, tile_m, tile_n, bpe)
-        traffic[:, :, j] = np.where(present[None, :, j], t, 0.0)
-    level_energy = traffic * dev.level_energy[None, :, :]
-    level_energy = np.where(present[None, :, :], level_energy, 0.0)
-    compute_energy = (c["macs"][:, None] + 0.5 * c["other_flops"][:, None]) * dev.mac_energy[None, :]
-    energy = level_energy.sum(axis=2) + compute_energy
+            e = tensor_core_arrays(m, n, k, gc, dev.block_m[cols_], dev.block_n[cols_], dev.sm_count[cols_],
+                                   max(1.0, 16.0 / bpe))
+        eff[np.ix_(g, cols_)] = e
 
+    # -- traffic, time and energy per memory level (one (rows, devices) slice per level)
+    n_levels = dev.level_bw.shape[1]
+    present = np.array([[j < len(names) for j in range(n_levels)] for names in dev.level_names], dtype=bool)
+    present = present.reshape(n_dev, n_levels)
+    fits = (weight_b + act_b)[:, None] <= np.nan_to_num(dev.onchip_capacity, nan=-1.0)[None, :]
+    engine_m = np.where(dev.engine == 1, dev.rows, np.where(dev.engine == 2, dev.block_m, np.inf))
+    engine_n = np.where(dev.engine == 1, dev.cols, np.where(dev.engine == 2, dev.block_n, np.inf))
+    traffic_levels, energy_levels = [], []
+    energy = (c["macs"][:, None] + 0.5 * c["other_flops"][:, None]) * dev.mac_energy[None, :]
+    compute_energy = energy.copy()
+    mem_time_eff = None
     with np.errstate(invalid="ignore", divide="ignore"):
-        level_time = traffic / (dev.level_bw[None, :, :] * eta_m[:, :, None])
-        mem_time_eff = np.fmax.reduce(level_time, axis=2) if n_levels else np.full_like(memory_time, np.nan)
-        mem_time_eff = np.where(np.isfinite(mem_time_eff), mem_time_eff, memory_time / eta_m)
+        for j in range(n_levels):
+            square = np.maximum(np.floor(np.sqrt(dev.level_tile[:, j] / (3.0 * bpe))), 1.0)
+            known = np.isfinite(square)
+            if j == 0:  # off-chip: activations stay on chip when the working set fits; unknown inner: ideal reuse
+                tile_m = tile_n = np.where(known, square, np.inf)
+                t = B - np.where(fits, act_b[:, None], 0.0)
+            else:  # innermost on-chip level feeds the matrix engine's tile
+                tile_m, tile_n = np.where(known, square, engine_m), np.where(known, square, engine_n)
+                t = np.repeat(B, n_dev, axis=1)
+            if len(g):
+                extra = (m * k * np.maximum(np.ceil(n / tile_n[None, :]) - 1, 0)
+                         + k * n * np.maximum(np.ceil(m / tile_m[None, :]) - 1, 0))
+                t[g] += np.nan_to_num(extra, nan=0.0) * gc * bpe
+            t *= present[:, j][None, :]
+            e = t * np.nan_to_num(dev.level_energy[:, j], nan=0.0)[None, :]
+            energy += e
+            traffic_levels.append(t)
+            energy_levels.append(e)
+            lt = t / (dev.level_bw[:, j] * dev.eta_m)[None, :]
+            mem_time_eff = lt if mem_time_eff is None else np.fmax(mem_time_eff, lt)
+        if mem_time_eff is None:
+            mem_time_eff = memory_time / eta_m
+        else:
+            mem_time_eff = np.where(np.isnan(mem_time_eff), memory_time / eta_m, mem_time_eff)
         time = np.maximum(F / (peak * eta_c * eff), mem_time_eff)
+    traffic = np.stack(traffic_levels, axis=2) if traffic_levels else np.zeros((n_rows, n_dev, 0))
+    level_energy = np.stack(energy_levels, axis=2) if energy_levels else np.zeros((n_rows, n_dev, 0))
 
     w = count[:, None]
     decode = ctx.phase == "decode"
-    t_total = np.sum(w * time, axis=0)
+    t_total = count @ time
     f_total = float(np.sum(count * flops))
     weight_bytes = float(np.sum(c["params"] * count)) * bpe
     kv_cache = float(np.sum(c["kv_cache_elems"] * count)) * bpe
@@ -204,13 +210,13 @@ def evaluate(model_or_table, devices: Sequence[Device] | DeviceArrays, precision
     with np.errstate(invalid="ignore", divide="ignore"):
         achieved = f_total / t_total
         totals = Totals(
-            ideal_time=np.sum(w * ideal_time, axis=0),
+            ideal_time=count @ ideal_time,
             time=t_total,
             throughput=ctx.batch / t_total,
             throughput_unit="tokens/s" if decode else "inferences/s",
             flops=np.full(len(dev), f_total),
             bytes=np.full(len(dev), float(np.sum(count * nbytes))),
-            energy=np.sum(w * energy, axis=0),
+            energy=count @ energy,
             weight_bytes=weight_bytes,
             kv_cache_bytes=kv_cache,
             activation_peak_bytes=act_peak,
@@ -218,9 +224,10 @@ def evaluate(model_or_table, devices: Sequence[Device] | DeviceArrays, precision
             fits=footprint <= dev.capacity,
             achieved_flops=achieved,
             utilization=achieved / dev.peak,
-            mapping_efficiency=(np.sum(macs_w[:, None] * eff, axis=0) / macs_w.sum()) if macs_w.sum() else np.ones(len(dev)),
-            energy_by_level=np.sum(w[:, :, None] * level_energy, axis=0),
-            compute_energy=np.sum(w * compute_energy, axis=0),
+            mapping_efficiency=(macs_w @ eff / macs_w.sum()) if macs_w.sum() else np.ones(n_dev),
+            energy_by_level=np.stack([count @ e for e in energy_levels], axis=1) if energy_levels
+            else np.zeros((n_dev, 0)),
+            compute_energy=count @ compute_energy,
         )
     return ModelAnalysis(
         model=model, table=table, devices=dev, ctx=ctx, count=count, flops=flops, bytes=nbytes,

@@ -63,24 +63,26 @@ def systolic_mapping(m: int, n: int, k: int, rows: int, cols: int, dataflow: str
                            float(cycles[0]), float(rows * cols - fr * fc), units)
 
 
-def systolic_arrays(m, n, k, count, rows, cols, dataflow, units):
+def systolic_arrays(m, n, k, count, rows, cols, dataflow, units, with_cycles: bool = True):
     """Vectorized: mapping efficiency, folds per GEMM, and estimated cycles for arrays of GEMM shapes.
 
     ``rows``, ``cols``, ``units`` may be scalars or arrays broadcasting against m/n/k; ``dataflow`` is one string or
-    an array of 'ws'/'os'/'is'."""
+    an array of 'ws'/'os'/'is' broadcasting the same way."""
     m, n, k, count = (np.asarray(x, dtype=float) for x in (m, n, k, count))
     df = np.asarray(dataflow)
-    sr = np.where(df == "os", m, k)
-    sc = np.where(df == "is", m, n)
-    ss = np.where(df == "os", k, np.where(df == "ws", m, n))
+    is_os, is_is = df == "os", df == "is"  # compared once on the (small) device axis, then broadcast
+    sr = np.where(is_os, m, k)
+    sc = np.where(is_is, m, n)
     folds = _cdiv(sr, rows) * _cdiv(sc, cols)
     with np.errstate(invalid="ignore", divide="ignore"):
-        spatial = sr * sc / (folds * rows * cols)
         total_folds = folds * count
         rounds = _cdiv(total_folds, units)
-        unit_eff = total_folds / (rounds * units)
+        eff = (sr * sc / (rows * cols)) * count / (rounds * units)
+    if not with_cycles:
+        return eff, folds, None
+    ss = np.where(is_os, k, np.where(df == "ws", m, n))
     fold_cycles = ss + 2 * np.asarray(rows, dtype=float) + cols - 2
-    return spatial * unit_eff, folds, rounds * fold_cycles
+    return eff, folds, rounds * fold_cycles
 
 
 def tensor_core_arrays(m, n, k, count, block_m, block_n, sm_count, align):

@@ -1,0 +1,92 @@
+"""The command line, run in-process: exit codes, JSON shape, one-line errors."""
+
+import json
+
+import pytest
+
+from explorer.__main__ import main
+
+A100 = """format: 1
+id: test-a100
+name: Test A100
+vendor: test
+kind: gpu
+peak: {fp16: 312 TFLOP/s}
+memory:
+  - {name: HBM, role: offchip, capacity: 80 GB, bandwidth: 2039 GB/s}
+"""
+MODEL = {"format": 1, "name": "dense", "input": {"features": 2048},
+         "layers": [{"kind": "dense", "name": "fc", "in_features": 2048, "out_features": 2048, "bias": False}]}
+
+
+@pytest.fixture
+def files(tmp_path):
+    (tmp_path / "a100.yaml").write_text(A100)
+    (tmp_path / "m.json").write_text(json.dumps(MODEL))
+    return tmp_path
+
+
+def run(capsys, *args):
+    code = main([str(a) for a in args])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_analyze_json_shape(files, capsys):
+    code, out, err = run(capsys, "analyze", files / "m.json", "--device", files / "a100.yaml", "--batch", "32", "--json")
+    assert code == 0 and err == ""
+    data = json.loads(out)
+    assert data["model"] == {"name": "dense", "params": 4194304.0, "macs": 134217728.0, "flops": 268435456.0}
+    (result,) = data["results"]
+    assert result["device"]["ridge"] == pytest.approx(153.016, abs=1e-3)
+    (layer,) = result["layers"]
+    assert layer["intensity"] == pytest.approx(31.0303, abs=1e-4)
+    assert layer["attainable_flops"] == pytest.approx(63.271e12, rel=1e-4)
+    assert layer["bound"] == "memory"
+    assert set(layer["energy_j"]) == {"HBM", "compute", "total"}
+    assert layer["gemm"] == {"m": 32, "n": 2048, "k": 2048}
+    assert set(result["totals"]) >= {"ideal_time_s", "time_s", "throughput_per_s", "flops", "bytes", "energy_j",
+                                      "memory_bytes", "kv_cache_bytes", "achieved_flops", "utilization"}
+    assert result["totals"]["time_s"] >= result["totals"]["ideal_time_s"]
+
+
+def test_analyze_text_has_units(files, capsys):
+    code, out, _ = run(capsys, "analyze", files / "m.json", "-d", files / "a100.yaml")
+    assert code == 0
+    assert "ridge 153 FLOP/B" in out and "[us]" in out and "TFLOP/s" in out
+
+
+@pytest.mark.parametrize("args, message", [
+    (["analyze", "no-such-template", "-d", "{dev}"], "MODEL: unknown template 'no-such-template'"),
+    (["analyze", "{model}", "-d", "nowhere/x.yaml"], "--device: no such file: nowhere/x.yaml"),
+    (["analyze", "{model}", "-d", "{dev}", "--batch", "0"], "--batch: must be a positive whole number"),
+    (["tiling", "--m", "-4", "--n", "1", "--k", "1", "--array", "8x8"], "--m: must be a positive whole number"),
+    (["tiling", "--m", "4", "--n", "1", "--k", "1", "--array", "eight"], "--array: expected RxC"),
+])
+def test_bad_input_exits_2_with_one_line(files, capsys, args, message):
+    args = [a.format(dev=files / "a100.yaml", model=files / "m.json") for a in args]
+    code, out, err = run(capsys, *args)
+    assert code == 2
+    assert err.count("\n") == 1 and err.startswith("hwexplorer: error: ") and message in err
+
+
+def test_wrong_unit_in_device_file(files, capsys):
+    (files / "bad.yaml").write_text(A100.replace("2039 GB/s", "3.35 kg"))
+    code, _, err = run(capsys, "analyze", files / "m.json", "-d", files / "bad.yaml")
+    assert code == 2 and "memory[0].bandwidth: '3.35 kg'" in err
+
+
+def test_tiling_json(capsys):
+    code, out, _ = run(capsys, "tiling", "--m", "129", "--n", "128", "--k", "64", "--array", "128x128",
+                       "--dataflow", "os", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["folds"] == 2
+    assert data["mapping_efficiency"] == pytest.approx(129 / 256)
+    assert data["padding_options"] == {"M": [128, 256]}
+
+
+def test_tiling_4096_on_128(capsys):
+    code, out, _ = run(capsys, "tiling", "--m", "4096", "--n", "4096", "--k", "4096", "--array", "128x128",
+                       "--dataflow", "os", "--json")
+    data = json.loads(out)
+    assert data["folds"] == 1024 and data["mapping_efficiency"] == 1.0 and data["fringe_tax"] == 0.0

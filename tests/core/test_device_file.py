@@ -1,0 +1,107 @@
+import json
+
+import pytest
+import yaml
+
+from explorer.core.catalog_files import validate_catalog
+from explorer.core.device_file import (DeviceFileError, device_from_dict, device_to_dict, dump_device_yaml,
+                                       load_device_file)
+
+SOURCED = {
+    "format": 1, "id": "acme-x1", "name": "Acme X1", "vendor": "Acme", "kind": "npu", "tier": "edge",
+    "sources": {"ds": {"title": "Acme X1 datasheet", "url": "https://example.com/x1.pdf", "date": "2026-11-22"}},
+    "peak": {"int8": {"value": "26 TOP/s", "source": "ds"}},
+    "peak_sparse": {"int8": {"value": "52 TOP/s", "source": "ds"}},
+    "memory": [{"name": "LPDDR5", "role": "offchip", "capacity": {"value": "8 GiB", "source": "ds"},
+                "bandwidth": {"value": "68 GB/s", "source": "ds"}},
+               {"name": "SRAM", "role": "onchip", "capacity": {"value": "4 MiB", "source": "ds"}, "instances": 2}],
+    "matrix_engine": {"type": "systolic", "rows": {"value": 32, "source": "ds"}, "cols": {"value": 32, "source": "ds"},
+                      "dataflow": "os"},
+    "tdp": {"value": "10 W", "source": "ds"},
+    "price": {"value": "199 USD", "source": "ds", "date": "2025-01"},
+    "host_link": {"name": "PCIe Gen4 x4", "bandwidth": {"value": "8 GB/s", "source": "ds"}, "direction": "per_direction"},
+}
+
+
+def test_round_trip_keeps_vendor_text_and_sources():
+    device = device_from_dict(SOURCED, require_sources=True)
+    assert device_to_dict(device) == SOURCED
+    assert device.memory[0].capacity.value == 8 * 2**30  # GiB as stated, normalized to bytes
+    assert device.peak_flops("int8") == 26e12 and device.peak_flops("int8", sparse=True) == 52e12
+    assert device.source_of(device.tdp).title == "Acme X1 datasheet"
+    assert device_from_dict(yaml.safe_load(dump_device_yaml(device))) == device
+
+
+def test_json_and_yaml_files(tmp_path):
+    (tmp_path / "a.json").write_text(json.dumps(SOURCED))
+    (tmp_path / "a.yaml").write_text(yaml.safe_dump(SOURCED))
+    assert load_device_file(tmp_path / "a.json") == load_device_file(tmp_path / "a.yaml")
+
+
+@pytest.mark.parametrize("patch, fragment", [
+    ({"memory": [{"name": "HBM", "bandwidth": "3.35 kg"}]}, "acme-x1: memory[0].bandwidth: '3.35 kg'"),
+    ({"peak": {"fp12": "1 TFLOP/s"}}, "peak.fp12: unknown precision"),
+    ({"kind": "fpga"}, "kind: 'fpga' is not one of"),
+    ({"tdp": {"value": "10 W", "source": "nope"}}, "tdp.source: 'nope' is not a key of 'sources'"),
+    ({"tdp": "-5 W"}, "tdp: '-5 W' is outside the plausible range"),
+    ({"matrix_engine": {"type": "systolic", "rows": 0, "cols": 8}}, "matrix_engine.rows: expected a positive"),
+    ({"efficiency": {"compute": 1.5}}, "efficiency.compute: expected a number in (0, 1]"),
+    ({"id": "Bad Id"}, "id: 'Bad Id' must be lowercase"),
+    ({"format": 2}, "format: this version reads format 1"),
+])
+def test_problems_name_device_and_field(patch, fragment):
+    data = {**SOURCED, **patch}
+    with pytest.raises(DeviceFileError) as err:
+        device_from_dict(data, "x1.yaml")
+    assert fragment in str(err.value)
+    assert str(err.value).startswith("x1.yaml: ") or "problems" in str(err.value)
+
+
+def test_missing_fields_and_sources_all_reported():
+    data = {k: v for k, v in SOURCED.items() if k not in ("name", "vendor")}
+    data["clock"] = "1 GHz"
+    with pytest.raises(DeviceFileError) as err:
+        device_from_dict(data, "x1.yaml", require_sources=True)
+    problems = err.value.problems
+    assert "x1.yaml: acme-x1: name: is required" in problems
+    assert "x1.yaml: acme-x1: vendor: is required" in problems
+    assert any("clock: has no source" in p for p in problems)
+
+
+def test_syntax_errors_name_the_line(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("id: x\nname: [unclosed\nvendor: v\n")
+    with pytest.raises(DeviceFileError, match=r"bad.yaml: line \d+: invalid YAML"):
+        load_device_file(bad)
+    truncated = tmp_path / "t.json"
+    truncated.write_text(json.dumps(SOURCED)[:100])
+    with pytest.raises(DeviceFileError, match=r"t.json: line 1: invalid JSON"):
+        load_device_file(truncated)
+
+
+def test_shipped_catalog_is_valid_and_sourced():
+    report = validate_catalog()
+    assert report.problems == ()
+    assert len(report.devices) >= 40
+    ids = {d.id for d in report.devices}
+    for must in ("nvidia-v100-sxm2", "nvidia-a100-sxm4-80gb", "nvidia-h100-sxm5", "google-tpu-v4"):
+        assert must in ids
+    assert any(d.tier == "edge" and d.kind in ("npu", "gpu") for d in report.devices)
+
+
+def test_every_numeric_field_of_the_catalog_cites_a_source():
+    """validate_catalog requires a source on every figure; prove it by counting cited figures."""
+    report = validate_catalog()
+    for d in report.devices:
+        cited = [*d.peak.values(), *d.peak_sparse.values(), *d.energy_per_mac.values()]
+        cited += [c for lv in d.memory for c in (lv.capacity, lv.bandwidth, lv.energy, lv.latency) if c]
+        cited += [c for c in (d.clock, d.tdp, d.price, d.cloud_price) if c]
+        assert all(c.source in d.sources for c in cited), d.id
+
+
+def test_duplicate_ids_and_misnamed_files(tmp_path):
+    text = yaml.safe_dump(SOURCED)
+    (tmp_path / "acme-x1.yaml").write_text(text)
+    (tmp_path / "copy.yaml").write_text(text)
+    report = validate_catalog(tmp_path)
+    assert any("copy.yaml: acme-x1: id: duplicate" in p for p in report.problems)
