@@ -85,7 +85,7 @@ def loop_evaluate(table, arrays, bpe=2.0):
                 inner = arrays.level_tile[j, v]
                 tile = max(floor(sqrt(inner / (3 * bpe))), 1) if isfinite(inner) else None
                 if v == 0:
-                    t = b - (ab if wb + ab <= arrays.onchip_capacity[j] else 0.0)
+                    t = b
                     tm = tn = tile or float("inf")
                 else:
                     t = b

@@ -226,6 +226,8 @@ class LayerTable:
 def build_table(model: Model, ctx: Context = Context()) -> LayerTable:
     """Infer shapes layer by layer and count work. A layer that does not fit is flagged with the reason and
     passes its input through unchanged, so the layers after it are still analyzed."""
+    if ctx.seq_len is None and model.default_seq_len() is not None:  # decode attends to the model's full context
+        ctx = Context(ctx.batch, model.default_seq_len(), ctx.phase)
     rows: list[Row] = []
     status: list[LayerStatus] = []
     shape = model.input_shape(ctx)
@@ -234,6 +236,12 @@ def build_table(model: Model, ctx: Context = Context()) -> LayerTable:
         kind = REGISTRY[spec.kind]
         first = len(rows)
         try:
+            explicit = spec.params.get("input_shape")
+            if explicit is not None:  # graphs with branches (imported models) give each layer its own input
+                if not (isinstance(explicit, (list, tuple)) and explicit
+                        and all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in explicit)):
+                    raise ParamError(f"{name}.input_shape: expected a list of positive whole numbers")
+                shape = tuple(explicit)
             params = kind.check(spec.params, name)
             out, new_rows = kind.expand(params, shape, ctx, name)
             if kind.is_block and spec.repeat > 1:

@@ -70,6 +70,7 @@ def test_roofline_invariants(spec, batch, peak, bw, eta_c, eta_m, l2):
     assert np.all(r.ideal_time >= r.flops[:, None] / peak_s * (1 - 1e-12))  # time >= compute bound
     assert np.all(r.ideal_time >= r.bytes[:, None] / bw_s * (1 - 1e-12))  # time >= memory bound
     assert np.all(r.time >= r.flops[:, None] / (peak_s * eta_c) * (1 - 1e-12))
+    assert np.all(r.time >= r.ideal_time * (1 - 1e-12))  # time_s only adds losses to the pure roofline
     assert np.all((r.mapping_efficiency > 0) & (r.mapping_efficiency <= 1))
     assert np.all(r.level_traffic >= 0)
     assert np.all(r.level_traffic[:, :, 0] >= r.weight_bytes[:, None] * (1 - 1e-12))  # weights come from DRAM

@@ -58,7 +58,7 @@ def test_repeated_block_counts_and_shapes():
     rows = [i for i, li in enumerate(table.layer_index) if li == 1]
     assert set(table.count[rows]) == {2}
     # bottleneck 16 -> 4 -> 4 -> 16 with no projection: 3 convs (1x1, 3x3, 1x1) + 3 BN
-    assert table.total("params") == (3 * 3 * 3 * 16) + 2 * (16 * 4 + 9 * 4 * 4 + 4 * 16 + 4 * (4 + 4 + 16)) + 16 * 10 + 10
+    assert table.total("params") == (3 * 3 * 3 * 16) + 2 * (16 * 4 + 9 * 4 * 4 + 4 * 16 + 2 * (4 + 4 + 16)) + 16 * 10 + 10
 
 
 def test_depthwise_conv_gemm_view():

@@ -5,10 +5,10 @@ Roofline (the chapter's model, with the device's efficiency factors):
     ideal_time = max(FLOPs / peak, bytes / BW)                     (pure roofline)
     time = max(FLOPs / (peak * eta_c * mapping_eff), max_level(traffic_level / (BW_level * eta_m)))
 ``bytes`` counts each tensor once (inputs, weights read, outputs, KV cache read): the chapter's ideal reuse.
-``traffic_level`` is the hierarchical estimate: the bytes crossing each memory level, adding the re-reads a
-GEMM needs when its operands do not fit the next level in (square tiles sized to that level's capacity, or
-the array/thread-block tile innermost), and, for off-chip memory, leaving activations on chip when the
-operator's working set fits there. Energy = sum over levels of traffic x energy per byte, plus MACs x energy
+``traffic_level`` is the hierarchical estimate: the bytes crossing each memory level, ``bytes`` plus the re-reads
+a GEMM needs when its operands do not fit the next level in (square tiles sized to that level's capacity, or
+the array/thread-block tile innermost); so off-chip traffic depends on whether the working set fits on chip,
+and ``time >= ideal_time`` always. Energy = sum over levels of traffic x energy per byte, plus MACs x energy
 per MAC (other FLOPs at half a MAC).
 """
 
@@ -162,7 +162,6 @@ def evaluate(model_or_table, devices: Sequence[Device] | DeviceArrays, precision
     n_levels = dev.level_bw.shape[1]
     present = np.array([[j < len(names) for j in range(n_levels)] for names in dev.level_names], dtype=bool)
     present = present.reshape(n_dev, n_levels)
-    fits = (weight_b + act_b)[:, None] <= np.nan_to_num(dev.onchip_capacity, nan=-1.0)[None, :]
     engine_m = np.where(dev.engine == 1, dev.rows, np.where(dev.engine == 2, dev.block_m, np.inf))
     engine_n = np.where(dev.engine == 1, dev.cols, np.where(dev.engine == 2, dev.block_n, np.inf))
     traffic_levels, energy_levels = [], []
@@ -173,12 +172,11 @@ def evaluate(model_or_table, devices: Sequence[Device] | DeviceArrays, precision
         for j in range(n_levels):
             square = np.maximum(np.floor(np.sqrt(dev.level_tile[:, j] / (3.0 * bpe))), 1.0)
             known = np.isfinite(square)
-            if j == 0:  # off-chip: activations stay on chip when the working set fits; unknown inner: ideal reuse
+            if j == 0:  # off-chip, feeding the first on-chip level; its capacity unknown: ideal reuse
                 tile_m = tile_n = np.where(known, square, np.inf)
-                t = B - np.where(fits, act_b[:, None], 0.0)
-            else:  # innermost on-chip level feeds the matrix engine's tile
+            else:  # the innermost on-chip level feeds the matrix engine's tile
                 tile_m, tile_n = np.where(known, square, engine_m), np.where(known, square, engine_n)
-                t = np.repeat(B, n_dev, axis=1)
+            t = np.repeat(B, n_dev, axis=1)
             if len(g):
                 extra = (m * k * np.maximum(np.ceil(n / tile_n[None, :]) - 1, 0)
                          + k * n * np.maximum(np.ceil(m / tile_m[None, :]) - 1, 0))

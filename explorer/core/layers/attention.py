@@ -59,7 +59,7 @@ def attention(p: dict, in_shape: Shape, ctx: Context, name: str):
         # Q K^T: per (batch, head) a GEMM (S_q x head_dim) @ (head_dim x S_kv); K comes from the cache in decode
         Row(f"{name}.scores", "attention_scores", macs=scores * head_dim, input_elems=m * q_dim + kv_new / 2,
             kv_read_elems=kv_cached / 2, output_elems=scores,
-            kv_cache_elems=2 * b * s_kv * kv_dim,
+            kv_cache_elems=2 * b * s_kv * kv_dim if p["causal"] else 0,  # encoders keep no KV cache
             gemm=(s_q, s_kv, head_dim), gemm_count=b * heads, out_shape=(heads, s_q, s_kv)),
         Row(f"{name}.softmax", "softmax", other_flops=3 * scores, input_elems=scores, output_elems=scores,
             out_shape=(heads, s_q, s_kv)),

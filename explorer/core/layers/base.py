@@ -82,7 +82,7 @@ class LayerKind:
 
     def check(self, raw: dict, where: str) -> dict:
         """Validate and complete parameters; raise ParamError naming ``where.param``."""
-        known = {p.name for p in self.params} | {"kind", "name", "repeat"}
+        known = {p.name for p in self.params} | {"kind", "name", "repeat", "input_shape"}
         unknown = sorted(set(raw) - known)
         if unknown:
             raise ParamError(f"{where}: unknown parameter(s) {', '.join(unknown)} for '{self.kind}'")

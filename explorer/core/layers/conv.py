@@ -16,23 +16,35 @@ from .base import Context, Param, Row, Shape, ShapeError, conv_out, format_shape
         Param("dilation", int, 1),
         Param("groups", int, 1, help="groups = input channels is a depthwise convolution"),
         Param("bias", bool, False),
+        Param("kernel_h", int, 0, minimum=0, help="kernel height for a non-square kernel (0 = kernel_size)"),
+        Param("kernel_w", int, 0, minimum=0, help="kernel width for a non-square kernel (0 = kernel_size)"),
+        Param("stride_h", int, 0, minimum=0, help="vertical stride (0 = stride)"),
+        Param("stride_w", int, 0, minimum=0, help="horizontal stride (0 = stride)"),
+        Param("padding_h", int, -1, minimum=-1, help="rows of zeros above and below (-1 = padding)"),
+        Param("padding_w", int, -1, minimum=-1, help="columns of zeros left and right (-1 = padding)"),
     ),
-    "2-D convolution; GEMM view by im2col: M = B*Ho*Wo, N = Cout/groups, K = Cin/groups*k*k, one GEMM per group",
+    "2-D convolution; GEMM view by im2col: M = B*Ho*Wo, N = Cout/groups, K = Cin/groups*kh*kw, one GEMM per group",
 )
 def conv2d(p: dict, in_shape: Shape, ctx: Context, name: str):
     need_rank(in_shape, (3,), "conv2d", "an image (C, H, W)")
     c, h, w = in_shape
-    g, k, cout = p["groups"], p["kernel_size"], p["out_channels"]
+    g, cout = p["groups"], p["out_channels"]
+    kh, kw = p["kernel_h"] or p["kernel_size"], p["kernel_w"] or p["kernel_size"]
+    sh, sw = p["stride_h"] or p["stride"], p["stride_w"] or p["stride"]
+    ph = p["padding"] if p["padding_h"] < 0 else p["padding_h"]
+    pw = p["padding"] if p["padding_w"] < 0 else p["padding_w"]
     if c % g or cout % g:
         raise ShapeError(f"'conv2d' groups={g} must divide input channels {c} and output channels {cout}")
-    ho = conv_out(h, k, p["stride"], p["padding"], p["dilation"])
-    wo = conv_out(w, k, p["stride"], p["padding"], p["dilation"])
+    ho = conv_out(h, kh, sh, ph, p["dilation"])
+    wo = conv_out(w, kw, sw, pw, p["dilation"])
     if ho < 1 or wo < 1:
-        raise ShapeError(f"'conv2d' kernel {k} with padding {p['padding']} does not fit a {h}x{w} input")
+        size = f"{kh}x{kw}" if kh != kw else str(kh)
+        pad = f"{ph}x{pw}" if ph != pw else str(ph)
+        raise ShapeError(f"'conv2d' kernel {size} with padding {pad} does not fit a {h}x{w} input")
     b = ctx.batch
     cin_g, cout_g = c // g, cout // g
-    m, n, kk = b * ho * wo, cout_g, cin_g * k * k
-    weights = cout * cin_g * k * k + (cout if p["bias"] else 0)
+    m, n, kk = b * ho * wo, cout_g, cin_g * kh * kw
+    weights = cout * cin_g * kh * kw + (cout if p["bias"] else 0)
     out = (cout, ho, wo)
     return out, [
         Row(name, "conv2d", macs=m * n * kk * g, other_flops=b * numel(out) if p["bias"] else 0, params=weights,

@@ -29,8 +29,9 @@ for _kind, _flops in ACTIVATION_FLOPS.items():
 
 _NORM = (Param("num_features", int, 0, minimum=0, help="0 = take it from the input"),)
 layer_kind("batchnorm", "normalization", _NORM,
-           "batch norm at inference (scale and shift: 2 FLOP per element; 4 stored statistics per channel)")(
-    _unary("batchnorm", 2, params_per_channel=4))
+           "batch norm at inference (folded scale and shift: 2 FLOP per element; 2 learned parameters per channel; "
+           "the running statistics are buffers, as in PyTorch)")(
+    _unary("batchnorm", 2, params_per_channel=2))
 layer_kind("layernorm", "normalization", _NORM,
            "layer norm over the last dimension (6 FLOP per element; scale and bias)")(
     _unary("layernorm", 6, params_per_channel=2))
