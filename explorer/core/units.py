@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from tokenize import TokenError
 
 from pathlib import Path
 
@@ -117,8 +118,8 @@ def parse_quantity(value: object, kind: str, field: str) -> pint.Quantity:
             raise UnitError(field, f"is empty; expected a {kind} such as '{expected.example}'")
         try:
             q = ureg.Quantity(text)
-        except (pint.errors.PintError, ValueError, TypeError, AttributeError, SyntaxError,
-                ZeroDivisionError) as exc:
+        except (pint.errors.PintError, ValueError, TypeError, AttributeError, SyntaxError, ZeroDivisionError,
+                AssertionError, TokenError) as exc:  # pint raises the last two on half-typed text ("3.35 TB/")
             raise UnitError(field, f"cannot read '{value}' ({exc}); expected e.g. '{expected.example}'") from None
     elif isinstance(value, (int, float)) and not isinstance(value, bool):
         raise UnitError(field, f"'{value}' has no unit; write it with one, e.g. '{expected.example}'")

@@ -34,6 +34,10 @@ def test_parse_to_si(text, kind, si):
     ("512 KB", "bytes", "ambiguous"),
     ("fast", "bandwidth", "cannot read"),
     ("", "power", "empty"),
+    ("3.35 TB/", "bandwidth", "cannot read"),
+    ("(3", "bandwidth", "cannot read"),
+    ("3 *", "bandwidth", "cannot read"),
+    ("+", "bandwidth", "cannot read"),
 ])
 def test_wrong_input_names_the_field(text, kind, fragment):
     with pytest.raises(UnitError) as err:
