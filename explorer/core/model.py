@@ -29,6 +29,11 @@ class ModelError(ValueError):
     """A malformed model or model file; the message names the file and field."""
 
 
+def _hashable(value: Any) -> Any:
+    """JSON lists become tuples so models stay hashable (the work table is cached per model)."""
+    return tuple(_hashable(v) for v in value) if isinstance(value, list) else value
+
+
 @dataclass(frozen=True)
 class LayerSpec:
     kind: str
@@ -55,7 +60,7 @@ class LayerSpec:
             out["name"] = self.name
         if self.repeat != 1:
             out["repeat"] = self.repeat
-        out.update(self.items)
+        out.update((k, list(v) if isinstance(v, tuple) else v) for k, v in self.items)
         return out
 
     @classmethod
@@ -71,7 +76,7 @@ class LayerSpec:
         repeat = data.get("repeat", 1)
         if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
             raise ModelError(f"{where}.repeat: expected a whole number >= 1, got {repeat!r}")
-        items = tuple((k, v) for k, v in data.items() if k not in ("kind", "name", "repeat"))
+        items = tuple((k, _hashable(v)) for k, v in data.items() if k not in ("kind", "name", "repeat"))
         spec = cls(kind, name, items, repeat)
         try:
             REGISTRY[kind].check(data, where)
@@ -153,11 +158,16 @@ def dumps_model(model: Model) -> str:
 def atomic_write_text(path: str | Path, text: str) -> None:
     """Write to a temporary file in the same folder, fsync, then rename over the target: a crash mid-save
     leaves the previous file intact."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    """:func:`atomic_write_text` for bytes (PDF and other binary exports)."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)

@@ -88,3 +88,14 @@ def test_every_layer_kind_is_documented():
 
     doc = (Path(__file__).resolve().parents[2] / "docs" / "model-file.md").read_text()
     assert [k for k in REGISTRY if f"| `{k}` |" not in doc] == []
+
+
+def test_explicit_input_shapes_survive_a_save(tmp_path):
+    model = Model.make("branch", {"features": 8}, [
+        LayerSpec.make("dense", "a", in_features=8, out_features=4),
+        LayerSpec.make("dense", "b", in_features=8, out_features=2, input_shape=(8,)),
+    ])
+    save_model_file(model, tmp_path / "m.json")
+    again = load_model_file(tmp_path / "m.json")
+    assert again == model and json.loads((tmp_path / "m.json").read_text())["layers"][1]["input_shape"] == [8]
+    assert build_table(again, Context()).status[1].in_shape == (8,)

@@ -1,6 +1,7 @@
 """Layer kinds, registered on import. ``REGISTRY`` maps a kind name to its schema and expansion."""
 
-from . import attention, blocks, conv, elementwise, linear, recommendation  # noqa: F401  (registration side effects)
+# registration side effects:
+from . import attention, blocks, conv, elementwise, linear, opaque, recommendation  # noqa: F401
 from .base import REGISTRY, Context, LayerKind, Param, ParamError, Row, Shape, ShapeError, format_shape
 
 GROUPS = ("linear algebra", "convolution", "normalization", "activation", "attention", "blocks", "other")
