@@ -10,7 +10,7 @@ from .cli.common import CliError
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .cli import analyze_cmd, tiling_cmd
+    from .cli import analyze_cmd, catalog_cmd, tiling_cmd
 
     parser = argparse.ArgumentParser(
         prog="hwexplorer",
@@ -21,23 +21,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--db", metavar="URL", help="catalog database URL (default: SQLite in the user data "
                         "folder; or $HWEXPLORER_DB), e.g. postgresql+psycopg://user@host/db")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    analyze_cmd.add_parser(sub)
-    tiling_cmd.add_parser(sub)
-    for module in _optional_commands():
+    for module in (analyze_cmd, tiling_cmd, catalog_cmd):
         module.add_parser(sub)
     return parser
-
-
-def _optional_commands():
-    """Subcommands whose modules live in other packages of the project."""
-    import importlib
-
-    for name in ("catalog_cmd", "plan_cmd", "report_cmd"):
-        try:
-            yield importlib.import_module(f"explorer.cli.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"explorer.cli.{name}":
-                raise
 
 
 def main(argv: list[str] | None = None) -> int:

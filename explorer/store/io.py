@@ -1,0 +1,257 @@
+"""Import and export the catalog as YAML, JSON or CSV.
+
+* YAML and JSON exports hold ``{format: 1, devices: [...], count: N}``: device-file mappings
+  (``docs/device-file.md``) with the device count written last, so a truncated file is detected. Imports
+  also accept one device mapping or a plain list of them. YAML is read with the safe loader.
+* CSV: one row per device, see :mod:`explorer.store.csv_columns`.
+
+An import checks every row first and writes nothing unless all rows are valid; the writes happen in one
+transaction (all or nothing). The :class:`ImportReport` lists every rejected row and field.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from explorer.core.device import Device
+from explorer.core.device_file import FORMAT, check_device_dict, device_to_dict
+
+from .csv_columns import devices_to_csv, read_csv
+from .repository import CatalogRepository
+from .schema import ID_LENGTH
+
+FORMATS = {".yaml": "yaml", ".yml": "yaml", ".json": "json", ".csv": "csv"}
+
+
+class ImportFileError(ValueError):
+    """The file cannot be read at all (missing, not YAML/JSON/CSV, truncated, wrong shape)."""
+
+
+@dataclass(frozen=True)
+class Rejection:
+    where: str  # "devices[3]" (YAML/JSON) or "line 7" (CSV)
+    device: str  # the row's id, or "?" when it has none
+    field: str  # device-file field path, a CSV column, or "(row)"
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.device}: {self.field}: {self.message}"
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    file: str
+    format: str
+    rows: int
+    added: tuple[str, ...] = ()
+    replaced: tuple[str, ...] = ()
+    rejected: tuple[Rejection, ...] = ()
+    committed: bool = False  # False for a rejected import and for a dry run
+
+    @property
+    def ok(self) -> bool:
+        return not self.rejected
+
+    def summary(self) -> str:
+        if self.rejected:
+            rows = len({r.where for r in self.rejected if r.where != "header"})
+            return (
+                f"{self.file}: nothing imported: {len(self.rejected)} problem(s) in {rows} of {self.rows} "
+                f"row(s)"
+            )
+        verb = "imported" if self.committed else "would import (dry run)"
+        return f"{self.file}: {verb} {len(self.added)} new and {len(self.replaced)} replaced device(s)"
+
+    def lines(self) -> list[str]:
+        return [str(r) for r in self.rejected] + [self.summary()]
+
+
+def detect_format(path: str | Path, fmt: str | None = None) -> str:
+    if fmt:
+        fmt = fmt.lower()
+        if fmt not in ("yaml", "json", "csv"):
+            raise ImportFileError(f"unknown format '{fmt}'; use yaml, json or csv")
+        return fmt
+    suffix = Path(path).suffix.lower()
+    if suffix not in FORMATS:
+        raise ImportFileError(
+            f"{Path(path).name}: cannot tell the format from '{suffix or '(no suffix)'}'; "
+            "use .yaml, .yml, .json or .csv, or give the format"
+        )
+    return FORMATS[suffix]
+
+
+# ------------------------------------------------------------------------------------------------ export
+def export_text(devices: Sequence[Device], fmt: str) -> str:
+    mappings = [device_to_dict(d) for d in devices]
+    if fmt == "csv":
+        return devices_to_csv(mappings)
+    body = [{k: v for k, v in m.items() if k != "format"} for m in mappings]
+    document = {"format": FORMAT, "devices": body, "count": len(body)}
+    if fmt == "json":
+        return json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    return yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=110)
+
+
+def export_file(devices: Sequence[Device], path: str | Path, fmt: str | None = None) -> int:
+    """Write the devices to ``path`` (replaced atomically); returns the number written."""
+    path = Path(path)
+    text = export_text(devices, detect_format(path, fmt))
+    partial = path.with_name(path.name + ".partial")
+    try:
+        partial.write_text(text, encoding="utf-8", newline="")
+        os.replace(partial, path)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise ImportFileError(f"{path}: cannot write ({exc.strerror})") from None
+    return len(devices)
+
+
+# ------------------------------------------------------------------------------------------------ import
+def _entries(
+    text: str, fmt: str, name: str
+) -> tuple[list[tuple[str, Any, list[tuple[str, str]]]], list[Rejection]]:
+    """Split the file into ``(where, mapping, problems)`` entries, plus file-level rejections."""
+    if fmt == "csv":
+        entries, header = read_csv(text)
+        return entries, [Rejection("header", "?", column, message) for column, message in header]
+    if not text.strip():
+        raise ImportFileError(f"{name}: the file is empty")
+    try:
+        data = json.loads(text) if fmt == "json" else yaml.safe_load(text)
+    except json.JSONDecodeError as exc:
+        hint = _truncation_hint(text, exc.lineno, exc.msg.startswith("Unterminated"))
+        raise ImportFileError(f"{name}: line {exc.lineno}: invalid JSON ({exc.msg}){hint}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}: " if mark is not None else ""
+        hint = _truncation_hint(text, mark.line + 1) if mark is not None else ""
+        raise ImportFileError(
+            f"{name}: {where}invalid YAML ({getattr(exc, 'problem', None) or exc}){hint}"
+        ) from None
+    if isinstance(data, dict) and "devices" in data:
+        devices = data["devices"]
+        if not isinstance(devices, list):
+            raise ImportFileError(f"{name}: 'devices' must be a list of device mappings")
+        if "count" not in data:
+            raise ImportFileError(
+                f"{name}: no 'count' after the device list; the file looks truncated "
+                f"({len(devices)} device(s) read)"
+            )
+        if data["count"] != len(devices):
+            raise ImportFileError(
+                f"{name}: the file says count {data['count']!r} but holds {len(devices)} "
+                "device(s); it looks truncated or edited"
+            )
+        unknown = set(data) - {"format", "devices", "count"}
+        if unknown or data.get("format", FORMAT) != FORMAT:
+            raise ImportFileError(
+                f"{name}: expected format {FORMAT} with keys format, devices, count; got "
+                f"format {data.get('format')!r} and {sorted(unknown) or 'no other keys'}"
+            )
+    elif isinstance(data, dict):
+        devices = [data]
+    elif isinstance(data, list):
+        devices = data
+    else:
+        raise ImportFileError(
+            f"{name}: expected a device mapping, a list of them, or an export "
+            f"(format, devices, count); got {type(data).__name__}"
+        )
+    return [(f"devices[{i}]", d, []) for i, d in enumerate(devices)], []
+
+
+def _truncation_hint(text: str, line: int, unterminated: bool = False) -> str:
+    last_line = text.rstrip().count("\n") + 1
+    return "; the file looks truncated" if unterminated or line >= last_line else ""
+
+
+def _split_problem(problem: str, where: str, device: str) -> Rejection:
+    prefix = f"{where}: {device}: "
+    rest = problem.removeprefix(prefix)
+    field, _, message = rest.partition(": ")
+    return Rejection(where, device, field, message or rest)
+
+
+def read_import(
+    path: str | Path, fmt: str | None = None
+) -> tuple[str, int, list[tuple[str, Device]], list[Rejection]]:
+    """Parse and check every row of a file; returns (format, rows, [(where, valid device)], rejections)."""
+    path = Path(path)
+    fmt = detect_format(path, fmt)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ImportFileError(f"{path.name}: not UTF-8 text") from None
+    except OSError as exc:
+        raise ImportFileError(f"{path}: cannot read ({exc.strerror})") from None
+    entries, rejected = _entries(text, fmt, path.name)
+    devices: list[tuple[str, Device]] = []
+    first_row: dict[str, str] = {}
+    for where, data, problems in entries:
+        device_id = str(data.get("id", "?")) if isinstance(data, dict) else "?"
+        rejected.extend(Rejection(where, device_id, f, m) for f, m in problems)
+        if data is None or any(f == "(row)" for f, _ in problems):
+            continue
+        device, found = check_device_dict(data, where)
+        rejected.extend(_split_problem(p, where, device_id) for p in found)
+        if device is None or found or problems:
+            continue
+        if len(device.id) > ID_LENGTH:
+            rejected.append(
+                Rejection(where, device.id[:20] + "...", "id", f"longer than {ID_LENGTH} characters")
+            )
+            continue
+        if device.id in first_row:
+            rejected.append(
+                Rejection(where, device.id, "id", f"duplicate of the id in {first_row[device.id]}")
+            )
+            continue
+        first_row[device.id] = where
+        devices.append((where, device))
+    return fmt, len(entries), devices, rejected
+
+
+def import_file(
+    repo: CatalogRepository,
+    path: str | Path,
+    fmt: str | None = None,
+    replace: bool = False,
+    dry_run: bool = False,
+) -> ImportReport:
+    """Check the whole file, then add every device in one transaction, or nothing if any row is rejected.
+
+    Ids already in the catalog are rejected unless ``replace``; replacing a shipped device counts as an
+    edit of it (the changed fields become overrides).
+    """
+    fmt, rows, checked, rejected = read_import(path, fmt)
+    devices = [d for _, d in checked]
+    existing = set(repo.ids())
+    if not replace:
+        rejected.extend(
+            Rejection(where, d.id, "id", "already in the catalog (import with --replace to overwrite it)")
+            for where, d in checked
+            if d.id in existing
+        )
+    name = Path(path).name
+    if rejected:
+        order = {r: i for i, r in enumerate(rejected)}
+        rejected.sort(key=lambda r: (_row_number(r.where), order[r]))
+        return ImportReport(name, fmt, rows, rejected=tuple(rejected))
+    if dry_run:
+        new = tuple(d.id for d in devices if d.id not in existing)
+        return ImportReport(name, fmt, rows, new, tuple(d.id for d in devices if d.id in existing))
+    added, replaced = repo.import_devices(devices, replace_existing=replace, validate=False)
+    return ImportReport(name, fmt, rows, added, replaced, committed=True)
+
+
+def _row_number(where: str) -> int:
+    digits = "".join(ch for ch in where if ch.isdigit())
+    return int(digits) if digits else -1

@@ -1,0 +1,37 @@
+"""Resolve a device given on the command line: a device file path, or an id in the catalog database."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from explorer.core.device import Device
+from explorer.core.device_file import load_device_file
+
+from .engine import open_catalog
+from .errors import UnknownDeviceError
+
+DEVICE_FILE_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def looks_like_path(spec: str) -> bool:
+    """Ids are lowercase letters, digits and '-': anything with a separator or a file suffix is a path."""
+    return any(ch in spec for ch in "/\\") or Path(spec).suffix.lower() in DEVICE_FILE_SUFFIXES
+
+
+def resolve_device(spec: str, db_url: str | None = None) -> Device:
+    """A device file (``path.yaml``/``.json``) or a catalog id (opening and seeding the database if needed).
+
+    An unknown id raises :class:`UnknownDeviceError` (a ValueError) listing close matches.
+    """
+    spec = spec.strip()
+    if looks_like_path(spec):
+        return load_device_file(spec)
+    with open_catalog(db_url) as repo:
+        try:
+            return repo.get(spec)
+        except UnknownDeviceError as exc:
+            raise UnknownDeviceError(
+                spec,
+                exc.close_matches,
+                " (use an id from 'hwexplorer catalog list' or the path of a .yaml/.json device file)",
+            ) from None

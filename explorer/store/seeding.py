@@ -1,0 +1,151 @@
+"""Seeding the catalog with the shipped devices, and re-seeding when a newer release ships updated data.
+
+Rules (docs/catalog.md):
+
+* A shipped id not in the database is added (origin ``shipped``).
+* A user device with the same id as a shipped one is left alone (reported as skipped).
+* A shipped device without user edits is replaced by the new shipped version.
+* A shipped device with user edits keeps the user's value for every overridden field and takes the new
+  shipped value for all other fields; the overrides stay marked. If the merge would be invalid (say the new
+  release reshaped a field the user's value depends on), the user's whole device is kept and every field
+  that differs from the new shipped version is marked as overridden. Nothing the user wrote is lost.
+* A device that a newer release no longer ships stays in the database unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from sqlalchemy import delete, insert, select, update
+from sqlalchemy.engine import Engine
+
+from explorer.core.catalog_files import catalog_files, load_shipped_devices, shipped_catalog_dir
+from explorer.core.device import Device
+from explorer.core.device_file import check_device_dict, device_to_dict
+
+from .overrides import canonical_hash, changed_fields, copy_fields, referenced_sources
+from .repository import DEVICES, META, _insert_many, _load, _now, _rewrite, lock_for_writing
+
+FINGERPRINT_KEY = "shipped_fingerprint"
+SEED_FORMAT = "1"  # bump when the stored form of a device changes, to force a re-seed
+
+
+@dataclass(frozen=True)
+class SeedReport:
+    added: tuple[str, ...] = ()
+    updated: tuple[str, ...] = ()  # refreshed to the new shipped version (no user edits)
+    merged: tuple[str, ...] = ()  # refreshed; the user's overriding fields kept
+    kept: tuple[str, ...] = ()  # the merge was invalid: the user's device kept as it was
+    skipped: tuple[str, ...] = ()  # a user device already has this id
+    unchanged: int = 0
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.added or self.updated or self.merged or self.kept)
+
+    def summary(self) -> str:
+        parts = [
+            f"{len(self.added)} added",
+            f"{len(self.updated)} updated",
+            f"{len(self.merged)} merged with your edits",
+            f"{self.unchanged} unchanged",
+        ]
+        if self.kept:
+            parts.append(f"{len(self.kept)} kept as you edited them ({', '.join(self.kept)})")
+        if self.skipped:
+            parts.append(
+                f"{len(self.skipped)} skipped: a device of yours has the id ({', '.join(self.skipped)})"
+            )
+        return "shipped catalog: " + ", ".join(parts)
+
+
+def catalog_fingerprint(folder: Path | None = None) -> str | None:
+    """A hash of the shipped catalog files (names and bytes); None when there is no catalog folder."""
+    folder = folder or shipped_catalog_dir()
+    if not folder.is_dir():
+        return None
+    digest = hashlib.sha256(f"seed-format {SEED_FORMAT}\n".encode())
+    for path in catalog_files(folder):
+        digest.update(path.name.encode("utf-8") + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def ensure_seeded(engine: Engine, folder: Path | None = None) -> SeedReport | None:
+    """Seed or re-seed when the shipped files differ from those last seeded; None when nothing was needed."""
+    fingerprint = catalog_fingerprint(folder)
+    if fingerprint is None:
+        return None
+    with engine.connect() as conn:
+        if conn.scalar(select(META.c.value).where(META.c.key == FINGERPRINT_KEY)) == fingerprint:
+            return None
+    return seed(engine, load_shipped_devices(folder), fingerprint)
+
+
+def seed(engine: Engine, shipped: Sequence[Device], fingerprint: str | None = None) -> SeedReport:
+    """Write the shipped devices following the re-seed rules, in one transaction."""
+    added, updated, merged, kept, skipped, unchanged = [], [], [], [], [], 0
+    new_devices, new_data = [], []
+    with engine.begin() as conn:
+        lock_for_writing(conn)
+        if fingerprint is not None:  # another process may have seeded while we waited for the lock
+            done = conn.scalar(select(META.c.value).where(META.c.key == FINGERPRINT_KEY))
+            if done == fingerprint:
+                return SeedReport()
+        existing = {
+            r.id: r
+            for r in conn.execute(
+                select(DEVICES.c.id, DEVICES.c.origin, DEVICES.c.shipped_hash, DEVICES.c.overrides)
+            )
+        }
+        for device in shipped:
+            device = replace(device, origin="shipped")
+            data = device_to_dict(device)
+            row = existing.get(device.id)
+            if row is None:
+                new_devices.append(device)
+                new_data.append(data)
+                continue
+            if row.origin != "shipped":
+                skipped.append(device.id)
+                continue
+            if row.shipped_hash == canonical_hash(data):
+                unchanged += 1
+                continue
+            conn.execute(
+                update(DEVICES).where(DEVICES.c.id == device.id).values(version=DEVICES.c.version + 1)
+            )
+            if not row.overrides:
+                _rewrite(conn, device, overrides=(), shipped=data)
+                updated.append(device.id)
+                continue
+            current = _load(conn, [device.id])[device.id].device
+            result, overrides, ok = _merge(data, device_to_dict(current), list(row.overrides))
+            _rewrite(conn, replace(result or current, origin="shipped"), overrides=overrides, shipped=data)
+            (merged if ok else kept).append(device.id)
+        _insert_many(conn, new_devices, "shipped", _now(), shipped=new_data)
+        if fingerprint is not None:
+            conn.execute(delete(META).where(META.c.key == FINGERPRINT_KEY))
+            conn.execute(insert(META).values(key=FINGERPRINT_KEY, value=fingerprint))
+    return SeedReport(
+        tuple(added + [d.id for d in new_devices]),
+        tuple(updated),
+        tuple(merged),
+        tuple(kept),
+        tuple(skipped),
+        unchanged,
+    )
+
+
+def _merge(shipped: dict, current: dict, overrides: list[str]) -> tuple[Device | None, set[str], bool]:
+    """The new shipped mapping with the user's overridden fields; (device, overrides, merged cleanly)."""
+    data = copy_fields(shipped, current, overrides)
+    missing = referenced_sources(data) - set(data.get("sources") or {})
+    keep_sources = [f"sources.{k}" for k in sorted(missing) if k in (current.get("sources") or {})]
+    data = copy_fields(data, current, keep_sources)
+    device, problems = check_device_dict(data, "re-seed")
+    if device is None or problems:
+        return None, set(overrides) | set(changed_fields(shipped, current)), False
+    return device, set(overrides) | set(keep_sources), True

@@ -1,0 +1,144 @@
+"""DeviceDetailView: every field of one device with its value as written, in SI units, and its cited source.
+
+A read-only QTextBrowser; source titles are links that open in the system browser. Notes and the
+recorded conflicts (where references disagree about a field) follow the figures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from html import escape
+
+from PySide6.QtWidgets import QTextBrowser, QWidget
+
+from explorer.core.device import Cited, Device
+from explorer.core.precision import PRECISIONS
+from explorer.core.units import KINDS
+
+DASH = "\u2014"
+PLACEHOLDER = "<p style='color:#666'>Select a device in the table to see every figure and its source.</p>"
+TITLE_CHARS = 48  # a source title longer than this is shortened in the table (in full under Sources)
+STYLE = """
+<style>
+ h2 { margin-bottom: 2px; }
+ table.fields { border-collapse: collapse; }
+ table.fields td, table.fields th { padding: 2px 8px 2px 0; vertical-align: top; }
+ th { text-align: left; }
+ .note { color: #555; font-size: small; }
+ .conflict { color: #8a4b00; }
+</style>
+"""
+
+# (label, figure, unit kind or None for a count) in the order shown
+Figure = tuple[str, Cited | None, str | None]
+
+
+def _figures(device: Device) -> Iterator[Figure]:
+    for precision in PRECISIONS:
+        if precision in device.peak:
+            yield f"Peak {precision} (dense)", device.peak[precision], "throughput"
+        if precision in device.peak_sparse:
+            yield f"Peak {precision} (2:4 sparse)", device.peak_sparse[precision], "throughput"
+    for level in device.memory:
+        copies = f", \u00d7{level.instances}" if level.instances != 1 else ""
+        where = f"{level.name} ({level.role}{copies})"
+        yield f"{where} capacity", level.capacity, "bytes"
+        yield f"{where} bandwidth", level.bandwidth, "bandwidth"
+        yield f"{where} access energy", level.energy, "energy_per_byte"
+        yield f"{where} latency", level.latency, "time"
+    for precision in PRECISIONS:
+        if precision in device.energy_per_mac:
+            yield f"Energy per MAC {precision}", device.energy_per_mac[precision], "energy"
+    engine = device.matrix_engine
+    if engine is not None:
+        for attr, label in (("rows", "rows"), ("cols", "columns"), ("units", "units"), ("sm_count", "SMs")):
+            yield f"Matrix engine {label}", getattr(engine, attr), None
+    yield "Clock", device.clock, "frequency"
+    yield "TDP", device.tdp, "power"
+    yield "List price" + (f" ({device.price_date})" if device.price_date else ""), device.price, "money"
+    yield "Cloud price", device.cloud_price, "money_rate"
+    if device.host_link is not None:
+        link = device.host_link
+        yield f"Host link {link.name} ({link.direction})", link.bandwidth, "bandwidth"
+    for link in device.interconnects:
+        yield f"Interconnect {link.name} ({link.direction})", link.bandwidth, "bandwidth"
+
+
+def _si(cited: Cited, kind: str | None) -> str:
+    if kind is None:
+        return f"{cited.value:g}"
+    return f"{cited.value:.6g} {KINDS[kind].si_unit}"
+
+
+def _source_cell(device: Device, cited: Cited) -> str:
+    source = device.source_of(cited)
+    if source is None:
+        return escape(cited.source) if cited.source else "<i>no source</i>"
+    title = source.title if len(source.title) <= TITLE_CHARS else source.title[:TITLE_CHARS - 1] + "\u2026"
+    url, full = escape(source.url, quote=True), escape(source.title, quote=True)
+    return f'<a href="{url}" title="{full}">{escape(title)}</a>'
+
+
+def device_html(device: Device) -> str:
+    """The detail page of ``device`` as HTML (pure function, tested directly)."""
+    engine = device.matrix_engine
+    facts = [
+        ("Id", device.id), ("Vendor", device.vendor), ("Kind", device.kind), ("Tier", device.tier or DASH),
+        ("Family", device.family or DASH), ("Year", str(device.year) if device.year else DASH),
+        ("Origin", "shipped catalog" if device.origin == "shipped" else "user device"),
+    ]
+    if engine is not None:
+        extra = [engine.type.replace("_", " ")]
+        if engine.dataflow:
+            extra.append(f"dataflow {engine.dataflow}")
+        if engine.tile:
+            extra.append("tile m\u00d7n\u00d7k = " + "\u00d7".join(map(str, engine.tile)))
+        if engine.block_tile:
+            extra.append("block tile " + "\u00d7".join(map(str, engine.block_tile)))
+        facts.append(("Matrix engine", ", ".join(extra)))
+    if device.efficiency_compute != 1.0 or device.efficiency_memory != 1.0:
+        etas = f"compute {device.efficiency_compute:g}, memory {device.efficiency_memory:g}"
+        facts.append(("Efficiency", etas))
+    parts = [STYLE, f"<h2>{escape(device.name)}</h2>", "<table>"]
+    parts += [f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in facts]
+    parts.append("</table><h3>Figures</h3><table class='fields'>")
+    parts.append("<tr><th>Field</th><th>Value [as written]</th><th>Value [SI]</th><th>Source</th></tr>")
+    for label, cited, kind in _figures(device):
+        if cited is None:
+            parts.append(f"<tr><td>{escape(label)}</td><td>{DASH}</td><td>{DASH}</td><td></td></tr>")
+            continue
+        note = f"<br><span class='note'>{escape(cited.note)}</span>" if cited.note else ""
+        parts.append(f"<tr><td>{escape(label)}</td><td>{escape(cited.text)}{note}</td>"
+                     f"<td>{escape(_si(cited, kind))}</td><td>{_source_cell(device, cited)}</td></tr>")
+    parts.append("</table>")
+    if device.notes:
+        parts.append("<h3>Notes</h3><p>" + escape(device.notes.strip()).replace("\n", "<br>") + "</p>")
+    if device.conflicts:
+        parts.append("<h3>Conflicts between references</h3><ul>")
+        parts += [f"<li class='conflict'><b>{escape(c.field)}</b>: {escape(c.note)}</li>"
+                  for c in device.conflicts]
+        parts.append("</ul>")
+    if device.sources:
+        parts.append("<h3>Sources</h3><ul>")
+        parts += [f'<li>[{escape(key)}] <a href="{escape(s.url, quote=True)}">{escape(s.title)}</a>, read '
+                  f"{escape(s.date)}</li>" for key, s in device.sources.items()]
+        parts.append("</ul>")
+    return "".join(parts)
+
+
+class DeviceDetailView(QTextBrowser):
+    """Read-only detail of one device; links open externally."""
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setOpenExternalLinks(True)
+        self.setReadOnly(True)
+        self.device: Device | None = None
+        self.show_device(None)
+
+    def show_device(self, device: Device | None) -> None:
+        self.device = device
+        if device is None:
+            self.setHtml(PLACEHOLDER)
+        else:
+            self.setHtml(device_html(device))

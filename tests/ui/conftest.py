@@ -1,0 +1,37 @@
+"""Fixtures shared by the UI tests: offscreen Qt, settings and data dirs under tmp_path, no stray windows."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before any Qt import
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def isolated_settings(tmp_path, monkeypatch):
+    """QSettings and platformdirs data/config dirs point at tmp_path for every test."""
+    from PySide6.QtCore import QCoreApplication, QSettings
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    QCoreApplication.setOrganizationName("hwexplorer-tests")
+    QCoreApplication.setApplicationName("hwexplorer-tests")
+    QSettings.setDefaultFormat(QSettings.Format.IniFormat)
+    for scope in (QSettings.Scope.UserScope, QSettings.Scope.SystemScope):
+        QSettings.setPath(QSettings.Format.IniFormat, scope, str(tmp_path / "qsettings"))
+    yield
+
+
+@pytest.fixture(autouse=True)
+def no_leftover_windows(qapp):
+    """Fail a test that leaves top-level windows visible (every widget must go through qtbot.addWidget)."""
+    yield
+    from PySide6.QtWidgets import QApplication
+
+    QApplication.processEvents()
+    left = [w for w in QApplication.topLevelWidgets() if w.isVisible()]
+    for w in left:
+        w.close()
+    assert not left, f"windows left open: {[type(w).__name__ for w in left]}"
