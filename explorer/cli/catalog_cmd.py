@@ -82,6 +82,7 @@ def _add_db(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--db",
         metavar="URL",
+        default=argparse.SUPPRESS,  # keep a global `hwexplorer --db URL catalog ...` instead of overwriting it
         help="sqlite:///PATH or postgresql://USER@HOST/DB (default: $HWEXPLORER_DB, else the local file)",
     )
 
