@@ -10,7 +10,7 @@ from .cli.common import CliError
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .cli import analyze_cmd, catalog_cmd, tiling_cmd
+    from .cli import analyze_cmd, catalog_cmd, plan_cmd, report_cmd, tiling_cmd
 
     parser = argparse.ArgumentParser(
         prog="hwexplorer",
@@ -21,7 +21,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--db", metavar="URL", help="catalog database URL (default: SQLite in the user data "
                         "folder; or $HWEXPLORER_DB), e.g. postgresql+psycopg://user@host/db")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module in (analyze_cmd, tiling_cmd, catalog_cmd):
+    for module in (analyze_cmd, tiling_cmd, catalog_cmd, plan_cmd, report_cmd):
         module.add_parser(sub)
     return parser
 

@@ -128,7 +128,7 @@ def _open(args):
     from explorer.store.errors import CatalogDatabaseError
 
     try:
-        return open_catalog(args.db)
+        return open_catalog(getattr(args, "db", None))
     except CatalogDatabaseError as exc:
         raise CliError(str(exc)) from None
 
@@ -278,14 +278,14 @@ def cmd_validate(args) -> int:
     report = validate_catalog(folder)
     problems = list(report.problems)
     checked_db = 0
-    if args.db:
+    if getattr(args, "db", None):
         with _open(args) as repo:
             for device in repo.devices():
                 _, found = check_device_dict(device_to_dict(device), "database")
                 problems.extend(found)
                 checked_db += 1
     summary = f"{report.files} file(s), {len(report.devices)} valid device(s)"
-    if args.db:
+    if getattr(args, "db", None):
         summary += f", {checked_db} database device(s)"
     summary += f", {len(problems)} problem(s)"
     if args.json:

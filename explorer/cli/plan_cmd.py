@@ -1,0 +1,177 @@
+"""``hwexplorer plan MODEL --device DEV ... --target RATE``: which device, how many, what it costs (docs/cli.md)."""
+
+from __future__ import annotations
+
+import math
+
+from ..core.analysis.cost import CostAssumptions
+from ..core.analysis.evaluate import evaluate
+from ..core.analysis.procurement import PlanResult, Requirements, format_usd, parse_latency, parse_rate, plan
+from ..core.units import UnitError, format_si, parse_quantity, parse_si
+from .analyze_cmd import add_workload_args, workload_from_args
+from .common import CliError, print_json
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("plan", help="size and cost a deployment: checks, units, TCO, buy vs rent, ranking",
+                       description="The chapter's three feasibility checks, the units needed to reach a target, "
+                                   "capital, energy and TCO, buy vs rent, and a ranking of every DEV.")
+    p.add_argument("model", metavar="MODEL", help="a template id (e.g. gpt2) or a model file (.json)")
+    add_workload_args(p)
+    add_requirement_args(p, target_required=True)
+    p.add_argument("--json", action="store_true", help="print one JSON object (SI units, USD)")
+    p.set_defaults(func=run)
+
+
+def add_requirement_args(p, target_required: bool) -> None:
+    """Requirement and ownership options shared by plan and report."""
+    p.add_argument("--target", required=target_required, metavar="RATE",
+                   help='fleet throughput, e.g. "2000 tokens/s" or "500 inferences/s" (also picks the phase: '
+                        "tokens/s -> decode, inferences/s -> prefill, unless --phase is given)")
+    p.add_argument("--latency", metavar="TIME", help='latency limit per inference or decode step, e.g. "50 ms", or '
+                                                     'a frame rate whose period is the budget, e.g. "30 FPS"')
+    p.add_argument("--budget", metavar="USD", help='e.g. "500000 USD" (compared with the capital cost)')
+    p.add_argument("--budget-covers", choices=("capital", "tco"), default="capital",
+                   help="what the budget pays for (default capital)")
+    p.add_argument("--power-cap", metavar="POWER", help='e.g. "10 kW"')
+    p.add_argument("--power-scope", choices=("node", "site"), default="site",
+                   help="site: every unit at TDP x PUE; node: one unit's TDP (default site)")
+    p.add_argument("--years", type=float, default=3.0, help="ownership horizon in years (default 3)")
+    p.add_argument("--electricity", default="0.12 USD/kWh", metavar="PRICE", help='default "0.12 USD/kWh"')
+    p.add_argument("--pue", type=float, default=1.3, help="power usage effectiveness, >= 1 (default 1.3)")
+    p.add_argument("--utilization", type=float, default=0.6,
+                   help="average duty cycle for energy and cost per million, in (0, 1] (default 0.6)")
+    p.add_argument("--price", action="append", default=[], metavar="DEV=USD",
+                   help='a quote replacing the catalog price, e.g. nvidia-h100-sxm5="30000 USD" (repeatable)')
+    p.add_argument("--cloud-price", action="append", default=[], metavar="DEV=USD/h",
+                   help='cloud price per unit-hour, e.g. nvidia-h100-sxm5="4.10 USD/h" (repeatable)')
+
+
+def _pairs(items: list[str], option: str, kind: str) -> dict[str, float]:
+    out = {}
+    for item in items:
+        dev, sep, value = item.partition("=")
+        if not sep or not dev.strip() or not value.strip():
+            raise CliError(f"{option}: expected DEV=VALUE, got {item!r}")
+        try:
+            out[dev.strip()] = parse_si(value, kind, f"{option} {dev.strip()}")
+        except UnitError as exc:
+            raise CliError(str(exc)) from None
+    return out
+
+
+def _quantity(text: str | None, kind: str, option: str) -> float | None:
+    if text is None:
+        return None
+    try:
+        return parse_si(text, kind, option)
+    except UnitError as exc:
+        raise CliError(str(exc)) from None
+
+
+def prepare(args):
+    """Parse requirements, choose the phase from the target's unit, then evaluate: (analysis, requirements, costs)."""
+    target, unit = None, "tokens/s"
+    try:
+        if args.target is not None:
+            target, unit = parse_rate(args.target, "--target")
+        latency = parse_latency(args.latency, "--latency") if args.latency is not None else None
+    except UnitError as exc:
+        raise CliError(str(exc)) from None
+    if target is not None and args.phase is None:
+        args.phase = "decode" if unit == "tokens/s" else "prefill"
+    model, ctx, devices = workload_from_args(args)
+    try:
+        electricity = float(parse_quantity(args.electricity, "energy_price", "--electricity").to("USD/kWh").magnitude)
+    except UnitError as exc:
+        raise CliError(str(exc)) from None
+    try:
+        costs = CostAssumptions(years=args.years, electricity_usd_per_kwh=electricity, pue=args.pue,
+                                utilization=args.utilization)
+        req = Requirements(target=target, target_unit=unit, latency=latency,
+                           budget=_quantity(args.budget, "money", "--budget"), budget_covers=args.budget_covers,
+                           power_cap=_quantity(args.power_cap, "power", "--power-cap"), power_scope=args.power_scope,
+                           price=_pairs(args.price, "--price", "money"),
+                           cloud_price=_pairs(args.cloud_price, "--cloud-price", "money_rate"))
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    analysis = evaluate(model, devices, args.precision, ctx)
+    if analysis.table.errors:
+        i, msg = analysis.table.errors[0]
+        raise CliError(f"layer {i} ({model.layers[i].name or model.layers[i].kind}): {msg}")
+    ids = set(analysis.devices.ids)
+    for option, given in (("--price", req.price), ("--cloud-price", req.cloud_price)):
+        unknown = sorted(set(given) - ids)
+        if unknown:
+            raise CliError(f"{option}: {', '.join(unknown)} is not one of the devices ({', '.join(sorted(ids))})")
+    return analysis, req, costs
+
+
+def run(args) -> int:
+    analysis, req, costs = prepare(args)
+    try:
+        result = plan(analysis, req, costs)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    if args.json:
+        print_json(plan_json(result))
+    else:
+        print_plan(result)
+    return 0
+
+
+def _num(x) -> float | None:
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def plan_json(r: PlanResult) -> dict:
+    req, cost = r.requirements, r.cost
+    return {
+        "requirements": {"target": req.target, "target_unit": r.unit, "latency_s": req.latency, "budget_usd": req.budget,
+                         "budget_covers": req.budget_covers, "power_cap_w": req.power_cap,
+                         "power_scope": req.power_scope},
+        "assumptions": {"years": cost.years, "electricity_usd_per_kwh": cost.electricity_usd_per_kwh,
+                        "pue": cost.pue, "utilization": cost.utilization,
+                        "notes": {topic: text for topic, text in r.assumptions}},
+        "devices": [{
+            "id": d.id, "name": d.name, "rank": d.rank, "reason": d.reason, "feasible": d.feasible,
+            "checks": [{"name": c.name, "status": c.status, "value": _num(c.value), "limit": _num(c.limit),
+                        "unit": c.unit, "detail": c.detail, "missing": c.missing or None} for c in d.checks],
+            "latency_s": _num(d.latency), "throughput_per_unit": _num(d.throughput_per_unit), "shards": d.shards,
+            "units": d.units or None, "price_usd": _num(d.price), "capital_usd": _num(d.capital),
+            "energy_cost_usd": _num(d.energy_cost), "tco_usd": _num(d.tco), "fleet_power_w": _num(d.fleet_power),
+            "cost_per_million_usd": _num(d.cost_per_million), "cloud_cost_usd": _num(d.cloud_cost),
+            "break_even_hours": _num(d.break_even_hours),
+            "breaks_even": None if math.isnan(d.break_even_hours) else math.isfinite(d.break_even_hours),
+            "buy_or_rent": d.buy_or_rent or None, "within_budget": d.within_budget, "within_power": d.within_power,
+            "missing": list(d.missing),
+        } for d in r.ranked],
+    }
+
+
+def print_plan(r: PlanResult) -> None:
+    req = r.requirements
+    a = r.analysis
+    target = f"{req.target:,.0f} {r.unit}" if req.target is not None else "none (one replica per device)"
+    print(f"{a.model.name}: {a.ctx.phase}, batch {a.ctx.batch}, {a.precision}; target {target}"
+          + (f", latency limit {format_si(req.latency, 's', 3)}" if req.latency else "")
+          + (f", budget {format_usd(req.budget)} ({req.budget_covers})" if req.budget else "")
+          + (f", power cap {format_si(req.power_cap, 'W', 3)} per {req.power_scope}" if req.power_cap else ""))
+    print(f"ownership: {r.cost.years:g} years, {r.cost.electricity_usd_per_kwh:g} USD/kWh, PUE {r.cost.pue:g}, "
+          f"utilization {r.cost.utilization:.0%}")
+    for d in r.ranked:
+        print()
+        print(f"#{d.rank} {d.name} [{d.id}]: {d.reason}")
+        for c in d.checks:
+            label = "MISSING" if c.status == "unknown" else c.status.upper()
+            print(f"   {c.title:<26} {label:<7} {c.detail or 'no ' + c.missing}")
+        if d.units:
+            print(f"   units {d.units}, capital {format_usd(d.capital)}, electricity {format_usd(d.energy_cost)}, "
+                  f"TCO {format_usd(d.tco)}, power {format_si(d.fleet_power, 'W', 3)} at the wall")
+        if d.buy_or_rent:
+            months = (f"{d.break_even_months:.1f} months" if math.isfinite(d.break_even_months) else "never")
+            print(f"   buy vs rent: {d.buy_or_rent} (break-even {months}; renting costs "
+                  f"{format_usd(d.cloud_cost)} over the horizon)")
+        if d.missing:
+            print(f"   missing: {', '.join(d.missing)}")

@@ -1,0 +1,427 @@
+"""The procurement planner: which device, how many units, what it costs, and the chapter's "can you run it" checks.
+
+The three checks (the chapter's feasibility test, Checkpoint 1.4), per selected device, each pass/fail with numbers:
+
+* memory capacity: ``M_req = weights + KV cache + activations`` (the analysis's footprint, with the largest
+  operator's activations) against the device's main memory; headroom = capacity - M_req.
+* bandwidth (latency floor): ``T_mem = bytes moved per pass / BW`` (each tensor once) against the latency limit;
+  a device that fails it cannot meet the limit whatever its compute.
+* compute: ``T_compute = FLOPs / (R_peak x eta)`` with ``eta = eta_compute x mapping efficiency`` (the model's
+  MAC-weighted mapping onto the matrix engine) against the frame or token budget (the latency limit; a rate such
+  as 30 FPS gives the budget 1/30 s = 33.3 ms).
+
+Sizing: a model that does not fit one unit is split evenly over ``ceil(M_req / capacity)`` units (weights, KV
+cache and activations sharded; communication between them not modelled: an optimistic bound), which then act as
+one replica with that many times the bandwidth and compute. Units = replica size x ceil(target / replica
+throughput). Costs come from :func:`compute_cost` (the panels' cost model) times the units; quotes and cloud
+prices given in the requirements override the catalog's. Buy versus rent: renting the same units around the clock
+costs ``cloud price x hours``; owning costs the price plus electricity at the average power; break-even after
+``price / (cloud price per hour - electricity per hour)`` hours.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Mapping
+
+import numpy as np
+
+from ..units import UnitError, format_bytes, format_si, parse_si
+from .cost import SECONDS_PER_YEAR, CostAssumptions, CostAssumptionsLike, CostResult, compute_cost
+from .evaluate import ModelAnalysis
+
+RATE_UNITS = ("inferences/s", "tokens/s")
+BUDGET_BASES = ("capital", "tco")
+POWER_SCOPES = ("node", "site")
+HOURS_PER_MONTH = SECONDS_PER_YEAR / 12 / 3600.0  # 730.5 h
+SHARDING_ASSUMPTION = ("a model larger than one unit's memory is split evenly over ceil(M_req / capacity) units "
+                       "(weights, KV cache and activations sharded); communication between them is not modelled, "
+                       "so the split group is counted as one replica with that many times the bandwidth and compute")
+_RATE_WORDS = {"tokens/s": ("tokens/s", "token/s", "tok/s"),
+               "inferences/s": ("inferences/s", "inference/s", "inf/s", "frames/s", "fps", "images/s", "queries/s",
+                                "requests/s", "req/s", "samples/s")}
+_PREFIX = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9}
+
+
+def parse_rate(text: str, field: str = "target") -> tuple[float, str]:
+    """``"2000 tokens/s"`` -> (2000.0, "tokens/s"); ``"30 FPS"`` -> (30.0, "inferences/s"); ``"1.5k tok/s"``."""
+    m = re.fullmatch(r"\s*([0-9.eE+-]+)\s*([kMG]?)\s*([A-Za-z/ ]+?)\s*", str(text).replace(",", ""))
+    if m:
+        words = m.group(3).replace(" ", "").lower()
+        for unit, spellings in _RATE_WORDS.items():
+            if words in spellings:
+                try:
+                    value = float(m.group(1)) * _PREFIX[m.group(2)]
+                except ValueError:
+                    break
+                if not (math.isfinite(value) and value > 0):
+                    raise UnitError(field, f"'{text}' must be a positive rate")
+                return value, unit
+    raise UnitError(field, f"cannot read '{text}'; expected a rate such as '2000 tokens/s' or '500 inferences/s'")
+
+
+def parse_latency(text: str, field: str = "latency") -> float:
+    """A time (``"50 ms"``) or a rate whose period is the budget (``"30 FPS"`` -> 1/30 s). Seconds."""
+    try:
+        rate, _ = parse_rate(text, field)
+        return 1.0 / rate
+    except UnitError:
+        pass
+    try:
+        return 1.0 / parse_si(text, "frequency", field)
+    except UnitError:
+        value = parse_si(text, "time", field)
+    if value <= 0:
+        raise UnitError(field, f"'{text}' must be positive")
+    return value
+
+
+def _positive(name: str, value, allow_none: bool = True) -> None:
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name}: expected a positive number, got {value!r}")
+
+
+@dataclass(frozen=True)
+class Requirements:
+    """What the buyer needs. Units: ``target`` in ``target_unit`` (inferences/s or tokens/s, the whole fleet at
+    peak demand; ``None`` sizes one replica per device); ``latency`` s per inference (prefill) or per decode
+    step; ``budget`` USD (compared with the capital cost, or the TCO when ``budget_covers == "tco"``);
+    ``power_cap`` W (``"node"``: one unit's TDP; ``"site"``: every unit at TDP times PUE); ``years``;
+    ``electricity_usd_per_kwh`` USD/kWh; ``pue`` ratio; ``price`` USD per unit (quotes, by device id);
+    ``cloud_price`` USD/s per unit (by device id). ``None`` takes the workspace's assumption (years,
+    electricity, PUE) or leaves the constraint out."""
+
+    target: float | None = None
+    target_unit: str = "tokens/s"
+    latency: float | None = None
+    budget: float | None = None
+    budget_covers: str = "capital"
+    power_cap: float | None = None
+    power_scope: str = "site"
+    years: float | None = None
+    electricity_usd_per_kwh: float | None = None
+    pue: float | None = None
+    price: Mapping[str, float] = field(default_factory=dict)
+    cloud_price: Mapping[str, float] = field(default_factory=dict)
+
+    def __post_init__(self):
+        object.__setattr__(self, "price", MappingProxyType(dict(self.price)))
+        object.__setattr__(self, "cloud_price", MappingProxyType(dict(self.cloud_price)))
+        _positive("target", self.target)
+        if self.target_unit not in RATE_UNITS:
+            raise ValueError(f"target_unit: expected one of {', '.join(RATE_UNITS)}, got {self.target_unit!r}")
+        for name in ("latency", "budget", "power_cap", "years", "electricity_usd_per_kwh"):
+            _positive(name, getattr(self, name))
+        if self.pue is not None:
+            _positive("pue", self.pue)
+            if self.pue < 1:
+                raise ValueError(f"pue: must be at least 1, got {self.pue!r}")
+        if self.budget_covers not in BUDGET_BASES:
+            raise ValueError(f"budget_covers: expected capital or tco, got {self.budget_covers!r}")
+        if self.power_scope not in POWER_SCOPES:
+            raise ValueError(f"power_scope: expected node or site, got {self.power_scope!r}")
+        for name in ("price", "cloud_price"):
+            for dev, v in getattr(self, name).items():
+                _positive(f"{name}[{dev}]", v, allow_none=False)
+
+
+@dataclass(frozen=True)
+class Check:
+    """One of the chapter's three checks. ``value`` and ``limit`` in SI (B or s); status pass|fail|n/a|unknown."""
+
+    name: str  # memory | bandwidth | compute
+    title: str
+    value: float
+    limit: float
+    unit: str  # "B" | "s"
+    status: str
+    detail: str  # the formula with its numbers
+    missing: str = ""  # the figure that is missing, when status is "unknown"
+
+    @property
+    def passed(self) -> bool | None:
+        return {"pass": True, "fail": False}.get(self.status)
+
+
+def _status(ok: bool, known: bool, applicable: bool = True) -> str:
+    return "unknown" if not known else "n/a" if not applicable else "pass" if ok else "fail"
+
+
+def memory_check(weight_bytes: float, kv_bytes: float, activation_bytes: float, capacity: float) -> Check:
+    need = weight_bytes + kv_bytes + activation_bytes
+    known = math.isfinite(capacity) and capacity > 0
+    detail = (f"weights {format_bytes(weight_bytes)} + KV cache {format_bytes(kv_bytes)} + activations "
+              f"{format_bytes(activation_bytes)} = {format_bytes(need)}")
+    if known:
+        gap = capacity - need
+        detail += (f" of {format_bytes(capacity)}: headroom {format_bytes(gap)}" if gap >= 0
+                   else f" of {format_bytes(capacity)}: short by {format_bytes(-gap)}")
+    return Check("memory", "Memory capacity", need, capacity, "B", _status(need <= capacity, known), detail,
+                 "" if known else "memory capacity")
+
+
+def bandwidth_check(bytes_per_pass: float, bandwidth: float, latency_limit: float | None, shards: int = 1) -> Check:
+    known = math.isfinite(bandwidth) and bandwidth > 0
+    t = bytes_per_pass / (bandwidth * shards) if known else math.nan
+    split = f" \u00d7 {shards} units" if shards > 1 else ""
+    detail = (f"{format_bytes(bytes_per_pass)} / {format_si(bandwidth, 'B/s')}{split} = {format_si(t, 's')}"
+              if known else "")
+    limit = latency_limit if latency_limit is not None else math.nan
+    detail += (f" against the {format_si(limit, 's')} limit" if latency_limit is not None
+               else " (no latency limit given)") if known else ""
+    return Check("bandwidth", "Bandwidth (latency floor)", t, limit, "s",
+                 _status(t <= limit, known, latency_limit is not None), detail, "" if known else "memory bandwidth")
+
+
+def compute_check(flops: float, peak: float, efficiency: float, budget: float | None, shards: int = 1,
+                  precision: str = "") -> Check:
+    known = math.isfinite(peak) and peak > 0 and math.isfinite(efficiency) and efficiency > 0
+    t = flops / (peak * efficiency * shards) if known else math.nan
+    split = f" \u00d7 {shards} units" if shards > 1 else ""
+    detail = (f"{format_si(flops, 'FLOP')} / ({format_si(peak, 'FLOP/s')} \u00d7 {efficiency:.2f}{split}) = "
+              f"{format_si(t, 's')}") if known else ""
+    limit = budget if budget is not None else math.nan
+    detail += (f" against the {format_si(limit, 's')} budget" if budget is not None
+               else " (no frame or token budget given)") if known else ""
+    return Check("compute", "Compute time", t, limit, "s", _status(t <= limit, known, budget is not None), detail,
+                 "" if known else f"{precision} peak".strip())
+
+
+@dataclass(frozen=True)
+class DevicePlan:
+    """One device under the requirements. Money in USD, power in W, time in s (break-even also in h and months)."""
+
+    id: str
+    name: str
+    checks: tuple[Check, ...]
+    latency: float  # modelled time per pass (roofline with efficiencies), shards applied
+    throughput_per_unit: float  # inferences/s or tokens/s, one unit at full use
+    shards: int  # units one replica needs to hold the model (1 when it fits)
+    units: int  # 0 when unknown
+    price: float  # per unit (quote or catalog)
+    capital: float
+    energy_cost: float  # fleet, over the horizon
+    tco: float
+    unit_power: float  # W, one unit's TDP
+    fleet_power: float  # W at the wall with every unit busy at TDP (x PUE)
+    cost_per_million: float  # fleet TCO per 10^6 units served at target x utilization
+    cloud_cost: float  # renting the same units around the clock for the horizon
+    break_even_hours: float  # inf when renting never costs more than electricity
+    break_even_months: float
+    buy_or_rent: str  # "buy" | "rent" | "" (no cloud price)
+    within_budget: bool | None
+    within_power: bool | None
+    feasible: bool | None  # None when a needed figure is missing
+    missing: tuple[str, ...]  # figures the plan needed and the device lacks
+    rank: int
+    reason: str
+
+
+@dataclass(frozen=True, eq=False)
+class PlanResult:
+    requirements: Requirements
+    analysis: ModelAnalysis  # with quotes and cloud prices applied
+    cost: CostResult  # per unit, under the plan's cost assumptions
+    unit: str  # "inferences/s" | "tokens/s"
+    devices: tuple[DevicePlan, ...]  # in the analysis's device order
+    assumptions: tuple[tuple[str, str], ...]  # (topic, statement)
+
+    @property
+    def ranked(self) -> tuple[DevicePlan, ...]:
+        return tuple(sorted(self.devices, key=lambda d: d.rank))
+
+    def by_id(self, device_id: str) -> DevicePlan:
+        for d in self.devices:
+            if d.id == device_id:
+                return d
+        raise KeyError(device_id)
+
+
+def _with_quotes(analysis: ModelAnalysis, req: Requirements) -> ModelAnalysis:
+    dev = analysis.devices
+    unknown = sorted((set(req.price) | set(req.cloud_price)) - set(dev.ids))
+    if unknown:
+        raise ValueError(f"price: no selected device has the id {', '.join(unknown)}")
+    if not req.price and not req.cloud_price:
+        return analysis
+    price = np.array([req.price.get(i, p) for i, p in zip(dev.ids, dev.price)], dtype=float)
+    cloud = np.array([req.cloud_price.get(i, c) for i, c in zip(dev.ids, dev.cloud_price)], dtype=float)
+    return replace(analysis, devices=replace(dev, price=price, cloud_price=cloud))
+
+
+def _ok(x: float) -> bool:
+    return math.isfinite(x) and x > 0
+
+
+def format_usd(x: float) -> str:
+    """Money for people: $950, $13.4k, $1.25M; an em dash when unknown."""
+    if not math.isfinite(x):
+        return "\u2014"
+    return f"${x / 1e6:.3g}M" if abs(x) >= 1e6 else f"${x / 1e3:.3g}k" if abs(x) >= 1e3 else f"${x:.0f}"
+
+
+def plan(analysis: ModelAnalysis, requirements: Requirements, assumptions: CostAssumptionsLike) -> PlanResult:
+    """Checks, units, costs, buy-vs-rent and a ranking for every device of ``analysis`` under ``requirements``."""
+    req = requirements
+    unit = analysis.totals.throughput_unit
+    if req.target is not None and req.target_unit != unit:
+        phase = "decode" if unit == "tokens/s" else "prefill"
+        raise ValueError(f"target: given in {req.target_unit} but the analysis ({phase}) counts {unit}; "
+                         f"switch the phase or give the target in {unit}")
+    cost_assumptions = CostAssumptions(
+        years=req.years if req.years is not None else assumptions.years,
+        electricity_usd_per_kwh=(req.electricity_usd_per_kwh if req.electricity_usd_per_kwh is not None
+                                 else assumptions.electricity_usd_per_kwh),
+        pue=req.pue if req.pue is not None else assumptions.pue, utilization=assumptions.utilization)
+    analysis = _with_quotes(analysis, req)
+    cost = compute_cost(analysis, cost_assumptions)
+    dev, tot = analysis.devices, analysis.totals
+    # compute-side efficiency per device: eta_compute x the model's MAC-weighted mapping efficiency
+    eta = dev.eta_c * tot.mapping_efficiency
+    seconds = cost.years * SECONDS_PER_YEAR
+    plans = []
+    for d in range(len(dev)):
+        plans.append(_device_plan(analysis, cost, req, d, float(eta[d]), seconds))
+    ranked = _rank(plans, req, cost)
+    sizing = (f"target {req.target:g} {unit} for the whole fleet at peak demand" if req.target is not None
+              else "no throughput target: one replica per device (one unit, or the units that hold the model)")
+    notes = (
+        ("Sizing", sizing + "; each unit at its modelled throughput (roofline with the device's efficiency factors "
+                   "and mapping efficiency)"),
+        ("Sharding", SHARDING_ASSUMPTION),
+        ("Ownership", f"{cost.years:g} years, electricity {cost.electricity_usd_per_kwh:g} USD/kWh, PUE {cost.pue:g}, "
+                      f"utilization {cost.utilization:.0%}"),
+        ("Power", cost.power_assumption),
+        ("Buy vs rent", "the same units rented around the clock for the horizon (cloud price per unit-hour) against "
+                        "the purchase price plus electricity at the average power"),
+        ("Constraints", f"budget compared with the {'TCO' if req.budget_covers == 'tco' else 'capital cost'}; power "
+                        f"cap per {'unit (its TDP)' if req.power_scope == 'node' else 'site (every unit at TDP, times PUE)'}"),
+    )
+    return PlanResult(req, analysis, cost, unit, tuple(ranked), notes)
+
+
+def _device_plan(analysis, cost: CostResult, req: Requirements, d: int, eta: float, seconds: float) -> dict:
+    dev, tot = analysis.devices, analysis.totals
+    device = dev.devices[d]
+    capacity = float(dev.capacity[d])
+    mem = memory_check(tot.weight_bytes, tot.kv_cache_bytes, tot.activation_peak_bytes, capacity)
+    shards = 1 if mem.status != "fail" else math.ceil(mem.value / capacity)
+    if shards > 1:
+        mem = replace(mem, detail=mem.detail + f"; split over {shards} units")
+    bw = bandwidth_check(float(tot.bytes[d]), float(dev.bandwidth[d]), req.latency, shards)
+    comp = compute_check(float(tot.flops[d]), float(dev.peak[d]), eta, req.latency, shards, dev.precision)
+    checks = (mem, bw, comp)
+    missing = [c.missing for c in checks if c.missing]
+    per_unit = float(tot.throughput[d])
+    units = 0
+    if _ok(per_unit):
+        replica = per_unit * shards
+        units = shards * math.ceil(req.target / replica - 1e-9) if req.target is not None else shards
+    elif "memory bandwidth" not in missing and not any("peak" in m for m in missing):
+        missing.append("model throughput")
+    price, tdp, cloud = float(dev.price[d]), float(dev.tdp[d]), float(dev.cloud_price[d])
+    if not _ok(price):
+        missing.append("list price (enter a quote)")
+    if not _ok(tdp):
+        missing.append("TDP")
+    n = units if units else math.nan
+    capital = price * n
+    energy_cost = float(cost.energy_cost[d]) * n
+    tco = capital + energy_cost
+    fleet_power = tdp * n * cost.pue
+    served = (req.target if req.target is not None else per_unit * units) * cost.utilization * seconds
+    cost_per_million = tco / served * 1e6
+    hours = seconds / 3600.0
+    energy_per_hour = float(cost.energy_cost[d]) / hours
+    cloud_hour = cloud * 3600.0
+    cloud_cost = cloud_hour * hours * n
+    break_even, verdict = math.nan, ""
+    if _ok(cloud) and _ok(price) and _ok(tdp):
+        margin = cloud_hour - energy_per_hour
+        break_even = price / margin if margin > 0 else math.inf
+        verdict = "buy" if break_even <= hours else "rent"
+    elif _ok(cloud):
+        missing.append("list price or TDP for buy vs rent")
+    budget_value = tco if req.budget_covers == "tco" else capital
+    within_budget = None if req.budget is None or not math.isfinite(budget_value) else budget_value <= req.budget
+    power_value = tdp if req.power_scope == "node" else fleet_power
+    within_power = None if req.power_cap is None or not math.isfinite(power_value) else power_value <= req.power_cap
+    statuses = [c.status for c in checks if c.name != "memory"] + ["unknown"] * (mem.status == "unknown")
+    if "fail" in statuses or within_budget is False or within_power is False:
+        feasible = False
+    elif "unknown" in statuses or not units or (req.budget is not None and within_budget is None) \
+            or (req.power_cap is not None and within_power is None):
+        feasible = None
+    else:
+        feasible = True
+    return dict(id=device.id, name=device.name, checks=checks, latency=float(tot.time[d]) / shards,
+                throughput_per_unit=per_unit, shards=shards, units=units, price=price, capital=capital,
+                energy_cost=energy_cost, tco=tco, unit_power=tdp, fleet_power=fleet_power, cost_per_million=cost_per_million,
+                cloud_cost=cloud_cost, break_even_hours=break_even, break_even_months=break_even / HOURS_PER_MONTH,
+                buy_or_rent=verdict, within_budget=within_budget, within_power=within_power, feasible=feasible,
+                missing=tuple(dict.fromkeys(missing)))
+
+
+def _failure(p: dict, req: Requirements) -> str:
+    parts = []
+    for c in p["checks"]:
+        if c.status == "fail":
+            if c.name == "memory":
+                continue  # sharded: not a failure of the plan, only a larger replica
+            parts.append(f"{c.title.lower()} {format_si(c.value, 's')} exceeds the {format_si(c.limit, 's')} "
+                         f"{'limit' if c.name == 'bandwidth' else 'budget'}")
+    if p["within_budget"] is False:
+        basis = p["tco"] if req.budget_covers == "tco" else p["capital"]
+        parts.append(f"{'TCO' if req.budget_covers == 'tco' else 'capital'} {format_usd(basis)} is over the "
+                     f"{format_usd(req.budget)} budget")
+    if p["within_power"] is False:
+        value = p["fleet_power"] if req.power_scope == "site" else p["unit_power"]
+        parts.append(f"{format_si(value, 'W')} is over the {format_si(req.power_cap, 'W')} power cap")
+    return "; ".join(parts)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _rank(plans: list[dict], req: Requirements, cost: CostResult) -> list[DevicePlan]:
+    def group(p):
+        if p["feasible"] is True:
+            return 0 if math.isfinite(p["tco"]) else 1
+        if p["feasible"] is None:
+            return 2
+        return 3
+
+    def key(p):
+        tco = p["tco"] if math.isfinite(p["tco"]) else math.inf
+        return group(p), tco, p["units"] or math.inf, p["id"]
+
+    order = sorted(range(len(plans)), key=lambda i: key(plans[i]))
+    best = next((plans[i] for i in order if group(plans[i]) == 0), None)
+    out = [None] * len(plans)
+    for rank, i in enumerate(order, start=1):
+        p = plans[i]
+        g = group(p)
+        size = (_plural(p['units'], 'unit')
+                + (f" ({_plural(p['units'] // p['shards'], 'replica')} of {p['shards']})" if p["shards"] > 1 else "")
+                if p["units"] else "")
+        if g == 0:
+            head = "cheapest feasible option" if p is best else \
+                f"feasible, TCO {format_usd(p['tco'] - best['tco'])} more than #1 ({(p['tco'] / best['tco'] - 1):+.0%})"
+            reason = f"{head}: {size}, TCO {format_usd(p['tco'])} over {cost.years:g} years"
+            if p["buy_or_rent"]:
+                reason += (f"; {p['buy_or_rent']} (break-even after {p['break_even_months']:.1f} months)"
+                           if math.isfinite(p["break_even_months"]) else "; rent (buying never breaks even)")
+        elif g == 1:
+            reason = f"feasible with {size} but not costed: no {', '.join(m for m in p['missing'])}"
+        elif g == 2:
+            reason = f"cannot be judged: missing {', '.join(p['missing']) or 'a requirement figure'}"
+        else:
+            reason = "infeasible: " + _failure(p, req)
+        out[i] = DevicePlan(rank=rank, reason=reason, **p)
+    return out

@@ -1,0 +1,282 @@
+"""Collect everything a comparison report shows into one frozen :class:`ReportData` (Qt-free).
+
+Numbers come from the shared analysis and the panels' computations (``compute_roofline``, ``compute_energy_view``,
+``compute_tiling_view``, ``compute_cost``) and the procurement planner; nothing is recomputed here. The PDF, HTML
+and CSV writers only format what this module collects.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import __version__
+from ..core.analysis.cost import CostAssumptionsLike, CostResult
+from ..core.analysis.energy_view import EnergyView, energy_table
+from ..core.analysis.evaluate import ModelAnalysis
+from ..core.analysis.panels import compute_energy_view, compute_roofline, compute_tiling_view, default_row
+from ..core.analysis.procurement import PlanResult, Requirements, format_usd, plan
+from ..core.analysis.roofline_view import RooflineResult
+from ..core.analysis.tiling_view import TilingView
+from ..core.device import Cited, Device
+from ..core.units import format_bytes, format_si
+
+_PDF_MAP = str.maketrans({"\u2264": "<=", "\u2265": ">=", "\u2308": "ceil(", "\u2309": ")", "\u03b7": "eta",
+                          "\u2192": "->", "\u2212": "-", "\u2009": " ", "\u202f": " ", "\u2248": "~"})
+
+
+def pdf_text(s: str) -> str:
+    """Text the PDF's standard fonts can show (Windows-1252): a few symbols spelled out, others replaced."""
+    return str(s).translate(_PDF_MAP).encode("cp1252", "replace").decode("cp1252")
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One summary row: ``values`` in ``unit`` (what the CSV holds; str for text metrics), ``display`` per device."""
+
+    key: str
+    label: str
+    unit: str
+    values: tuple
+    display: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SourceRow:
+    device: str
+    figure: str
+    value: str
+    title: str  # the cited source's title, or the default or user entry that supplied the figure
+    url: str
+    date: str
+
+
+@dataclass(frozen=True, eq=False)
+class ReportData:
+    title: str
+    subtitle: str
+    created: str  # ISO date
+    generator: str
+    workload: str
+    analysis: ModelAnalysis  # with the plan's quotes and cloud prices applied
+    cost: CostResult
+    plan: PlanResult
+    roofline: tuple[RooflineResult, ...]  # one per device (its operator points)
+    energy: EnergyView
+    tiling: tuple[TilingView, ...]  # one per device, the GEMM row losing most time to the fringe
+    summary: tuple[Metric, ...]
+    assumptions: tuple[tuple[str, str], ...]
+    sources: tuple[SourceRow, ...]
+    method: tuple[tuple[str, str], ...]
+    recommendation: str
+
+    @property
+    def device_names(self) -> tuple[str, ...]:
+        return tuple(d.name for d in self.analysis.devices.devices)
+
+    @property
+    def device_ids(self) -> tuple[str, ...]:
+        return self.analysis.devices.ids
+
+    @property
+    def model_name(self) -> str:
+        return self.analysis.model.name if self.analysis.model is not None else "model"
+
+
+def _fmt(x: float, unit: str, digits: int = 3) -> str:
+    return format_si(x, unit, digits) if math.isfinite(x) else "\u2014"
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}%" if math.isfinite(x) else "\u2014"
+
+
+def memory_bound_share(analysis: ModelAnalysis) -> np.ndarray:
+    """Per device, the share of the modelled time spent in memory-bound operators (D,)."""
+    share = np.nan_to_num(analysis.time_share, nan=0.0)
+    return np.sum(np.where(analysis.memory_bound & analysis.bound_known, share, 0.0), axis=0)
+
+
+def summary_metrics(analysis: ModelAnalysis, cost: CostResult, energy: EnergyView,
+                    quoted: frozenset[str] = frozenset()) -> tuple[Metric, ...]:
+    tot, dev = analysis.totals, analysis.devices
+    unit = cost.unit
+    n = len(dev)
+    mem_share = memory_bound_share(analysis)
+    known_bound = np.isfinite(tot.time) & (tot.time > 0)
+    bound = tuple(("memory" if s >= 0.5 else "compute") if k else "\u2014" for s, k in zip(mem_share, known_bound))
+    bound_disp = tuple(f"{b} ({100 * (s if b == 'memory' else 1 - s):.0f}% of time)" if k else "\u2014"
+                       for b, s, k in zip(bound, mem_share, known_bound))
+    fits = tuple("\u2014" if not math.isfinite(c) else "yes" if f else "no" for f, c in zip(tot.fits, dev.capacity))
+    per_tflops = 1e12
+
+    def m(key, label, unit_, values, display):
+        return Metric(key, label, unit_, tuple(values), tuple(display))
+
+    latency_label = "Latency per decode step" if analysis.ctx.phase == "decode" else "Latency per inference"
+    return (
+        m("latency", latency_label, "s", tot.time, [_fmt(t, "s") for t in tot.time]),
+        m("throughput", "Throughput (one unit)", tot.throughput_unit, tot.throughput,
+          [f"{x:,.0f} {tot.throughput_unit}" if math.isfinite(x) else "\u2014" for x in tot.throughput]),
+        m("energy", f"Energy per {unit}", "J", energy.device_total, [_fmt(e, "J") for e in energy.device_total]),
+        m("bound", "Bound (share of time)", "", bound, bound_disp),
+        m("utilization", "Utilization of peak", "fraction", tot.utilization, [_pct(u) for u in tot.utilization]),
+        m("fringe_tax", "Fringe tax (mapping loss)", "fraction", 1 - tot.mapping_efficiency,
+          [_pct(1 - e) for e in tot.mapping_efficiency]),
+        m("memory_needed", "Memory needed", "B", [tot.memory_bytes] * n, [format_bytes(tot.memory_bytes)] * n),
+        m("memory_capacity", "Memory capacity", "B", dev.capacity, [format_bytes(c) for c in dev.capacity]),
+        m("fits", "Fits in memory", "", fits, fits),
+        m("price", "Price per unit", "USD", cost.price,
+          [format_usd(p) + (" (quote)" if i in quoted else "") for p, i in zip(cost.price, dev.ids)]),
+        m("price_per_peak", f"Price per peak TFLOP/s ({dev.precision})", "USD/(TFLOP/s)",
+          cost.price_per_peak * per_tflops, [format_usd(v * per_tflops) for v in cost.price_per_peak]),
+        m("price_per_sustained", "Price per sustained TFLOP/s", "USD/(TFLOP/s)", cost.price_per_sustained * per_tflops,
+          [format_usd(v * per_tflops) for v in cost.price_per_sustained]),
+        m("tco", f"TCO per unit ({cost.years:g} years)", "USD", cost.tco, [format_usd(v) for v in cost.tco]),
+        m("cost_per_million", f"Cost per million {unit}s", "USD", cost.cost_per_million,
+          [f"${v:.3g}" if math.isfinite(v) else "\u2014" for v in cost.cost_per_million]),
+    )
+
+
+def _cited_row(device: Device, figure: str, cited: Cited | None) -> SourceRow | None:
+    if cited is None:
+        return None
+    src = device.source_of(cited)
+    if src is not None:
+        return SourceRow(device.name, figure, cited.text, src.title, src.url, src.date)
+    return SourceRow(device.name, figure, cited.text, cited.note or "entered by the user (no source cited)", "", "")
+
+
+def figure_sources(analysis: ModelAnalysis, requirements: Requirements) -> tuple[SourceRow, ...]:
+    """Where every device figure the analysis, the cost model and the plan used comes from."""
+    precision = analysis.precision
+    rows: list[SourceRow | None] = []
+    for device in analysis.devices.devices:
+        rows.append(_cited_row(device, f"peak {precision}", device.peak.get(precision)))
+        for level in device.memory:
+            if level.role == "registers":
+                continue
+            rows.append(_cited_row(device, f"{level.name} capacity", level.capacity))
+            rows.append(_cited_row(device, f"{level.name} bandwidth", level.bandwidth))
+        for row in energy_table(device, precision):
+            cited = None if row.is_default else _energy_cited(device, row)
+            rows.append(_cited_row(device, f"energy: {row.label}", cited) if cited is not None else
+                        SourceRow(device.name, f"energy: {row.label}", f"{row.value * 1e12:.3g} p{row.unit}",
+                                  row.source, "", ""))
+        eng = device.matrix_engine
+        if eng is not None:
+            for name in ("sm_count", "units", "rows", "cols"):
+                rows.append(_cited_row(device, f"matrix engine {name.replace('_', ' ')}", getattr(eng, name)))
+        rows.append(_cited_row(device, "TDP", device.tdp))
+        if device.id in requirements.price:
+            rows.append(SourceRow(device.name, "price", format_usd(requirements.price[device.id]),
+                                  "quote entered for this plan", "", ""))
+        else:
+            rows.append(_cited_row(device, "price", device.price))
+        if device.id in requirements.cloud_price:
+            rows.append(SourceRow(device.name, "cloud price", f"${requirements.cloud_price[device.id] * 3600:.2f}/h",
+                                  "cloud price entered for this plan", "", ""))
+        else:
+            rows.append(_cited_row(device, "cloud price", device.cloud_price))
+        if device.efficiency_compute != 1.0 or device.efficiency_memory != 1.0:
+            rows.append(SourceRow(device.name, "efficiency factors", f"compute {device.efficiency_compute:g}, "
+                                  f"memory {device.efficiency_memory:g}", "device file (assumed)", "", ""))
+    return tuple(r for r in rows if r is not None)
+
+
+def references(sources) -> tuple[tuple[tuple[int, SourceRow], ...], dict[tuple[str, str, str], int]]:
+    """Number each distinct source (title, URL, date) in order of first use: ((n, row), ...) and row key -> n."""
+    numbers: dict[tuple[str, str, str], int] = {}
+    firsts = []
+    for row in sources:
+        key = (row.title, row.url, row.date)
+        if key not in numbers:
+            numbers[key] = len(numbers) + 1
+            firsts.append((numbers[key], row))
+    return tuple(firsts), numbers
+
+
+def _energy_cited(device: Device, row) -> Cited | None:
+    if row.key == "mac":
+        return device.energy_per_mac.get(row.label.split(" at ")[-1])
+    return device.memory[int(row.key[7:-1])].energy
+
+
+METHOD = (
+    ("Roofline", "I = FLOPs / bytes (each tensor counted once); attainable = min(peak \u00d7 eta_c, I \u00d7 BW \u00d7 eta_m); "
+                 "ridge = peak / BW. An operator is memory-bound when I < ridge."),
+    ("Modelled time", "t = max(FLOPs / (peak \u00d7 eta_c \u00d7 mapping efficiency), max over memory levels of traffic / "
+                      "(level bandwidth \u00d7 eta_m)); traffic adds the re-reads of operands that do not fit on chip. "
+                      "Latency = sum of t over operators \u00d7 repeat count; throughput = batch / latency."),
+    ("Utilization and fringe tax", "utilization = (total FLOPs / latency) / peak; fringe tax = 1 - mapping "
+                                   "efficiency (MAC-weighted), the idle PEs or tile slots of partial folds and waves."),
+    ("Energy", "E = sum over memory levels of traffic \u00d7 energy per byte + MACs \u00d7 energy per MAC (other FLOPs at half "
+               "a MAC); per inference or token = E / batch. Missing figures use Horowitz's 45 nm table."),
+    ("Memory check", "M_req = weights + KV cache + largest operator's activations; pass when M_req <= capacity."),
+    ("Latency floor", "T_mem = bytes per pass / BW; pass when T_mem <= latency limit (cannot be beaten by compute)."),
+    ("Compute check", "T_compute = FLOPs / (peak \u00d7 eta_c \u00d7 mapping efficiency); pass when <= the frame or token "
+                      "budget (30 FPS -> 33.3 ms)."),
+    ("Units", "units = replica \u00d7 ceil(target / (replica \u00d7 throughput per unit)), replica = ceil(M_req / capacity)."),
+    ("Cost", "price per peak TFLOP/s = price / peak; per sustained = price / achieved FLOP/s; electricity = TDP \u00d7 "
+             "utilization \u00d7 PUE \u00d7 hours \u00d7 price per kWh; TCO = price + electricity; cost per million = TCO / "
+             "(throughput \u00d7 utilization \u00d7 seconds) \u00d7 10^6."),
+    ("Buy versus rent", "break-even hours = price / (cloud price per hour - electricity per hour); buy when the "
+                        "break-even falls inside the horizon."),
+)
+
+
+def _workload(analysis: ModelAnalysis) -> str:
+    ctx = analysis.ctx
+    seq = ctx.seq_len or (analysis.model.default_seq_len() if analysis.model is not None else None)
+    parts = [ctx.phase, f"batch {ctx.batch}"]
+    if seq:
+        parts.append(f"{'context' if ctx.phase == 'decode' else 'sequence'} {seq} tokens")
+    parts.append(analysis.precision.upper())
+    return ", ".join(parts)
+
+
+def _assumptions(data_plan: PlanResult, analysis: ModelAnalysis) -> tuple[tuple[str, str], ...]:
+    req = data_plan.requirements
+    rows = [("Workload", _workload(analysis))]
+    if req.target is not None:
+        rows.append(("Target", f"{req.target:,.0f} {req.target_unit}"))
+    if req.latency is not None:
+        rows.append(("Latency limit", format_si(req.latency, "s", 3)))
+    if req.budget is not None:
+        rows.append(("Budget", f"{format_usd(req.budget)} ({'TCO' if req.budget_covers == 'tco' else 'capital'})"))
+    if req.power_cap is not None:
+        rows.append(("Power cap", f"{format_si(req.power_cap, 'W', 3)} per {req.power_scope}"))
+    rows += list(data_plan.assumptions)
+    for device, used in zip(analysis.devices.devices, analysis.devices.defaults_used):
+        if used:
+            rows.append((f"Defaults: {device.name}", ", ".join(used)))
+    return tuple(rows)
+
+
+def build_report(analysis: ModelAnalysis, assumptions: CostAssumptionsLike, requirements: Requirements | None = None,
+                 *, title: str | None = None, created: _dt.date | None = None) -> ReportData:
+    """Everything the report shows, for the analysis's model and devices."""
+    if analysis is None or not len(analysis.devices):
+        raise ValueError("devices: select at least one device for a report")
+    req = requirements or Requirements()
+    result = plan(analysis, req, assumptions)
+    a, cost = result.analysis, result.cost
+    n = len(a.devices)
+    roofline = tuple(compute_roofline(a, device_index=d) for d in range(n))
+    energy = compute_energy_view(a, 0)
+    tiling = tuple(compute_tiling_view(a, default_row(a, -1, d), d) for d in range(n))
+    best = result.ranked[0]
+    recommendation = (f"{best.name}: {best.reason}." if best.feasible else
+                      "No device meets every requirement with the figures available; see the procurement plan.")
+    model_name = a.model.name if a.model is not None else "model"
+    return ReportData(
+        title=title or f"{model_name} on {n} accelerator{'s' if n != 1 else ''}",
+        subtitle="Hardware comparison and procurement plan",
+        created=(created or _dt.date.today()).isoformat(), generator=f"Hardware Explorer {__version__}",
+        workload=_workload(a), analysis=a, cost=cost, plan=result, roofline=roofline, energy=energy, tiling=tiling,
+        summary=summary_metrics(a, cost, energy, frozenset(req.price)), assumptions=_assumptions(result, a),
+        sources=figure_sources(a, req), method=METHOD, recommendation=recommendation,
+    )

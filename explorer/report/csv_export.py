@@ -1,0 +1,69 @@
+"""The report as CSV: a summary (one row per device) and a per-operator table, units in the headers.
+
+``report.csv`` holds the summary and the plan; ``report-layers.csv`` (next to it) every operator on every device.
+Numbers are plain SI floats at full precision so a spreadsheet or a script reads them without parsing units.
+XLSX is not offered: it would need another dependency (openpyxl) for what a spreadsheet opens from CSV anyway.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from pathlib import Path
+
+from .build import ReportData
+
+
+def _num(x):
+    if isinstance(x, str):
+        return x
+    x = float(x)
+    return repr(x) if math.isfinite(x) else ""
+
+
+def layers_path(path: str | Path) -> Path:
+    path = Path(path)
+    return path.with_name(f"{path.stem}-layers{path.suffix or '.csv'}")
+
+
+def summary_csv(data: ReportData) -> str:
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    metrics = data.summary
+    unit = data.plan.unit
+    header = ["device_id", "device"] + [f"{m.label} [{m.unit}]" if m.unit else m.label for m in metrics]
+    header += ["rank", "units", "capital [USD]", "electricity over horizon [USD]", "fleet TCO [USD]",
+               f"fleet cost per million {unit.split('/')[0]} [USD]", "break-even [months]", "buy or rent", "feasible",
+               "memory check", "memory needed [B]", "latency floor check", "latency floor [s]", "compute check",
+               "compute time [s]", "reason", "missing figures"]
+    w.writerow(header)
+    for i, (dev_id, name) in enumerate(zip(data.device_ids, data.device_names)):
+        p = data.plan.by_id(dev_id)
+        mem, bw, comp = p.checks
+        row = [dev_id, name] + [_num(m.values[i]) for m in metrics]
+        row += [p.rank, p.units or "", _num(p.capital), _num(p.energy_cost), _num(p.tco), _num(p.cost_per_million),
+                _num(p.break_even_months), p.buy_or_rent, {True: "yes", False: "no", None: "unknown"}[p.feasible],
+                mem.status, _num(mem.value), bw.status, _num(bw.value), comp.status, _num(comp.value), p.reason,
+                "; ".join(p.missing)]
+        w.writerow(row)
+    return out.getvalue()
+
+
+def layers_csv(data: ReportData) -> str:
+    a = data.analysis
+    t = a.table
+    bounds = a.bound_names()
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(["device_id", "operator", "kind", "repeat", "FLOPs [FLOP]", "bytes [B]", "intensity [FLOP/B]",
+                "attainable [FLOP/s]", "time per execution [s]", "time share [fraction]", "bound",
+                "mapping efficiency [fraction]", "energy per execution [J]"])
+    share = a.time_share
+    for j, dev_id in enumerate(a.devices.ids):
+        for i in range(len(t)):
+            w.writerow([dev_id, t.names[i], t.kinds[i], int(a.count[i]), _num(a.flops[i]), _num(a.bytes[i]),
+                        _num(a.intensity[i]), _num(a.attainable[i, j]), _num(a.time[i, j]), _num(share[i, j]),
+                        bounds[i, j] if a.bound_known[i, j] else "", _num(a.mapping_efficiency[i, j]),
+                        _num(a.energy[i, j])])
+    return out.getvalue()

@@ -1,0 +1,1 @@
+"""The procurement planner panel (issue 6)."""

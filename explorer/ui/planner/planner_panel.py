@@ -1,0 +1,287 @@
+"""The procurement planner panel: requirements in, the chapter's checks, units, costs and a ranking out.
+
+Every edit re-runs :func:`explorer.core.analysis.procurement.plan` on the workspace's shared analysis (no
+re-evaluation; the plan is cheap) through a zero-interval single-shot timer, so a burst of edits plans once.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QBrush, QColor
+from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QFormLayout, QGroupBox, QHBoxLayout, QHeaderView, QLabel,
+                               QLineEdit, QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
+
+from explorer.core.analysis.procurement import PlanResult, Requirements, format_usd, parse_rate, plan
+from explorer.core.units import UnitError, format_si, parse_si
+from explorer.ui.widgets.quantity_edit import ERROR_STYLE, QuantityEdit
+
+STATUS_COLORS = {"pass": "#1B7F3B", "fail": "#B00020", "n/a": "#6B6B6B", "unknown": "#9A6700"}
+STATUS_FILL = {"pass": "#E6F4EA", "fail": "#FCE8EA", "n/a": "#F1F1F1", "unknown": "#FFF4DB"}
+RESULT_COLUMNS = ("#", "Device", "Units", "Memory", "Latency floor", "Compute", "Capital", "Electricity", "TCO",
+                  "Buy or rent", "Reason")
+QUOTE_COLUMNS = ("Device", "Price quote (USD)", "Cloud price (USD/h)")
+
+
+def _disconnect_all(pairs, *_):
+    for signal, slot in pairs:
+        try:
+            signal.disconnect(slot)
+        except (ValueError, RuntimeError):
+            pass
+
+
+class PlannerPanel(QWidget):
+    """Requirement fields, per-device quotes, and a results table with pass/fail colours and reasons."""
+
+    planned = Signal(object)  # the new PlanResult, or None when there is nothing to plan
+
+    def __init__(self, workspace, parent=None):
+        super().__init__(parent)
+        self.workspace = workspace
+        self.setObjectName("PlannerPanel")
+        self.result: PlanResult | None = None
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(0)
+        self._timer.timeout.connect(self.replan)
+
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(4, 4, 4, 4)
+        top = QHBoxLayout()
+        outer.addLayout(top)
+        box = QGroupBox("Requirements")
+        form = QFormLayout(box)
+        self.target = QLineEdit()
+        self.target.setPlaceholderText("e.g. 2000 tokens/s or 500 inferences/s")
+        self.target.setAccessibleName("Target throughput")
+        self.target_error = QLabel()
+        self.target_error.setStyleSheet(ERROR_STYLE)
+        self.target_error.hide()
+        target_box = QVBoxLayout()
+        target_box.setSpacing(1)
+        target_box.addWidget(self.target)
+        target_box.addWidget(self.target_error)
+        form.addRow("Target throughput", target_box)
+        self.latency = QuantityEdit("time", "Latency limit", check_range=False)
+        form.addRow("Latency limit", self.latency)
+        self.budget = QuantityEdit("money", "Budget", check_range=False)
+        self.budget_covers = QComboBox()
+        self.budget_covers.addItems(["capital", "tco"])
+        row = QHBoxLayout()
+        row.addWidget(self.budget, 1)
+        row.addWidget(self.budget_covers)
+        form.addRow("Budget", row)
+        self.power_cap = QuantityEdit("power", "Power cap", check_range=False)
+        self.power_scope = QComboBox()
+        self.power_scope.addItems(["site", "node"])
+        row = QHBoxLayout()
+        row.addWidget(self.power_cap, 1)
+        row.addWidget(self.power_scope)
+        form.addRow("Power cap", row)
+        a = workspace.assumptions
+        self.years = QDoubleSpinBox(minimum=0.25, maximum=30.0, singleStep=0.5, value=a.years, suffix=" years")
+        form.addRow("Horizon", self.years)
+        self.electricity = QuantityEdit("energy_price", "Electricity price", f"{a.electricity_usd_per_kwh:g} USD/kWh",
+                                        check_range=False)
+        form.addRow("Electricity", self.electricity)
+        self.pue = QDoubleSpinBox(minimum=1.0, maximum=3.0, singleStep=0.05, value=a.pue, decimals=2)
+        form.addRow("PUE", self.pue)
+        top.addWidget(box, 1)
+        quotes_box = QGroupBox("Quotes (override the catalog; empty = catalog figure)")
+        quotes_layout = QVBoxLayout(quotes_box)
+        self.quotes = QTableWidget(0, len(QUOTE_COLUMNS))
+        self.quotes.setHorizontalHeaderLabels(QUOTE_COLUMNS)
+        self.quotes.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        self.quotes.verticalHeader().hide()
+        quotes_layout.addWidget(self.quotes)
+        self.quote_error = QLabel()
+        self.quote_error.setStyleSheet(ERROR_STYLE)
+        self.quote_error.setWordWrap(True)
+        self.quote_error.hide()
+        quotes_layout.addWidget(self.quote_error)
+        top.addWidget(quotes_box, 1)
+
+        self.message = QLabel()
+        self.message.setWordWrap(True)
+        self.switch_phase = QPushButton()
+        self.switch_phase.hide()
+        self.switch_phase.clicked.connect(self._switch_phase)
+        msg_row = QHBoxLayout()
+        msg_row.addWidget(self.message, 1)
+        msg_row.addWidget(self.switch_phase)
+        outer.addLayout(msg_row)
+        self.table = QTableWidget(0, len(RESULT_COLUMNS))
+        self.table.setHorizontalHeaderLabels(RESULT_COLUMNS)
+        self.table.verticalHeader().hide()
+        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.table.setWordWrap(False)  # one line per device; the reason's full text is in its tooltip
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(len(RESULT_COLUMNS) - 1, QHeaderView.ResizeMode.Stretch)
+        outer.addWidget(self.table, 1)
+
+        self.target.textChanged.connect(self.schedule)
+        for edit in (self.latency, self.budget, self.power_cap, self.electricity):
+            edit.value_changed.connect(self.schedule)
+        for combo in (self.budget_covers, self.power_scope):
+            combo.currentIndexChanged.connect(self.schedule)
+        for spin in (self.years, self.pue):
+            spin.valueChanged.connect(self.schedule)
+        self.quotes.itemChanged.connect(self.schedule)
+        pairs = [(workspace.analysis_updated, self._on_analysis)]
+        for signal, slot in pairs:
+            signal.connect(slot)
+        self.destroyed.connect(functools.partial(_disconnect_all, pairs))
+        self._sync_quote_rows()
+        self.schedule()
+
+    # -- scheduling
+    @property
+    def pending(self) -> bool:
+        return self._timer.isActive()
+
+    def schedule(self, *_args) -> None:
+        self._timer.start()
+
+    def _on_analysis(self, _analysis) -> None:
+        self._sync_quote_rows()
+        self.schedule()
+
+    # -- requirements from the fields
+    def _sync_quote_rows(self) -> None:
+        devices = self.workspace.devices
+        known = {self.quotes.item(r, 0).data(Qt.ItemDataRole.UserRole): (self.quotes.item(r, 1).text(),
+                                                                          self.quotes.item(r, 2).text())
+                 for r in range(self.quotes.rowCount()) if self.quotes.item(r, 0) is not None}
+        self.quotes.blockSignals(True)
+        self.quotes.setRowCount(len(devices))
+        for r, device in enumerate(devices):
+            name = QTableWidgetItem(device.name)
+            name.setData(Qt.ItemDataRole.UserRole, device.id)
+            name.setFlags(name.flags() & ~Qt.ItemFlag.ItemIsEditable)
+            self.quotes.setItem(r, 0, name)
+            price, cloud = known.get(device.id, ("", ""))
+            self.quotes.setItem(r, 1, QTableWidgetItem(price))
+            self.quotes.setItem(r, 2, QTableWidgetItem(cloud))
+        self.quotes.blockSignals(False)
+
+    def set_quote(self, device_id: str, price: str = "", cloud: str = "") -> None:
+        """Enter a quote for a device (e.g. ``"30000"`` USD and ``"4.10"`` USD/h); empty keeps the catalog's."""
+        for r in range(self.quotes.rowCount()):
+            if self.quotes.item(r, 0).data(Qt.ItemDataRole.UserRole) == device_id:
+                self.quotes.item(r, 1).setText(price)
+                self.quotes.item(r, 2).setText(cloud)
+                return
+        raise KeyError(device_id)
+
+    def _quotes(self) -> tuple[dict[str, float], dict[str, float], list[str]]:
+        prices, clouds, errors = {}, {}, []
+        for r in range(self.quotes.rowCount()):
+            dev = self.quotes.item(r, 0).data(Qt.ItemDataRole.UserRole)
+            for col, kind, unit, out in ((1, "money", "USD", prices), (2, "money_rate", "USD/h", clouds)):
+                text = self.quotes.item(r, col).text().strip()
+                if not text:
+                    continue
+                try:
+                    value = float(text.replace(",", "").replace("$", ""))
+                    out[dev] = parse_si(f"{value} {unit}", kind, QUOTE_COLUMNS[col])
+                    if value <= 0:
+                        raise ValueError
+                except (ValueError, UnitError):
+                    errors.append(f"{QUOTE_COLUMNS[col]} of {self.quotes.item(r, 0).text()}: '{text}' is not a "
+                                  "positive number")
+        self.quote_error.setText("; ".join(errors))
+        self.quote_error.setVisible(bool(errors))
+        return prices, clouds, errors
+
+    def requirements(self) -> Requirements | None:
+        """The requirements the fields describe, or None while a field is invalid (its error is shown)."""
+        target, unit = None, "tokens/s"
+        text = self.target.text().strip()
+        error = ""
+        if text:
+            try:
+                target, unit = parse_rate(text, "Target throughput")
+            except UnitError as exc:
+                error = exc.reason
+        self.target_error.setText(error)
+        self.target_error.setVisible(bool(error))
+        prices, clouds, quote_errors = self._quotes()
+        edits = (self.latency, self.budget, self.power_cap, self.electricity)
+        if error or quote_errors or not all(e.is_valid() for e in edits):
+            return None
+        electricity = self.electricity.value()  # USD/J
+        per_kwh = float(f"{electricity * 3.6e6:.12g}") if electricity else None
+        return Requirements(
+            target=target, target_unit=unit, latency=self.latency.value(), budget=self.budget.value(),
+            budget_covers=self.budget_covers.currentText(), power_cap=self.power_cap.value(),
+            power_scope=self.power_scope.currentText(), years=self.years.value(),
+            electricity_usd_per_kwh=per_kwh, pue=self.pue.value(),
+            price=prices, cloud_price=clouds)
+
+    # -- planning
+    def replan(self) -> None:
+        self._timer.stop()
+        self.switch_phase.hide()
+        analysis = self.workspace.analysis
+        if analysis is None:
+            return self._show(None, "Select devices to plan a purchase.")
+        req = self.requirements()
+        if req is None:
+            return self._show(None, "Fix the highlighted field to plan.")
+        if req.target is not None and req.target_unit != analysis.totals.throughput_unit:
+            phase = "decode" if req.target_unit == "tokens/s" else "prefill"
+            self.switch_phase.setText(f"Switch to {phase}")
+            self.switch_phase.setProperty("phase", phase)
+            self.switch_phase.show()
+            return self._show(None, f"The target is in {req.target_unit} but the analysis ({analysis.ctx.phase}) "
+                                    f"counts {analysis.totals.throughput_unit}.")
+        try:
+            result = plan(analysis, req, self.workspace.assumptions)
+        except ValueError as exc:
+            return self._show(None, str(exc))
+        best = result.ranked[0]
+        note = (f"Recommended: {best.name} \u2014 {best.reason}." if best.feasible else
+                "No device meets every requirement with the figures available.")
+        if req.target is None:
+            note += " Enter a target throughput to size the fleet."
+        self._show(result, note)
+
+    def _switch_phase(self) -> None:
+        self.workspace.set_assumptions(phase=self.switch_phase.property("phase"))
+
+    def _show(self, result: PlanResult | None, message: str) -> None:
+        self.result = result
+        self.message.setText(message)
+        self.table.setRowCount(0 if result is None else len(result.devices))
+        if result is not None:
+            for r, d in enumerate(result.ranked):
+                self._fill_row(r, d)
+        self.planned.emit(result)
+
+    def _fill_row(self, r: int, d) -> None:
+        br = "\u2014"
+        if d.buy_or_rent:
+            br = (f"{d.buy_or_rent} ({d.break_even_months:.1f} months)" if math.isfinite(d.break_even_months)
+                  else "rent (never pays off)")
+        cells = [str(d.rank), d.name, str(d.units) if d.units else "\u2014"]
+        for c in d.checks:
+            label = "MISSING" if c.status == "unknown" else c.status.upper()
+            value = format_si(c.value, c.unit, 3) if math.isfinite(c.value) else ""
+            cells.append(f"{label} {value}".strip())
+        cells += [format_usd(d.capital), format_usd(d.energy_cost), format_usd(d.tco), br, d.reason]
+        for col, text in enumerate(cells):
+            item = QTableWidgetItem(text)
+            if 3 <= col <= 5:
+                check = d.checks[col - 3]
+                item.setForeground(QBrush(QColor(STATUS_COLORS[check.status])))
+                item.setBackground(QBrush(QColor(STATUS_FILL[check.status])))
+                item.setToolTip(check.detail or f"missing: {check.missing}")
+            if col == 1 or col == len(cells) - 1:
+                verdict = {True: "pass", False: "fail", None: "unknown"}[d.feasible]
+                item.setForeground(QBrush(QColor(STATUS_COLORS[verdict])))
+                item.setToolTip(d.reason + (f"\nmissing: {', '.join(d.missing)}" if d.missing else ""))
+            self.table.setItem(r, col, item)

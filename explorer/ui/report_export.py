@@ -1,0 +1,121 @@
+"""File -> Export report: choose a file, then build and write the report in a worker thread with a progress dialog.
+
+:func:`export_report` is the menu entry point; :func:`start_export` runs one export without any dialog (the
+worker and its signals) so the main window and tests can drive it directly.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, QTimer, Signal
+from PySide6.QtWidgets import QFileDialog, QMessageBox, QProgressDialog, QWidget
+
+from explorer import report as report_pkg
+
+_RUNNING: set = set()  # dialogs of exports in flight, kept alive until their job ends
+FILTERS = {"PDF report (*.pdf)": ".pdf", "HTML report, self-contained (*.html)": ".html",
+           "CSV tables (*.csv)": ".csv"}
+
+
+class ExportJob(QObject):
+    """Signals of one export: ``progress(percent, message)``, then ``finished(paths)`` or ``failed(message)``."""
+
+    progress = Signal(int, str)
+    finished = Signal(list)
+    failed = Signal(str)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.paths: list[str] | None = None  # set when the report is written
+        self.error: str | None = None  # set when it failed
+        self.finished.connect(self._written)
+        self.failed.connect(self._failed)
+
+    @property
+    def done(self) -> bool:
+        return self.paths is not None or self.error is not None
+
+    def _written(self, paths: list) -> None:
+        self.paths = list(paths)
+
+    def _failed(self, message: str) -> None:
+        self.error = message
+
+
+class _Worker(QRunnable):
+    def __init__(self, job: ExportJob, analysis, assumptions, path: Path, requirements):
+        super().__init__()
+        self.job, self.analysis, self.assumptions, self.path, self.requirements = (job, analysis, assumptions, path,
+                                                                                    requirements)
+        self.setAutoDelete(True)
+
+    def run(self) -> None:
+        try:
+            written = report_pkg.export_report(
+                self.analysis, self.assumptions, self.path, self.requirements,
+                progress=lambda fraction, message: self.job.progress.emit(int(round(100 * fraction)), message))
+        except Exception as exc:  # noqa: BLE001 - any failure becomes a message in the GUI thread
+            self.job.failed.emit(str(exc) if isinstance(exc, (ValueError, OSError)) else
+                                 f"{type(exc).__name__}: {exc}")
+            return
+        self.job.finished.emit([str(p) for p in written])
+
+
+def start_export(workspace, path: str | Path, requirements=None, pool: QThreadPool | None = None) -> ExportJob:
+    """Write the report of ``workspace``'s current analysis to ``path`` in a worker thread (started when the event
+    loop next runs); returns its signals.
+    Problems known before any work (no devices, unwritable path, unknown format) raise ReportError/ValueError."""
+    analysis = workspace.analysis
+    if analysis is None:
+        raise report_pkg.ReportError("select at least one device before exporting a report")
+    report_pkg.format_of(path)
+    report_pkg.check_writable(path)
+    job = ExportJob()
+    worker = _Worker(job, analysis, workspace.assumptions, Path(path), requirements)
+    # start on the next turn of the event loop, so the caller connects to the job's signals first
+    QTimer.singleShot(0, job, lambda: (pool or QThreadPool.globalInstance()).start(worker))
+    return job
+
+
+def export_report(parent: QWidget | None, workspace, requirements=None) -> ExportJob | None:
+    """Ask for a file (PDF, HTML or CSV) and export the report with a progress dialog; None if cancelled."""
+    name = (workspace.model.name or "report").split(" (")[0].replace(" ", "-").lower()
+    path, chosen = QFileDialog.getSaveFileName(parent, "Export report", f"{name}-report.pdf", ";;".join(FILTERS))
+    if not path:
+        return None
+    if not Path(path).suffix:
+        path += FILTERS.get(chosen, ".pdf")
+    return run_with_progress(parent, workspace, path, requirements)
+
+
+def run_with_progress(parent: QWidget | None, workspace, path: str | Path, requirements=None) -> ExportJob | None:
+    try:
+        job = start_export(workspace, path, requirements)
+    except ValueError as exc:
+        QMessageBox.warning(parent, "Export report", str(exc))
+        return None
+    dialog = QProgressDialog("Preparing the report\u2026", "", 0, 100, parent)
+    dialog.setWindowTitle("Export report")
+    dialog.setCancelButton(None)  # a half-written report is never left behind; the write is short
+    dialog.setWindowModality(Qt.WindowModality.WindowModal)
+    dialog.setMinimumDuration(0)
+    job.setParent(dialog)
+    job.progress.connect(lambda percent, message: (dialog.setLabelText(message), dialog.setValue(percent)))
+
+    _RUNNING.add(dialog)
+
+    def done(paths):
+        dialog.close()
+        _RUNNING.discard(dialog)
+
+    def failed(message):
+        dialog.close()
+        _RUNNING.discard(dialog)
+        QMessageBox.warning(parent, "Export report", f"The report was not written: {message}")
+
+    job.finished.connect(done)
+    job.failed.connect(failed)
+    dialog.job = job
+    dialog.setValue(0)  # a modal progress dialog processes events here: the export may already be running
+    return job
