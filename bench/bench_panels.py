@@ -1,0 +1,148 @@
+"""Live-update benchmark of the four analysis panels (issue 5).
+
+A 200-layer model on 8 devices, the four panels shown offscreen. Each run times one edit from
+``workspace.execute(command)`` to the end of the repaint of all four panels: the shared analysis pass, the
+panels' coalesced redraw (events processed until none is pending) and a synchronous ``repaint()`` of each.
+
+    .venv/bin/python bench/bench_panels.py [--runs 50]
+
+Prints the median and 95th percentile per kind of edit (a layer parameter, a device checked, a precision), in
+wall-clock time and in this process's CPU time (the second is less disturbed by other work on a shared
+machine), plus one ``BENCH`` line per kind for ``bench/run_all.py`` (budget: a 16 ms median, wall clock).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from PySide6.QtWidgets import QApplication
+
+from explorer.core.catalog_files import load_shipped_devices
+from explorer.core.commands import ReplaceLayer, SelectDevices, SetAssumptions
+from explorer.core.model import LayerSpec, Model
+from explorer.core.workspace import Assumptions, Workspace
+from explorer.ui.panels import PANELS
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import report
+
+BUDGET = 0.016  # s, median from the command to the end of the repaint
+
+DEVICE_IDS = (
+    "nvidia-a100-sxm4-80gb",
+    "nvidia-h100-sxm5",
+    "nvidia-v100-sxm2",
+    "nvidia-l4",
+    "nvidia-t4",
+    "amd-mi300x",
+    "aws-trainium",
+    "google-tpu-v5e",
+)
+
+
+def model_200() -> Model:
+    """200 top-level layers: 50 x (dense up, GELU, dense down, layernorm) on 512 tokens of width 768."""
+    layers = []
+    for i in range(50):
+        layers += [
+            LayerSpec.make("dense", f"up{i}", in_features=768, out_features=3072),
+            LayerSpec.make("gelu", f"act{i}"),
+            LayerSpec.make("dense", f"down{i}", in_features=3072, out_features=768),
+            LayerSpec.make("layernorm", f"ln{i}"),
+        ]
+    return Model.make("bench-200", {"tokens": 512, "hidden": 768}, layers)
+
+
+def percentile(values, q):
+    ordered = sorted(values)
+    k = (len(ordered) - 1) * q
+    lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=50)
+    args = parser.parse_args(argv)
+    app = QApplication.instance() or QApplication([])
+    catalog = {d.id: d for d in load_shipped_devices()}
+    ws = Workspace(
+        model_200(), lookup=lambda ids: [catalog[i] for i in ids], assumptions=Assumptions(precision="fp16")
+    )
+    ws.select_devices(DEVICE_IDS)
+    ws.focus_layer(2)
+    panels = [P(ws) for P in PANELS]
+    for p in panels:
+        p.resize(1200, 800)
+        p.show()
+    for _ in range(3):
+        app.processEvents()
+    assert len(ws.analysis.devices) == 8 and len(ws.model.layers) == 200
+
+    def settle():
+        """Process events until no panel has a redraw pending, then repaint every panel synchronously (the
+        panel and its plot canvas: QWidget.repaint() of the panel alone does not repaint the canvas)."""
+        while any(p.pending for p in panels):
+            app.processEvents()
+        for p in panels:
+            p.repaint()
+            p.graphics.viewport().repaint()
+
+    def edit_param(i):
+        spec = ws.model.layers[2]
+        return ReplaceLayer(2, spec.with_params(bias=not spec.params.get("bias", True)))
+
+    def check_device(i):
+        return SelectDevices(DEVICE_IDS if i % 2 else DEVICE_IDS[:7])
+
+    def change_precision(i):
+        return SetAssumptions({"precision": "bf16" if ws.assumptions.precision == "fp16" else "fp16"})
+
+    print(
+        f"{len(ws.model.layers)} layers ({len(ws.analysis.table)} operator rows), {len(DEVICE_IDS)} devices, "
+        f"{len(panels)} panels, {args.runs} runs each; ms from execute() to the end of the repaint"
+    )
+    for name, make in (
+        ("layer parameter", edit_param),
+        ("device checked", check_device),
+        ("precision", change_precision),
+    ):
+        settle()
+        times, cpu = [], []
+        for i in range(args.runs + 3):
+            command = make(i)
+            app.processEvents()  # untimed: deliver the previous run's queued (now redundant) update requests
+            before = [p.redraws for p in panels]
+            t0, c0 = time.perf_counter(), time.process_time()
+            ws.execute(command)
+            settle()
+            elapsed, used = time.perf_counter() - t0, time.process_time() - c0
+            assert all(p.redraws == b + 1 for p, b in zip(panels, before)), (
+                "one edit must give one redraw per panel"
+            )
+            if i >= 3:  # warm-up
+                times.append(elapsed)
+                cpu.append(used)
+        ms = [t * 1e3 for t in times]
+        cpu_ms = [t * 1e3 for t in cpu]
+        print(
+            f"  {name:16s} wall median {statistics.median(ms):6.2f} ms  p95 {percentile(ms, 0.95):6.2f} ms  "
+            f"min {min(ms):6.2f} ms | CPU median {statistics.median(cpu_ms):6.2f} ms  "
+            f"p95 {percentile(cpu_ms, 0.95):6.2f} ms"
+        )
+        report(f"panels: edit -> 4 panels repainted ({name})", times, BUDGET)
+    for p in panels:
+        p.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,15 @@
+"""The four live analysis panels, all drawn from the workspace's one shared analysis.
+
+The main window adds each class of :data:`PANELS` as a dock or tab (``Panel(workspace, parent=None)``, with a
+``title``) and puts :class:`AnalysisControls` (precision, batch, sequence length, phase) in a toolbar.
+"""
+
+from .controls import AnalysisControls
+from .cost import CostPanel
+from .energy import EnergyPanel
+from .roofline import RooflinePanel
+from .tiling import TilingPanel
+
+PANELS = (RooflinePanel, EnergyPanel, TilingPanel, CostPanel)
+
+__all__ = ["PANELS", "AnalysisControls", "CostPanel", "EnergyPanel", "RooflinePanel", "TilingPanel"]

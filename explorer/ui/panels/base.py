@@ -1,0 +1,253 @@
+"""What the four analysis panels share: workspace wiring, one coalesced redraw per edit, export and CSV copy.
+
+A panel draws a frozen result computed from ``workspace.analysis`` (the one shared pass); it creates its plot
+items once and updates them with ``setData``/``setOpts``. Bursts of ``analysis_updated`` (a command that
+changes several things) are coalesced by a zero-interval single-shot timer: one edit, one redraw.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import functools
+import io
+import math
+import sys
+from collections.abc import Sequence
+
+import pyqtgraph as pg
+import pyqtgraph.exporters  # registers ImageExporter and SVGExporter
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtWidgets import (
+    QApplication,
+    QFileDialog,
+    QGraphicsItem,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSizePolicy,
+    QVBoxLayout,
+    QWidget,
+)
+
+from .plotting import CACHED_TYPES, DeviceCombo, cached, changed, fixed_lines
+
+
+def _close_paths_explicitly(node) -> None:
+    """Replace each SVG close-path command ``Z`` by a line back to the subpath's start.
+
+    Qt 6 writes ``d="M0,0 L5,0 L5,5 Z"``; pyqtgraph's SVG exporter reads every token as an ``x,y`` pair and
+    fails on the bare ``Z`` (pyqtgraph issue #3485). The shape drawn is the same."""
+    for path in node.getElementsByTagName("path"):
+        d = path.getAttribute("d")
+        if "Z" not in d and "z" not in d:
+            continue
+        out, start = [], None
+        for token in d.split():
+            if token in ("Z", "z"):
+                if start is not None:
+                    out.append("L" + start)
+                continue
+            if token[0] in "Mm":
+                start = token[1:]
+            out.append(token)
+        path.setAttribute("d", " ".join(out))
+
+
+def _disconnect_all(pairs, *_):
+    for signal, slot in pairs:
+        try:
+            signal.disconnect(slot)
+        except (ValueError, RuntimeError):  # already gone
+            pass
+
+
+class AnalysisPanel(QWidget):
+    """Base of the four panels. Subclasses build items in ``build`` and draw in ``redraw(analysis)``."""
+
+    title = ""
+    has_device_combo = False
+
+    def __init__(self, workspace, parent=None):
+        super().__init__(parent)
+        self.workspace = workspace
+        self.setObjectName(type(self).__name__)
+        self._need_full = True
+        self._need_focus = False
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(0)
+        self._timer.timeout.connect(self.flush)
+        self.redraws = 0  # full redraws done (tests and the benchmark read it)
+
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(4, 4, 4, 4)
+        outer.setSpacing(4)
+        self.header = QHBoxLayout()
+        self.header.setSpacing(6)
+        outer.addLayout(self.header)
+        self.device_combo = DeviceCombo(workspace) if self.has_device_combo else None
+        if self.device_combo is not None:
+            self.header.addWidget(QLabel("Device:"))
+            self.header.addWidget(self.device_combo)
+        self.build_header(self.header)
+        self.header.addStretch(1)
+        for text, tip, slot in (
+            ("PNG\u2026", "Export the charts as a PNG image", self._ask_png),
+            ("SVG\u2026", "Export the charts as an SVG drawing", self._ask_svg),
+            ("Copy CSV", "Copy this panel's data as CSV (units in the header)", self.copy_csv),
+        ):
+            button = QPushButton(text)
+            button.setToolTip(tip)
+            button.clicked.connect(slot)
+            self.header.addWidget(button)
+        self.graphics = pg.GraphicsLayoutWidget()
+        self.graphics.setBackground("w")
+        self.graphics.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
+        outer.addWidget(self.graphics, 1)
+        self.message = QLabel("")
+        self.message.setWordWrap(True)
+        self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.message.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
+        fixed_lines(self.message, 3)
+        self.build(outer)
+        outer.addWidget(self.message)
+        for item in self.graphics.scene().items():
+            if isinstance(item, CACHED_TYPES):
+                cached(item)
+
+        pairs = [
+            (workspace.analysis_updated, self._on_analysis),
+            (workspace.layer_focused, self._on_focus),
+            (workspace.device_focused, self._on_device),
+        ]
+        for signal, slot in pairs:
+            signal.connect(slot)
+        self.destroyed.connect(functools.partial(_disconnect_all, pairs))
+        self.schedule(full=True)
+
+    # -- to implement
+    def build_header(self, header: QHBoxLayout) -> None:
+        """Add panel-specific controls to the header row."""
+
+    def build(self, layout: QVBoxLayout) -> None:
+        raise NotImplementedError
+
+    def redraw(self, analysis) -> None:
+        raise NotImplementedError
+
+    def redraw_focus(self, analysis) -> None:
+        """Only the layer in focus changed: by default redraw everything."""
+        self.redraw(analysis)
+
+    def csv_table(self) -> tuple[Sequence[str], Sequence[Sequence[object]]]:
+        raise NotImplementedError
+
+    # -- scheduling: one redraw per burst of changes
+    @property
+    def pending(self) -> bool:
+        return self._timer.isActive()
+
+    def schedule(self, full: bool = True) -> None:
+        self._need_full = self._need_full or full
+        self._need_focus = True
+        self._timer.start()
+
+    def _on_analysis(self, _analysis) -> None:
+        self.schedule(full=True)
+
+    def _on_focus(self, _index: int) -> None:
+        self.schedule(full=False)
+
+    def _on_device(self, _device_id: str) -> None:
+        self.schedule(full=True)
+
+    def flush(self) -> None:
+        """Draw now what is pending (the timer calls this; tests may call it directly)."""
+        self._timer.stop()
+        full, self._need_full, self._need_focus = self._need_full, False, False
+        analysis = self.workspace.analysis
+        if self.device_combo is not None:
+            self.device_combo.sync()
+        if full:
+            self.redraws += 1
+            self.redraw(analysis)
+        else:
+            self.redraw_focus(analysis)
+
+    # -- shared helpers
+    def device_index(self, analysis) -> int:
+        if analysis is None or not len(analysis.devices):
+            return -1
+        ids = analysis.devices.ids
+        focus = self.workspace.focused_device
+        return ids.index(focus) if focus in ids else 0
+
+    def set_message(self, text: str) -> None:
+        """The panel's note (what is drawn, what is missing and why). Its height is fixed so that a new
+        message never resizes the plots: a resize re-lays out every axis and costs a full repaint."""
+        if changed(self.message, "text", text):
+            self.message.setText(text)
+            self.message.setToolTip(text if len(text) > 200 else "")
+
+    # -- export
+    @contextlib.contextmanager
+    def _uncached(self):
+        """Draw every item afresh (not from screen-resolution pixmap caches) while exporting."""
+        items = [i for i in self.graphics.scene().items() if i.cacheMode() != QGraphicsItem.CacheMode.NoCache]
+        for item in items:
+            item.setCacheMode(QGraphicsItem.CacheMode.NoCache)
+        try:
+            yield
+        finally:
+            for item in items:
+                item.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
+
+    def export_png(self, path: str) -> None:
+        """The charts at twice the on-screen resolution (pyqtgraph's ImageExporter)."""
+        with self._uncached():
+            exporter = pg.exporters.ImageExporter(self.graphics.scene())
+            exporter.parameters()["width"] = max(int(self.graphics.width()) * 2, 800)
+            exporter.export(str(path))
+
+    def export_svg(self, path: str) -> None:
+        """The charts as vector SVG (pyqtgraph's SVGExporter; Qt 6's closed paths made readable to it)."""
+        module = sys.modules["pyqtgraph.exporters.SVGExporter"]
+        original = module.correctCoordinates
+
+        def correct(node, defs, item, options):
+            _close_paths_explicitly(node)
+            return original(node, defs, item, options)
+
+        module.correctCoordinates = correct
+        try:
+            with self._uncached():
+                pg.exporters.SVGExporter(self.graphics.scene()).export(str(path))
+        finally:
+            module.correctCoordinates = original
+
+    def csv_text(self) -> str:
+        header, rows = self.csv_table()
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(header)
+        for row in rows:
+            writer.writerow(["" if (isinstance(v, float) and not math.isfinite(v)) else v for v in row])
+        return out.getvalue()
+
+    def copy_csv(self) -> None:
+        QApplication.clipboard().setText(self.csv_text())
+
+    def _ask_png(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(
+            self, f"Export {self.title} as PNG", f"{self.title}.png", "PNG (*.png)"
+        )
+        if path:
+            self.export_png(path)
+
+    def _ask_svg(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(
+            self, f"Export {self.title} as SVG", f"{self.title}.svg", "SVG (*.svg)"
+        )
+        if path:
+            self.export_svg(path)

@@ -1,0 +1,166 @@
+"""The sortable cost table of the cost panel: one row per device, "—" with the reason for unknowns.
+
+Cells are updated in place (rows are added or removed only when the devices change, so the user's sort order
+survives an edit); numbers sort numerically with unknowns last. The price column is editable: the text entered
+is reported through :attr:`CostTable.price_entered` (device id, text) for the panel to parse and apply.
+"""
+
+from __future__ import annotations
+
+import math
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem
+
+from explorer.core.units import parse_si
+
+from .plotting import DASH, changed
+
+ID_ROLE = Qt.ItemDataRole.UserRole + 1
+
+
+def columns(unit: str, years: float) -> list[tuple[str, str, float]]:
+    """(header, CostResult field, scale from SI to the displayed unit) of each column."""
+    return [
+        ("Device", "names", 1.0),
+        ("Price\n(USD)", "price", 1.0),
+        ("Peak\n(TFLOP/s)", "peak", 1e-12),
+        ("USD per\npeak TFLOP/s", "price_per_peak", 1e12),
+        ("Sustained\n(TFLOP/s)", "achieved", 1e-12),
+        ("USD per\nsustained TFLOP/s", "price_per_sustained", 1e12),
+        ("USD per\nGB/s", "price_per_bandwidth", 1e9),
+        ("TDP\n(W)", "tdp", 1.0),
+        (f"Electricity\n{years:g} y (USD)", "energy_cost", 1.0),
+        (f"TCO\n{years:g} y (USD)", "tco", 1.0),
+        (f"USD per 1M\n{unit}s (TCO)", "cost_per_million", 1.0),
+        (f"USD per 1M\n{unit}s (cloud)", "cloud_cost_per_million", 1.0),
+    ]
+
+
+def money(x: float) -> str:
+    if not math.isfinite(x):
+        return DASH
+    return f"${x:,.0f}" if abs(x) >= 100 else f"${x:,.2f}" if abs(x) >= 0.01 else f"${x:.3g}"
+
+
+def parse_price(text: str) -> float | None:
+    """Read a price: "15000", "$15,000", "15 kUSD" -> USD; empty or "—" -> None (no price).
+
+    Raises UnitError naming 'price'."""
+    text = text.replace("*", "").strip()
+    if text in ("", DASH):
+        return None
+    bare = text.replace(",", "").replace("$", "").strip()
+    try:
+        float(bare)
+        text = f"{bare} USD"
+    except ValueError:
+        pass
+    return parse_si(text, "money", "price")
+
+
+class _NumberItem(QTableWidgetItem):
+    """Sorts by the number in UserRole; unknowns ("—") sort last."""
+
+    def __lt__(self, other):
+        a, b = self.data(Qt.ItemDataRole.UserRole), other.data(Qt.ItemDataRole.UserRole)
+        if isinstance(a, float) and isinstance(b, float):
+            return (math.inf if math.isnan(a) else a) < (math.inf if math.isnan(b) else b)
+        return str(a).lower() < str(b).lower()
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b or (math.isnan(a) and math.isnan(b))
+    return a == b
+
+
+class CostTable(QTableWidget):
+    price_entered = Signal(str, str)  # device id, the text entered in its price cell
+
+    def __init__(self, parent=None):
+        super().__init__(0, 0, parent)
+        self.verticalHeader().setVisible(False)
+        self.horizontalHeader().setSortIndicator(
+            -1, Qt.SortOrder.AscendingOrder
+        )  # catalog order until clicked
+        self.setSortingEnabled(True)
+        self.setEditTriggers(
+            QAbstractItemView.EditTrigger.DoubleClicked | QAbstractItemView.EditTrigger.EditKeyPressed
+        )
+        self.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        self.itemChanged.connect(self._edited)
+        self._unsourced: set[str] = set()
+
+    def fill(self, c, unsourced: set[str]) -> None:
+        """Show ``c`` (a CostResult); ``unsourced`` are the devices whose price has no cited source (marked
+        *)."""
+        self._unsourced = unsourced
+        cols = columns(c.unit, c.years)
+        self.blockSignals(True)
+        self.setSortingEnabled(False)
+        if changed(self, "headers", [h for h, _, _ in cols]):
+            if self.columnCount() != len(cols):
+                self.setRowCount(0)
+                self.setColumnCount(len(cols))
+            self.setHorizontalHeaderLabels([h for h, _, _ in cols])
+        ids = [self.item(r, 0).data(ID_ROLE) if self.item(r, 0) else None for r in range(self.rowCount())]
+        for r in reversed(range(len(ids))):  # rows of devices no longer selected
+            if ids[r] not in c.ids:
+                self.removeRow(r)
+                del ids[r]
+        first_fill, kept = not ids, len(ids)
+        for device_id in [i for i in c.ids if i not in ids]:  # new devices: new rows at the end
+            r = self.rowCount()
+            self.insertRow(r)
+            for j, col in enumerate(cols):
+                self.setItem(r, j, self._cell(c, c.ids.index(device_id), col, None))
+            ids.append(device_id)
+        for r in range(kept):
+            i = c.ids.index(ids[r])
+            for j, col in enumerate(cols):
+                self._cell(c, i, col, self.item(r, j))
+        if first_fill:
+            self.resizeColumnsToContents()
+        elif len(ids) > kept:
+            self.resizeColumnToContents(0)
+        self.setSortingEnabled(True)
+        self.blockSignals(False)
+
+    def _cell(
+        self, c, i: int, col: tuple[str, str, float], item: QTableWidgetItem | None
+    ) -> QTableWidgetItem:
+        """Create or update one cell (only what changed is set: every setter notifies the view)."""
+        header, field, scale = col
+        fresh = item is None
+        item = item or _NumberItem()
+        if field == "names":
+            text, value, tip = c.names[i], c.names[i], c.missing[i] or "all figures known"
+        else:
+            value = float(getattr(c, field)[i]) * scale
+            text = money(value) if "USD" in header else (f"{value:,.4g}" if math.isfinite(value) else DASH)
+            tip = c.reasons[field][i] if field in c.reasons else ""
+            if field == "price":
+                reason = "" if math.isfinite(value) else "no list price in the catalog"
+                if c.ids[i] in self._unsourced:
+                    text += " *"
+                    reason = "entered by hand, not from a cited source (a what-if)"
+                tip = (reason + "; " if reason else "") + "double-click to enter a price (a what-if)"
+        if fresh or item.text() != text:
+            item.setText(text)
+        if fresh or not _same(item.data(Qt.ItemDataRole.UserRole), value):
+            item.setData(Qt.ItemDataRole.UserRole, value)
+        if fresh or item.toolTip() != tip:
+            item.setToolTip(tip)
+        if fresh:
+            item.setData(ID_ROLE, c.ids[i])
+            if field != "names":
+                item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+            if field != "price":
+                item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsEditable)
+        return item
+
+    def _edited(self, item: QTableWidgetItem) -> None:
+        device_id = item.data(ID_ROLE)
+        if device_id is not None:
+            self.price_entered.emit(device_id, item.text())

@@ -1,0 +1,362 @@
+"""Memory-hierarchy energy: where the joules go, per operator (or layer), per device, against the energy
+ladder.
+
+Draws :func:`explorer.core.analysis.energy_view.compute_energy_view`: stacked bars per operator of the energy
+at each memory level and in arithmetic on the device in focus; the totals per inference (or per token) for
+every selected device side by side; the Horowitz ladder (pJ per operation and per 32-bit access, log scale)
+with the device's own figures. The device's energy table below is editable (the edit is a what-if on this
+session's copy of the device) and shows where each figure comes from.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QHeaderView,
+    QLabel,
+    QTableWidget,
+    QTableWidgetItem,
+)
+
+from explorer.core.analysis.energy_view import compute_energy_view, with_energy
+from explorer.core.units import UnitError, parse_si
+
+from .base import AnalysisPanel
+from .plotting import (
+    NO_PEN,
+    BarPicker,
+    changed,
+    elide,
+    name_axis,
+    new_plot,
+    nice_ceil,
+    set_range,
+    set_ticks,
+    set_title,
+    si,
+)
+
+LEVEL_COLORS = ("#d62728", "#ff7f0e", "#e7ba52", "#9edae5", "#c5b0d5")  # outermost (off-chip) first
+COMPUTE_COLOR = "#1f77b4"
+LADDER_BASE = -2.0  # log10 pJ where ladder bars start (0.01 pJ)
+
+
+def level_color(j: int) -> str:
+    return LEVEL_COLORS[min(j, len(LEVEL_COLORS) - 1)]
+
+
+def _ticks(names, limit: int = 40):
+    step = max(1, math.ceil(len(names) / limit))
+    return [[(i, elide(names[i], 20)) for i in range(0, len(names), step)]]
+
+
+class _Stack:
+    """Horizontal stacked bars: one BarGraphItem per segment (levels, then compute), reused across redraws."""
+
+    def __init__(self, plot: pg.PlotItem):
+        self.plot = plot
+        self.items: list[pg.BarGraphItem] = []
+
+    def set(self, segments: np.ndarray, colors: list[str], height: float = 0.7) -> None:
+        """``segments`` is (bars, parts) in J; NaN parts draw nothing."""
+        n, parts = segments.shape
+        while len(self.items) < parts:
+            item = pg.BarGraphItem(x0=[], y=[], width=[], height=height)
+            self.plot.addItem(item)
+            self.items.append(item)
+        clean = np.nan_to_num(segments, nan=0.0)
+        left = np.zeros(n)
+        y = np.arange(n, dtype=float)
+        for j, item in enumerate(self.items):
+            if j < parts:
+                item.setOpts(
+                    x0=left.copy(), y=y, width=clean[:, j], height=height, brush=colors[j], pen=NO_PEN
+                )
+                item.setVisible(True)
+                left += clean[:, j]
+            else:
+                item.setVisible(False)
+
+
+class EnergyPanel(AnalysisPanel):
+    title = "Memory-hierarchy energy"
+    has_device_combo = True
+
+    def build_header(self, header) -> None:
+        header.addWidget(QLabel("Bars:"))
+        self.grouping = QComboBox()
+        self.grouping.addItems(["per operator", "per layer"])
+        self.grouping.setToolTip("One bar per executed operator, or per top-level layer of the builder")
+        self.grouping.currentIndexChanged.connect(lambda _i: self.schedule(full=True))
+        header.addWidget(self.grouping)
+
+    def build(self, layout) -> None:
+        self.view = None
+        self.apply_device_edit = None  # optional hook (e.g. the catalog); default: workspace.put_devices
+        g = self.graphics
+        self.per_layer = new_plot("Energy per operator (J per pass, repeats included)")
+        self.per_layer.setLabel("bottom", "energy", units="J")
+        self.per_layer.vb.invertY(True)
+        g.addItem(self.per_layer, row=0, col=0, colspan=2)
+        self.totals = new_plot("Energy per inference, every selected device")
+        self.totals.setLabel("bottom", "energy", units="J")
+        self.totals.vb.invertY(True)
+        g.addItem(self.totals, row=1, col=0)
+        self.ladder = new_plot("Energy ladder (pJ, log scale)")
+        self.ladder.getAxis("bottom").setLogMode(True)
+        self.ladder.getAxis("bottom").enableAutoSIPrefix(False)
+        self.ladder.setLabel("bottom", "pJ per operation or per 32-bit access")
+        self.ladder.vb.invertY(True)
+        g.addItem(self.ladder, row=1, col=1)
+        name_axis(self.per_layer, 130)
+        name_axis(self.totals, 165)
+        name_axis(self.ladder, 175)
+        g.ci.layout.setRowStretchFactor(0, 3)
+        g.ci.layout.setRowStretchFactor(1, 2)
+        self.layer_stack = _Stack(self.per_layer)
+        self.total_stack = _Stack(self.totals)
+        self.ladder_bars = pg.BarGraphItem(x0=[], y=[], width=[], height=0.7)
+        self.ladder.addItem(self.ladder_bars)
+        self.focus_bars = pg.BarGraphItem(
+            x0=[], y=[], width=[], height=0.9, brush=None, pen=pg.mkPen("k", width=2)
+        )
+        self.focus_bars.setZValue(10)
+        self.per_layer.addItem(self.focus_bars)
+        BarPicker(self.per_layer, self._locate_bar, self._describe_bar, self._pick_bar)
+        BarPicker(
+            self.totals,
+            lambda x, y: self._index_at(y, len(self.view.device_ids) if self.view else 0),
+            self._describe_device,
+        )
+        BarPicker(
+            self.ladder, lambda x, y: self._index_at(y, len(self._ladder_entries)), self._describe_ladder
+        )
+        self._ladder_entries = ()
+        self.table = QTableWidget(0, 4)
+        self.table.setHorizontalHeaderLabels(["Figure", "Energy (double-click to edit)", "Unit", "Source"])
+        self.table.horizontalHeader().setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
+        self.table.verticalHeader().setVisible(False)
+        self.table.setEditTriggers(
+            QAbstractItemView.EditTrigger.DoubleClicked | QAbstractItemView.EditTrigger.EditKeyPressed
+        )
+        self.table.setMaximumHeight(150)
+        self.table.itemChanged.connect(self._table_edited)
+        layout.addWidget(self.table)
+
+    # -- drawing
+    def _bars(self):
+        v = self.view
+        if self.grouping.currentText() == "per layer":
+            return v.layer_names, np.column_stack([v.layer_levels, v.layer_compute])
+        return v.row_names, np.column_stack([v.row_levels, v.row_compute])
+
+    def redraw(self, analysis) -> None:
+        d = self.device_index(analysis)
+        if d < 0:
+            self.view = None
+            self.layer_stack.set(np.zeros((0, 0)), [])
+            self.total_stack.set(np.zeros((0, 0)), [])
+            self.ladder_bars.setOpts(x0=[], y=[], width=[])
+            self.focus_bars.setOpts(x0=[], y=[], width=[])
+            self.table.setRowCount(0)
+            self.set_message("Select one or more devices to see where the energy goes.")
+            return
+        v = self.view = compute_energy_view(analysis, d, self.workspace.focused_layer)
+        names, segments = self._bars()
+        colors = [level_color(j) for j in range(len(v.level_names))] + [COMPUTE_COLOR]
+        self.layer_stack.set(segments, colors)
+        set_ticks(self.per_layer.getAxis("left"), _ticks(names))
+        key = "  ".join(
+            [
+                f"<span style='color:{level_color(j)}'>\u25a0</span> {html.escape(n)}"
+                for j, n in enumerate(v.level_names)
+            ]
+            + [f"<span style='color:{COMPUTE_COLOR}'>\u25a0</span> arithmetic ({v.precision} MACs)"]
+        )
+        set_title(
+            self.per_layer,
+            f"Energy {self.grouping.currentText()} on {html.escape(v.device_name)} "
+            f"(J per pass of batch {analysis.ctx.batch}, repeats included)"
+            f"<br><span style='font-size:8pt'>{key}</span>",
+        )
+        set_range(
+            self.per_layer,
+            (0, nice_ceil(float(np.nansum(segments, axis=1).max(initial=0.0)))),
+            (-0.6, max(len(names), 1) - 0.4),
+        )
+        depth = v.device_levels.shape[1]
+        totals = np.column_stack([v.device_levels, v.device_compute])
+        self.total_stack.set(totals, [level_color(j) for j in range(depth)] + [COMPUTE_COLOR], height=0.6)
+        set_ticks(self.totals.getAxis("left"), [[(i, elide(n, 24)) for i, n in enumerate(v.device_names)]])
+        set_title(self.totals, f"Energy per {v.unit}, every selected device")
+        set_range(
+            self.totals,
+            (0, nice_ceil(float(np.nanmax(v.device_total, initial=0.0)))),
+            (-0.6, max(len(v.device_names), 1) - 0.4),
+        )
+        self._draw_ladder(v)
+        self._fill_table(v)
+        self.redraw_focus(analysis)
+        defaults = [r.label for r in v.table if r.is_default]
+        self.set_message(
+            (f"Defaults applied on {v.device_name}: " + ", ".join(defaults) + " (see Source). ")
+            if defaults
+            else ""
+        )
+
+    def _draw_ladder(self, v) -> None:
+        if not changed(self.ladder, "entries", (v.device_ladder, v.device_name)):
+            return
+        entries = self._ladder_entries = tuple(v.ladder) + tuple(v.device_ladder)
+        logs = np.log10([e.energy * 1e12 for e in entries])
+        own_levels = [e for e in v.device_ladder if e.per != "MAC"]
+        brushes = ["#9e9e9e"] * len(v.ladder) + [
+            COMPUTE_COLOR if e.per == "MAC" else level_color(own_levels.index(e)) for e in v.device_ladder
+        ]
+        self.ladder_bars.setOpts(
+            x0=np.full(len(entries), LADDER_BASE),
+            y=np.arange(len(entries)),
+            width=logs - LADDER_BASE,
+            height=0.7,
+            brushes=brushes,
+            pen=NO_PEN,
+        )
+        labels = [
+            e.label if i < len(v.ladder) else f"\u25b8 {elide(e.label, 17)}" for i, e in enumerate(entries)
+        ]
+        set_ticks(self.ladder.getAxis("left"), [[(i, t) for i, t in enumerate(labels)]])
+        set_title(
+            self.ladder, f"Energy ladder: Horowitz 45 nm (grey) and {elide(v.device_name, 26)} (\u25b8)"
+        )
+        set_range(
+            self.ladder,
+            (LADDER_BASE, max(3.0, float(np.nanmax(logs, initial=0.0)) + 0.2)),
+            (-0.7, len(entries) - 0.2),
+        )
+
+    def _fill_table(self, v, force: bool = False) -> None:
+        if not changed(self.table, "rows", v.table) and not force:
+            return
+        self.table.blockSignals(True)
+        self.table.setRowCount(len(v.table))
+        for i, row in enumerate(v.table):
+            shown = f"{row.value * 1e12:.4g} " + ("pJ/B" if row.unit == "J/B" else "pJ")
+            cells = [row.label, shown, "pJ per byte" if row.unit == "J/B" else "pJ per MAC", row.source]
+            for c, text in enumerate(cells):
+                item = QTableWidgetItem(text)
+                if c != 1:
+                    item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsEditable)
+                item.setData(Qt.ItemDataRole.UserRole, row.key)
+                item.setToolTip(row.source)
+                self.table.setItem(i, c, item)
+        self.table.resizeColumnsToContents()
+        self.table.blockSignals(False)
+
+    def redraw_focus(self, analysis) -> None:
+        v = self.view
+        if v is None:
+            return
+        names, segments = self._bars()
+        if self.grouping.currentText() == "per layer":
+            focused = np.arange(len(names)) == self.workspace.focused_layer
+        else:
+            focused = v.row_layer == self.workspace.focused_layer
+        idx = np.flatnonzero(focused)
+        self.focus_bars.setOpts(
+            x0=np.zeros(len(idx)),
+            y=idx.astype(float),
+            width=np.nansum(segments[idx], axis=1),
+            height=0.9,
+            brush=None,
+            pen=pg.mkPen("k", width=2),
+        )
+
+    # -- interaction
+    @staticmethod
+    def _index_at(y: float, n: int):
+        i = round(y)
+        return i if 0 <= i < n and abs(y - i) <= 0.4 else None
+
+    def _locate_bar(self, x, y):
+        if self.view is None:
+            return None
+        return self._index_at(y, len(self._bars()[0]))
+
+    def _describe_bar(self, i) -> str:
+        v = self.view
+        names, segments = self._bars()
+        parts = [f"{n}: {si(e, 'J')}" for n, e in zip(v.level_names, segments[i, :-1])]
+        parts.append(f"arithmetic: {si(segments[i, -1], 'J')}")
+        return (
+            f"{names[i]} on {v.device_name}\n"
+            + "\n".join(parts)
+            + f"\ntotal {si(np.nansum(segments[i]), 'J')}"
+        )
+
+    def _pick_bar(self, i) -> None:
+        v = self.view
+        layer = i if self.grouping.currentText() == "per layer" else int(v.row_layer[i])
+        self.workspace.focus_layer(layer)
+
+    def _describe_device(self, i) -> str:
+        v = self.view
+        parts = [f"{n}: {si(e, 'J')}" for n, e in zip(v.device_level_names[i], v.device_levels[i])]
+        parts.append(f"arithmetic: {si(v.device_compute[i], 'J')}")
+        return (
+            f"{v.device_names[i]}, per {v.unit}\n"
+            + "\n".join(parts)
+            + f"\ntotal {si(v.device_total[i], 'J')}"
+        )
+
+    def _describe_ladder(self, i) -> str:
+        e = self._ladder_entries[i]
+        if i < len(self.view.ladder):
+            return f"{e.label}: {e.energy * 1e12:.3g} pJ per {e.per}\n({self.view.ladder_source})"
+        return (
+            f"{self.view.device_name}, {e.label}: {e.energy * 1e12:.3g} pJ per {e.per}\n"
+            "(this device's energy table, below)"
+        )
+
+    def _table_edited(self, item: QTableWidgetItem) -> None:
+        v = self.view
+        if v is None or item.column() != 1:
+            return
+        key = item.data(Qt.ItemDataRole.UserRole)
+        kind = "energy" if key == "mac" else "energy_per_byte"
+        text = item.text()
+        try:
+            value = parse_si(text, kind, "energy")
+            device = next(d for d in self.workspace.devices if d.id == v.device_id)
+            edited = with_energy(device, key, value, v.precision)
+        except (UnitError, ValueError) as exc:
+            self.set_message(f"Not applied: {exc}")
+            self._fill_table(v, force=True)
+            return
+        (self.apply_device_edit or (lambda dev: self.workspace.put_devices([dev])))(edited)
+
+    def csv_table(self):
+        v = self.view
+        if v is None:
+            return ["operator"], []
+        names, segments = self._bars()
+        header = ["name"] + [f"{n} (J)" for n in v.level_names] + ["arithmetic (J)", "total (J)", "device"]
+        rows = [
+            [names[i], *map(float, segments[i]), float(np.nansum(segments[i])), v.device_name]
+            for i in range(len(names))
+        ]
+        rows.append([])
+        rows.append(["device", f"total per {v.unit} (J)", f"arithmetic per {v.unit} (J)"])
+        rows.extend(
+            [[n, float(t), float(c)] for n, t, c in zip(v.device_names, v.device_total, v.device_compute)]
+        )
+        rows.append([])
+        rows.append(["figure", "value", "unit", "source"])
+        rows.extend([[r.label, r.value, r.unit, r.source] for r in v.table])
+        return header, rows

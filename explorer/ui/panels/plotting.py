@@ -1,0 +1,254 @@
+"""Plot helpers shared by the analysis panels: colours, SI log axes, change-aware setters, hover for bars.
+
+Software rendering (offscreen, VMs, remote desktops) makes painting the dominant cost of a live panel, so the
+helpers here avoid needless work: ``changed`` lets a panel skip updates whose inputs did not change (unchanged
+axes keep their cached pictures), ``opaque`` replaces large translucent fills, ``cached`` paints text items
+from pixmaps, and ``name_axis`` fixes the width of category axes so that new names never re-lay out a plot.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QPointF, Qt
+from PySide6.QtWidgets import QComboBox, QGraphicsItem, QLabel, QSizePolicy
+
+from explorer.core.units import format_si
+
+DASH = "\u2014"
+DEVICE_COLORS = (
+    "#1f77b4",
+    "#d62728",
+    "#2ca02c",
+    "#8c564b",
+    "#e377c2",
+    "#17becf",
+    "#7f7f7f",
+    "#bcbd22",
+    "#393b79",
+    "#637939",
+)
+FOCUS_PEN = pg.mkPen("#000000", width=2.5)
+NO_PEN = pg.mkPen(None)
+
+
+def opaque(rgb, alpha: float, background=(255, 255, 255)) -> tuple[int, int, int]:
+    """``rgb`` at ``alpha`` over the white background, as an opaque colour: large translucent fills are the
+    slowest thing to paint in software rendering, opaque ones among the fastest."""
+    return tuple(round(b * (1 - alpha) + c * alpha) for c, b in zip(rgb, background))
+
+
+def fixed_lines(label: QLabel, lines: int) -> QLabel:
+    """Give a word-wrapped label the height of ``lines`` lines, whatever its text."""
+    label.setFixedHeight(label.fontMetrics().lineSpacing() * lines + 4)
+    label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+    return label
+
+
+def elide(text: str, n: int = 22) -> str:
+    return text if len(text) <= n else text[: n - 1] + "\u2026"
+
+
+def name_axis(plot: pg.PlotItem, width: int = 150) -> pg.AxisItem:
+    """A left axis of category names with a fixed width: new names never re-lay out the plots."""
+    axis = plot.getAxis("left")
+    axis.setWidth(width)
+    return axis
+
+
+def cached(item):
+    """Paint ``item`` from a pixmap cache until it changes (axes, titles, labels, legends: text is slow to
+    draw)."""
+    item.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
+    return item
+
+
+CACHED_TYPES = (pg.AxisItem, pg.LabelItem, pg.TextItem, pg.LegendItem)
+
+
+def device_color(index: int) -> str:
+    return DEVICE_COLORS[index % len(DEVICE_COLORS)]
+
+
+def si(value: float, unit: str, digits: int = 3) -> str:
+    """``format_si`` with "—" for unknowns (NaN, None)."""
+    if value is None or not math.isfinite(float(value)):
+        return DASH
+    return format_si(float(value), unit, digits)
+
+
+_PREFIX = (
+    (1e18, "E"),
+    (1e15, "P"),
+    (1e12, "T"),
+    (1e9, "G"),
+    (1e6, "M"),
+    (1e3, "k"),
+    (1.0, ""),
+    (1e-3, "m"),
+    (1e-6, "\u00b5"),
+    (1e-9, "n"),
+    (1e-12, "p"),
+    (1e-15, "f"),
+)
+
+
+def short_si(x: float) -> str:
+    for scale, prefix in _PREFIX:
+        if abs(x) >= scale * 0.999:
+            return f"{x / scale:.3g}{prefix}"
+    return f"{x:.2g}"
+
+
+class SiLogAxis(pg.AxisItem):
+    """An axis whose log-mode ticks read as SI numbers (1T, 100G, 0.1) rather than powers of ten."""
+
+    def tickStrings(self, values, scale, spacing):
+        if not self.logMode:
+            return super().tickStrings(values, scale, spacing)
+        return [short_si(10.0**v) if abs(v - round(v)) < 1e-6 else "" for v in values]
+
+
+def new_plot(title: str = "", log_x: bool = False, log_y: bool = False, grid: bool = False) -> pg.PlotItem:
+    """A plot with SI log ticks. Grids are off unless asked: in software rendering they cost more to paint
+    than everything else in a panel."""
+    plot = pg.PlotItem(axisItems={"bottom": SiLogAxis("bottom"), "left": SiLogAxis("left")})
+    plot.setTitle(title, size="10pt")
+    if grid:
+        plot.showGrid(x=True, y=True, alpha=0.15)
+    plot.setMenuEnabled(False)
+    if log_x or log_y:
+        plot.setLogMode(log_x, log_y)
+    for name, is_log in (("bottom", log_x), ("left", log_y)):
+        if is_log:  # the tick strings carry the prefix; no "(x1e+15)" in the label
+            plot.getAxis(name).enableAutoSIPrefix(False)
+    return plot
+
+
+def changed(obj, name: str, key) -> bool:
+    """True (and remember ``key``) when ``key`` differs from the last one stored under ``name`` on ``obj``.
+
+    Panels skip updates whose inputs did not change, so that unchanged axes and lines keep their cached
+    pictures: one edit repaints only what it changed."""
+    store = obj.__dict__.setdefault("_last_keys", {})
+    key = _frozen(key)
+    if name in store and store[name] == key:
+        return False
+    store[name] = key
+    return True
+
+
+def _frozen(key):
+    """A comparable form of ``key``: arrays become (shape, dtype, bytes), so NaNs compare equal and fast."""
+    if isinstance(key, np.ndarray):
+        return ("ndarray", key.shape, key.dtype.str, key.tobytes())
+    if isinstance(key, (tuple, list)):
+        return tuple(_frozen(k) for k in key)
+    if isinstance(key, float) and math.isnan(key):
+        return ("nan",)
+    return key
+
+
+def set_ticks(axis: pg.AxisItem, ticks) -> None:
+    """``axis.setTicks`` unless the ticks (lists of (value, label)) are the ones already shown."""
+    if axis.__dict__.get("_last_ticks") != ticks:
+        axis._last_ticks = ticks
+        axis.setTicks(ticks)
+
+
+def set_range(plot: pg.PlotItem, x=None, y=None, padding: float = 0.0) -> None:
+    if x is not None and changed(plot, "xrange", (float(x[0]), float(x[1]), padding)):
+        plot.setXRange(x[0], x[1], padding=padding)
+    if y is not None and changed(plot, "yrange", (float(y[0]), float(y[1]), padding)):
+        plot.setYRange(y[0], y[1], padding=padding)
+
+
+def set_title(plot: pg.PlotItem, title: str) -> None:
+    if changed(plot, "title", title):
+        plot.setTitle(title, size="10pt")
+
+
+def nice_ceil(value: float) -> float:
+    """The smallest of 1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10 x 10^k at or above ``value`` (stable axis
+    ranges)."""
+    if not (math.isfinite(value) and value > 0):
+        return 1.0
+    base = 10.0 ** math.floor(math.log10(value))
+    for step in (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10):
+        if step * base >= value * (1 - 1e-12):
+            return step * base
+    return 10 * base
+
+
+class DeviceCombo(QComboBox):
+    """The device in focus for single-device views; choosing one calls ``workspace.focus_device``."""
+
+    def __init__(self, workspace, parent=None):
+        super().__init__(parent)
+        self.workspace = workspace
+        self.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self.setToolTip("Device in focus for this view (shared by every panel)")
+        self.currentIndexChanged.connect(self._chosen)
+
+    def sync(self) -> None:
+        ws = self.workspace
+        ids = [d.id for d in ws.devices]
+        names = [d.name for d in ws.devices]
+        self.blockSignals(True)
+        if [self.itemData(i) for i in range(self.count())] != ids:
+            self.clear()
+            for i, n in zip(ids, names):
+                self.addItem(n, i)
+        focus = ws.focused_device
+        self.setCurrentIndex(ids.index(focus) if focus in ids else -1)
+        self.blockSignals(False)
+
+    def _chosen(self, index: int) -> None:
+        if index >= 0:
+            self.workspace.focus_device(self.itemData(index))
+
+
+class BarPicker:
+    """Hover tooltips and click-to-select for bar charts (BarGraphItem has neither).
+
+    ``locate(x, y)`` maps a point in data coordinates to a bar key or None; ``describe(key)`` gives the
+    tooltip text; ``pick(key)`` is called on a left click. Create it after the plot is in a GraphicsLayout."""
+
+    def __init__(
+        self,
+        plot: pg.PlotItem,
+        locate: Callable[[float, float], object],
+        describe: Callable[[object], str],
+        pick: Callable[[object], None] | None = None,
+    ):
+        scene = plot.scene()
+        if scene is None:
+            raise RuntimeError("BarPicker: add the plot to a GraphicsLayout first")
+        self.plot, self.locate, self.describe, self.pick = plot, locate, describe, pick
+        self._last = None
+        scene.sigMouseMoved.connect(self._moved)
+        scene.sigMouseClicked.connect(self._clicked)
+
+    def _key_at(self, scene_pos: QPointF):
+        vb = self.plot.vb
+        if not vb.sceneBoundingRect().contains(scene_pos):
+            return None
+        p = vb.mapSceneToView(scene_pos)
+        return self.locate(p.x(), p.y())
+
+    def _moved(self, scene_pos) -> None:
+        key = self._key_at(scene_pos)
+        if key == self._last:
+            return
+        self._last = key
+        self.plot.vb.setToolTip(self.describe(key) if key is not None else "")
+
+    def _clicked(self, ev) -> None:
+        if self.pick is None or ev.button() != Qt.MouseButton.LeftButton:
+            return
+        key = self._key_at(ev.scenePos())
+        if key is not None:
+            self.pick(key)

@@ -1,0 +1,455 @@
+"""Roofline placement: every operator on the log-log roofline of the selected devices.
+
+Draws :func:`explorer.core.analysis.roofline_view.compute_roofline`: per device its ceiling at the precision,
+faint ceilings for its other precisions, a slope per memory level with a known bandwidth and the labelled
+ridge point; per operator a point (size = share of time, colour = bound, regime or kind); the chapter's regime
+bands with their recommended optimizations in the tooltip. Clicking a point selects its layer everywhere.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QPointF
+from PySide6.QtWidgets import QComboBox, QLabel
+
+from explorer.core.analysis.roofline_view import compute_roofline
+
+from .base import AnalysisPanel
+from .plotting import (
+    DASH,
+    FOCUS_PEN,
+    BarPicker,
+    cached,
+    changed,
+    device_color,
+    new_plot,
+    opaque,
+    set_range,
+    si,
+)
+
+BOUND_COLORS = {"memory": (230, 85, 13, 190), "compute": (117, 107, 177, 190)}
+REGIME_COLORS = {
+    "very low": (203, 24, 29),
+    "low": (253, 141, 60),
+    "medium": (199, 183, 0),
+    "high": (35, 139, 69),
+}
+KIND_COLORS = (
+    (31, 119, 180),
+    (255, 127, 14),
+    (44, 160, 44),
+    (214, 39, 40),
+    (148, 103, 189),
+    (140, 86, 75),
+    (227, 119, 194),
+    (127, 127, 127),
+    (188, 189, 34),
+    (23, 190, 207),
+)
+MIN_SIZE, MAX_SIZE = 6.0, 30.0
+GRID = (220, 220, 220)
+
+
+def _log(a):
+    return np.log10(np.asarray(a, dtype=float))
+
+
+class _DeviceItems:
+    """The plot items of one device slot, created once and reused: the roof (main-memory slope and the ceiling
+    at the precision), the on-chip slopes and the other precisions' ceilings (as segment pairs), the ridge
+    label."""
+
+    def __init__(self, plot: pg.PlotItem):
+        self.roof = pg.PlotDataItem()
+        self.levels = pg.PlotDataItem(connect="pairs")
+        self.others = pg.PlotDataItem(connect="pairs")
+        self.ridge_label = cached(pg.TextItem(anchor=(1.05, -0.1)))  # below and left of the ridge point
+        for item in (self.roof, self.levels, self.others, self.ridge_label):
+            plot.addItem(item)
+
+    def hide(self) -> None:
+        for item in (self.roof, self.levels, self.others, self.ridge_label):
+            item.setVisible(False)
+
+
+def _segments(pieces) -> tuple[np.ndarray, np.ndarray]:
+    """Concatenate 2-point segments for a ``connect='pairs'`` item."""
+    if not pieces:
+        return np.empty(0), np.empty(0)
+    return (
+        np.concatenate([np.asarray(x, float)[[0, -1]] for x, _ in pieces]),
+        np.concatenate([np.asarray(y, float)[[0, -1]] for _, y in pieces]),
+    )
+
+
+class RooflinePanel(AnalysisPanel):
+    title = "Roofline"
+    has_device_combo = True
+
+    def build_header(self, header) -> None:
+        header.addWidget(QLabel("Colour by:"))
+        self.color_by = QComboBox()
+        self.color_by.addItems(["bound", "regime", "kind"])
+        self.color_by.setToolTip("What the colour of an operator's point shows")
+        self.color_by.currentIndexChanged.connect(lambda _i: self.schedule(full=True))
+        header.addWidget(self.color_by)
+
+    def build(self, layout) -> None:
+        self.result = None
+        plot = self.plot = new_plot("", log_x=True, log_y=True)
+        plot.setLabel("bottom", "Arithmetic intensity (FLOP/byte)")
+        plot.setLabel("left", "Performance (FLOP/s)")
+        plot.vb.disableAutoRange()
+        self.graphics.addItem(plot)
+        self.bands: list[pg.LinearRegionItem] = []
+        self.band_labels: list[pg.TextItem] = []
+        for color in REGIME_COLORS.values():
+            band = pg.LinearRegionItem(
+                values=(0, 1), movable=False, brush=pg.mkBrush(*opaque(color, 0.09)), pen=pg.mkPen(None)
+            )
+            band.setZValue(-20)
+            for line in band.lines:
+                line.setPen(pg.mkPen(None))
+            plot.addItem(band, ignoreBounds=True)
+            label = pg.TextItem(color=pg.mkColor(*color), anchor=(0.5, 0))
+            plot.addItem(label, ignoreBounds=True)
+            self.bands.append(band)
+            self.band_labels.append(label)
+        self.grid: list[pg.InfiniteLine] = []  # decade lines (cheaper to paint than the axes' grid)
+        # the legend is one HTML label (a LegendItem costs milliseconds to rebuild when devices change)
+        self.legend = cached(
+            pg.TextItem(
+                anchor=(1, 1),
+                color=(40, 40, 40),
+                fill=pg.mkBrush(255, 255, 255),
+                border=pg.mkPen(190, 190, 190),
+            )
+        )
+        self.legend.setZValue(20)
+        plot.addItem(self.legend, ignoreBounds=True)
+        self.devices: list[_DeviceItems] = []
+        self.ceiling_labels: list[pg.TextItem] = []
+        # scatter items take log10 coordinates (they have no log mode); lines are PlotDataItems in linear
+        # units
+        self.ridges = pg.ScatterPlotItem(symbol="d", size=11, pen=pg.mkPen("k", width=0.5))
+        plot.addItem(self.ridges)
+        self.points = pg.ScatterPlotItem(symbol="o", pen=pg.mkPen(60, 60, 60, 160, width=0.6))
+        self.points.sigClicked.connect(self._points_clicked)
+        self.points.setZValue(10)
+        plot.addItem(self.points)
+        self.focus_ring = pg.ScatterPlotItem(symbol="o", brush=None, pen=FOCUS_PEN)
+        self.focus_ring.setZValue(11)
+        plot.addItem(self.focus_ring)
+        self._brush_cache: dict = {}
+        self._band_tips: list[str] = []
+        # one hover handler for points, ridges and bands (item tooltips would hide the points' under a band)
+        BarPicker(plot, self._hover_key, self.describe_hover)
+
+    # -- drawing
+    def redraw(self, analysis) -> None:
+        d = self.device_index(analysis)
+        if d < 0:
+            self.result = None
+            for items in self.devices:
+                items.hide()
+            for item in (self.points, self.focus_ring, self.ridges):
+                item.setData(x=[], y=[])
+            self.set_message("Select one or more devices to place the model on their rooflines.")
+            return
+        r = self.result = compute_roofline(analysis, self.workspace.focused_layer, d)
+        (x_lo, x_hi), (y_lo, y_hi) = r.x_range, r.y_range
+        set_range(self.plot, (math.log10(x_lo), math.log10(x_hi)), (math.log10(y_lo), math.log10(y_hi)))
+        if len(self._band_tips) != len(r.bands):
+            self._band_tips = [""] * len(r.bands)
+        self._draw_grid(r)
+        for band, label, b in zip(self.bands, self.band_labels, r.bands):
+            if not changed(band, "band", (b.lo, b.hi, y_hi)):
+                continue
+            band.setRegion((math.log10(b.lo), math.log10(b.hi)))
+            edge = (
+                f"I < {b.hi:g}"
+                if b.name == "very low"
+                else f"I > {b.lo:g}"
+                if b.name == "high"
+                else f"{b.lo:g}\u2013{b.hi:g}"
+            )
+            self._band_tips[r.bands.index(b)] = (
+                f"Regime '{b.name}' ({edge} FLOP/byte, the chapter's Table 14)\nRecommended: {b.advice}"
+            )
+            label.setText(f"{b.name}\n{edge}")
+            label.setPos((math.log10(b.lo) + math.log10(b.hi)) / 2, math.log10(y_hi))
+        while len(self.devices) < len(r.devices):
+            self.devices.append(_DeviceItems(self.plot))
+        for i, items in enumerate(self.devices):
+            if i < len(r.devices):
+                self._draw_device(items, r.devices[i], i, focused=i == d)
+            else:
+                items.hide()
+        ids = tuple(x.id for x in r.devices)
+        ridges = tuple(x.ridge for x in r.devices)
+        if changed(self.legend, "html", (ids, d, r.precision, ridges)):
+            rows = []
+            for i, x in enumerate(r.devices):
+                name = html.escape(x.name)
+                ridge = f" — ridge {x.ridge:.3g} FLOP/B" if math.isfinite(x.ridge) else f" — {x.missing}"
+                rows.append(
+                    f"<span style='color:{device_color(i)}'>{'&#9473;' * 3}</span> "
+                    f"{'<b>' + name + '</b>' if i == d else name}{ridge}"
+                )
+            rows.append("<span style='color:#888'>- - on-chip levels &nbsp; pale: other precisions</span>")
+            self.legend.setHtml("<div style='font-size:8pt'>" + "<br>".join(rows) + "</div>")
+        self.legend.setPos(math.log10(x_hi), math.log10(y_lo))
+        self._label_ceilings(r.devices[d], d)
+        ok = [i for i, x in enumerate(r.devices) if math.isfinite(x.ridge)]
+        if changed(self.ridges, "data", ([r.devices[i].ridge for i in ok], [r.devices[i].peak for i in ok])):
+            self.ridges.setData(
+                x=_log([r.devices[i].ridge for i in ok]),
+                y=_log([r.devices[i].peak for i in ok]),
+                data=ok,
+                brush=[pg.mkBrush(device_color(i)) for i in ok],
+            )
+        self._draw_points(r)
+        missing = [f"{x.name}: {x.missing}" for x in r.devices if x.missing]
+        dev = r.devices[d]
+        text = (
+            f"Points: {len(r.points.rows)} operators on {dev.name} at {r.precision}; size = share of time; "
+            f"colour: {self._color_key(r)}."
+        )
+        if missing:
+            text += "  Not drawn \u2014 " + "; ".join(missing) + "."
+        self.set_message(text)
+
+    def _color_key(self, r) -> str:
+        mode = self.color_by.currentText()
+        if mode == "regime":
+            pairs = [(REGIME_COLORS[n], n) for n in REGIME_COLORS]
+        elif mode == "kind":
+            kinds = sorted(set(r.points.kinds))
+            pairs = [(KIND_COLORS[i % len(KIND_COLORS)], k) for i, k in enumerate(kinds)]
+        else:
+            pairs = [(BOUND_COLORS[b][:3], f"{b}-bound") for b in BOUND_COLORS]
+        return " ".join(f"<span style='color:rgb{tuple(c)}'>\u25cf</span> {html.escape(n)}" for c, n in pairs)
+
+    def _draw_grid(self, r) -> None:
+        (x_lo, x_hi), (y_lo, y_hi) = r.x_range, r.y_range
+        lines = [(float(e), 90) for e in range(round(math.log10(x_lo)), round(math.log10(x_hi)) + 1)]
+        lines += [(float(e), 0) for e in range(round(math.log10(y_lo)), round(math.log10(y_hi)) + 1)]
+        if not changed(self, "grid", lines):
+            return
+        while len(self.grid) < len(lines):
+            line = pg.InfiniteLine(angle=90, pen=pg.mkPen(GRID))
+            line.setZValue(-15)
+            self.plot.addItem(line, ignoreBounds=True)
+            self.grid.append(line)
+        for i, line in enumerate(self.grid):
+            if i < len(lines):
+                line.setAngle(lines[i][1])
+                line.setValue(lines[i][0])
+            line.setVisible(i < len(lines))
+
+    def _draw_device(self, items: _DeviceItems, dr, index: int, focused: bool) -> None:
+        color = device_color(index)
+        width = 2.5 if focused else 1.5
+        main = dr.slopes[0] if dr.slopes else None
+        if dr.ceiling is not None and main is not None:
+            x = np.array([main.x[0], dr.ridge, dr.ceiling.x[-1]]) if np.isfinite(dr.ridge) else main.x
+            y = np.array([main.y[0], dr.peak, dr.peak]) if np.isfinite(dr.ridge) else main.y
+        elif dr.ceiling is not None:
+            x, y = dr.ceiling.x, dr.ceiling.y
+        elif main is not None:
+            x, y = main.x, main.y
+        else:
+            x, y = np.empty(0), np.empty(0)
+        if changed(items.roof, "data", (x, y, color, width)):
+            items.roof.setData(x, y, pen=pg.mkPen(color, width=width))
+        items.roof.setVisible(len(x) > 0)
+        lx, ly = _segments([(sl.x, sl.y) for sl in dr.slopes[1:]])
+        if changed(items.levels, "data", (lx, ly, color)):
+            pen = pg.mkPen(color, width=1.0)
+            pen.setDashPattern([8, 6])  # long dashes: cheap to paint
+            items.levels.setData(lx, ly, pen=pen)
+        items.levels.setVisible(len(lx) > 0)
+        ox, oy = _segments([(c.x, c.y) for c in dr.other_ceilings])
+        if changed(items.others, "data", (ox, oy, color)):
+            rgb = pg.mkColor(color).getRgb()[:3]
+            items.others.setData(ox, oy, pen=pg.mkPen(opaque(rgb, 0.4), width=1))  # faint: solid, pale
+        items.others.setVisible(len(ox) > 0)
+        if math.isfinite(dr.ridge) and math.isfinite(dr.peak):
+            if changed(items.ridge_label, "text", (dr.ridge, dr.peak, color)):
+                items.ridge_label.setText(f"ridge {dr.ridge:.3g} FLOP/B", color=color)
+                items.ridge_label.setPos(math.log10(dr.ridge), math.log10(dr.peak))
+            items.ridge_label.setVisible(focused)  # every ridge is in the legend and the hover
+        else:
+            items.ridge_label.setVisible(False)
+
+    def _label_ceilings(self, dr, index: int) -> None:
+        """Name the ceilings of the device in focus (precisions sharing a value share a label)."""
+        color = pg.mkColor(device_color(index))
+        faint = pg.mkColor(color)
+        faint.setAlpha(170)
+        entries = []
+        if dr.ceiling is not None:
+            entries.append(
+                (f"{dr.ceiling.precision} {si(dr.peak, 'FLOP/s')}", dr.ceiling.x[-1], dr.peak, color)
+            )
+        names: dict[float, list[str]] = {}
+        for c in dr.other_ceilings:
+            if c.flops != dr.peak:
+                names.setdefault(c.flops, []).append(c.precision)
+        for flops, precisions in names.items():
+            x_end = next(c.x[-1] for c in dr.other_ceilings if c.flops == flops)
+            entries.append((f"{'/'.join(precisions)} {si(flops, 'FLOP/s')}", x_end, flops, faint))
+        while len(self.ceiling_labels) < len(entries):
+            label = cached(pg.TextItem(anchor=(1, 1)))
+            self.plot.addItem(label)
+            self.ceiling_labels.append(label)
+        key = [(text, x, y, c.name(pg.QtGui.QColor.NameFormat.HexArgb)) for text, x, y, c in entries]
+        if changed(self, "ceiling_labels", key):
+            for i, label in enumerate(self.ceiling_labels):
+                if i < len(entries):
+                    text, x, y, c = entries[i]
+                    label.setText(text, color=c)
+                    label.setPos(math.log10(x), math.log10(y))
+                label.setVisible(i < len(entries))
+
+    def _brush(self, rgba) -> pg.QtGui.QBrush:
+        brush = self._brush_cache.get(rgba)
+        if brush is None:
+            brush = self._brush_cache[rgba] = pg.mkBrush(*rgba)
+        return brush
+
+    def point_colors(self) -> list[tuple]:
+        p = self.result.points
+        mode = self.color_by.currentText()
+        if mode == "regime":
+            return [(*REGIME_COLORS[x], 190) for x in p.regime]
+        if mode == "kind":
+            kinds = sorted(set(p.kinds))
+            return [(*KIND_COLORS[kinds.index(k) % len(KIND_COLORS)], 190) for k in p.kinds]
+        return [BOUND_COLORS[b] for b in p.bound]
+
+    def _draw_points(self, r) -> None:
+        p = r.points
+        sizes = MIN_SIZE + (MAX_SIZE - MIN_SIZE) * p.size
+        brushes = [self._brush(c) for c in self.point_colors()]
+        self._log_xy = _log(p.intensity), _log(p.attainable)
+        self.points.setData(x=self._log_xy[0], y=self._log_xy[1], data=p.rows, size=sizes, brush=brushes)
+        self._point_sizes = sizes
+        self.redraw_focus(None)
+
+    def redraw_focus(self, analysis) -> None:
+        if self.result is None:
+            return
+        p = self.result.points
+        focused = p.layer == self.workspace.focused_layer
+        self.focus_ring.setData(
+            x=self._log_xy[0][focused], y=self._log_xy[1][focused], size=self._point_sizes[focused] + 6
+        )
+
+    # -- interaction
+    def _points_clicked(self, _item, points, _ev) -> None:
+        if len(points):
+            self.select_row(int(points[0].data()))
+
+    def select_row(self, row: int) -> None:
+        analysis = self.workspace.analysis
+        if analysis is not None and 0 <= row < len(analysis.table):
+            self.workspace.focus_layer(int(analysis.table.layer_index[row]))
+
+    def _hover_key(self, x: float, y: float):
+        """What is under the cursor (view coordinates: log10): a point, a ridge, or a regime band."""
+        if self.result is None:
+            return None
+        pos = QPointF(x, y)
+        for kind, item in (("point", self.points), ("ridge", self.ridges)):
+            found = item.pointsAt(pos)
+            if len(found):
+                return kind, int(found[-1].data())
+        intensity = 10.0**x
+        for i, b in enumerate(self.result.bands):
+            if b.lo <= intensity < b.hi:
+                return "band", i
+        return None
+
+    def describe_hover(self, key) -> str:
+        kind, value = key
+        if kind == "point":
+            return self._point_tip(0, 0, value)
+        if kind == "ridge":
+            return self._ridge_tip(0, 0, value)
+        return self._band_tips[value] if value < len(self._band_tips) else ""
+
+    def _point_tip(self, x, y, data) -> str:
+        r = self.result
+        if r is None:
+            return ""
+        p = r.points
+        i = int(np.flatnonzero(p.rows == data)[0])
+        dev = r.devices[r.device_index]
+        advice = next(b.advice for b in r.bands if b.name == p.regime[i])
+        return (
+            f"{p.names[i]} ({p.kinds[i]}), layer {int(p.layer[i]) + 1}\n"
+            f"intensity {p.intensity[i]:.3g} FLOP/byte \u2014 regime '{p.regime[i]}'\n"
+            f"attainable {si(p.attainable[i], 'FLOP/s')} on {dev.name} ({p.bound[i]}-bound)\n"
+            f"modelled {si(p.achieved[i], 'FLOP/s')}, time {si(p.time[i], 's')} "
+            f"({p.time_share[i]:.1%} of the total)\n"
+            f"recommended: {advice}"
+        )
+
+    def _ridge_tip(self, x, y, data) -> str:
+        r = self.result
+        if r is None:
+            return ""
+        dr = r.devices[int(data)]
+        return (
+            f"{dr.name}: ridge {dr.ridge:.3g} FLOP/byte = {si(dr.peak, 'FLOP/s')} ({r.precision}) / "
+            f"{si(dr.bandwidth, 'B/s')}"
+        )
+
+    def csv_table(self):
+        r = self.result
+        header = [
+            "operator",
+            "kind",
+            "layer",
+            "intensity (FLOP/byte)",
+            "attainable (FLOP/s)",
+            "modelled (FLOP/s)",
+            "time (s)",
+            "time share",
+            "bound",
+            "regime",
+            "device",
+            "precision",
+        ]
+        if r is None:
+            return header, []
+        p, dev = r.points, r.devices[r.device_index]
+        rows = [
+            [
+                p.names[i],
+                p.kinds[i],
+                int(p.layer[i]) + 1,
+                float(p.intensity[i]),
+                float(p.attainable[i]),
+                float(p.achieved[i]),
+                float(p.time[i]),
+                float(p.time_share[i]),
+                p.bound[i],
+                p.regime[i],
+                dev.name,
+                r.precision,
+            ]
+            for i in range(len(p.rows))
+        ]
+        rows.append([])
+        rows.append(
+            ["device", "peak (FLOP/s)", "main memory bandwidth (B/s)", "ridge (FLOP/byte)", "missing"]
+        )
+        rows.extend([[x.name, x.peak, x.bandwidth, x.ridge, x.missing or DASH] for x in r.devices])
+        return header, rows
