@@ -12,6 +12,7 @@ from typing import Callable, Sequence
 
 from psygnal import Signal
 
+from .analysis.device_arrays import DeviceArrays, device_arrays
 from .analysis.evaluate import ModelAnalysis, evaluate
 from .commands import Command, CommandStack, SelectDevices, SetAssumptions
 from .device import Device
@@ -94,6 +95,7 @@ class Workspace:
         self._devices: dict[str, Device] = {}
         self.stack = CommandStack()
         self._analysis: ModelAnalysis | None = None
+        self._arrays: tuple[tuple, DeviceArrays] | None = None  # device arrays, reused while devices are unchanged
         self._stale = True
         self._focused_layer = -1
         self._focused_device = ""
@@ -203,7 +205,12 @@ class Workspace:
     def analysis(self) -> ModelAnalysis | None:
         if self._stale:
             devices = self.devices
-            self._analysis = evaluate(self._model, devices, self._assumptions.precision, self.context) if devices else None
+            self._analysis = None
+            if devices:
+                key = (tuple(id(d) for d in devices), self._assumptions.precision)
+                if self._arrays is None or self._arrays[0] != key:
+                    self._arrays = (key, device_arrays(devices, self._assumptions.precision))
+                self._analysis = evaluate(self._model, self._arrays[1], ctx=self.context)
             self._stale = False
         return self._analysis
 
