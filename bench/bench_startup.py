@@ -1,0 +1,101 @@
+"""Cold start of the desktop app: from spawning a fresh Python process to the main window's first painted frame.
+
+Each run starts a new interpreter that runs ``hwexplorer`` with no arguments (``explorer.__main__.main([])``,
+exactly what the console script does) and reports the wall-clock time at which the first paint pass of the
+main window has finished; the window then closes. Settings and the catalog database live in a temporary
+folder: the first run is the very first start (it creates the database and seeds the shipped catalog) and
+is reported on its own; the next ``--runs`` are normal starts, summarized by median and p95.
+
+    .venv/bin/python bench/bench_startup.py              # offscreen, 10 runs
+    .venv/bin/python bench/bench_startup.py --platform xcb --runs 20   # a real X server (DISPLAY)
+
+Run by hand; the numbers depend on the machine (no test asserts them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import report
+
+BUDGET = 1.5  # seconds, cold start to a painted window (issue 4)
+
+CHILD = r"""
+import sys, time
+from PySide6.QtCore import QEvent, QObject, QTimer
+from PySide6.QtWidgets import QApplication, QMainWindow
+
+app = QApplication(sys.argv[:1])  # make_application() reuses it; the filter sees the window's first paint
+
+
+class FirstFrame(QObject):
+    done = False
+
+    def eventFilter(self, obj, event):
+        if not self.done and event.type() == QEvent.Type.Paint and hasattr(obj, "window"):
+            window = obj.window()
+            if isinstance(window, QMainWindow):
+                self.done = True
+                QTimer.singleShot(0, lambda: self.report(window))  # after the whole paint pass
+        return False
+
+    def report(self, window):
+        print(f"PAINTED {time.time():.6f}", flush=True)
+        window.close()
+
+
+watcher = FirstFrame()
+app.installEventFilter(watcher)
+from explorer.__main__ import main
+
+sys.exit(main([]))
+"""
+
+
+def one_start(env: dict) -> float:
+    """Seconds from spawning the interpreter to the first painted frame of the main window."""
+    start = time.time()
+    done = subprocess.run([sys.executable, "-c", CHILD], check=False, env=env, capture_output=True, text=True, timeout=300)
+    painted = [line for line in done.stdout.splitlines() if line.startswith("PAINTED ")]
+    if done.returncode != 0 or not painted:
+        raise RuntimeError(f"the app did not paint (exit {done.returncode}):\n{done.stderr[-2000:]}")
+    return float(painted[0].split()[1]) - start
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    k = (len(ordered) - 1) * q
+    lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--platform", default="offscreen", help="QT_QPA_PLATFORM for the app (offscreen, xcb...)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="hwexplorer-bench-") as home:
+        env = dict(os.environ, QT_QPA_PLATFORM=args.platform, XDG_DATA_HOME=os.path.join(home, "data"),
+                   XDG_CONFIG_HOME=os.path.join(home, "config"), XDG_CACHE_HOME=os.path.join(home, "cache"))
+        env.pop("HWEXPLORER_DB", None)
+        first = one_start(env)
+        times = [one_start(env) for _ in range(args.runs)]
+    print(f"platform {args.platform}, Python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
+    print(f"first start (creates and seeds the catalog database): {first:.3f} s")
+    print(f"cold start to a painted window, {args.runs} runs: median {statistics.median(times):.3f} s, "
+          f"p95 {percentile(times, 0.95):.3f} s, min {min(times):.3f} s, max {max(times):.3f} s")
+    print("runs: " + " ".join(f"{t:.3f}" for t in times))
+    report(f"startup: cold start to a painted window ({args.platform})", times, BUDGET)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,84 @@
+"""Starting the desktop app: the QApplication, the catalog database (created and seeded on the first
+start), the workspace, the main window; then, once the window is up, the offer to restore unsaved work
+left by a session that crashed."""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from collections.abc import Sequence
+
+from PySide6.QtCore import QCoreApplication, QTimer
+from PySide6.QtWidgets import QApplication, QMessageBox
+
+from explorer.core.device import Device
+from explorer.core.settings import load_preferences
+from explorer.core.workspace import Assumptions, Workspace
+
+ORGANIZATION = "hwexplorer"
+APPLICATION = "hwexplorer"
+
+
+def device_lookup(repository):
+    """``Workspace`` lookup: the catalog's devices for the ids it knows; unknown ids are skipped (the
+    project keeps them, the catalog dock shows them as missing)."""
+    from explorer.store.errors import UnknownDeviceError
+
+    def lookup(ids: Sequence[str]) -> list[Device]:
+        try:
+            return list(repository.devices(list(ids)))
+        except UnknownDeviceError:
+            found = []
+            for i in ids:
+                try:
+                    found.append(repository.get(i))
+                except UnknownDeviceError:
+                    pass
+            return found
+
+    return lookup
+
+
+def make_application(argv: Sequence[str] | None = None) -> QApplication:
+    app = QApplication.instance() or QApplication(list(argv if argv is not None else sys.argv))
+    if not QCoreApplication.organizationName():  # tests set their own names (settings under tmp_path)
+        QCoreApplication.setOrganizationName(ORGANIZATION)
+        QCoreApplication.setApplicationName(APPLICATION)
+    QApplication.setApplicationDisplayName("Hardware Explorer")
+    QApplication.setDesktopFileName("hwexplorer")
+    from .icons import app_icon
+
+    QApplication.setWindowIcon(app_icon())
+    return app
+
+
+def build_window(db_url: str | None = None):
+    """The catalog, workspace and main window (not shown). Raises CatalogDatabaseError."""
+    from explorer.store.engine import open_catalog
+
+    from .main_window import MainWindow
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        prefs = load_preferences()
+    repository = open_catalog(db_url)
+    workspace = Workspace(lookup=device_lookup(repository),
+                          assumptions=Assumptions(**prefs.assumption_defaults()))
+    window = MainWindow(workspace, repository, prefs)
+    for w in caught:
+        window.statusBar().showMessage(str(w.message), 15000)
+    return window
+
+
+def run_app(db_url: str | None = None, argv: Sequence[str] | None = None) -> int:
+    app = make_application(argv)
+    from explorer.store.errors import CatalogDatabaseError
+
+    try:
+        window = build_window(db_url)
+    except CatalogDatabaseError as exc:
+        QMessageBox.critical(None, "Cannot open the device catalog", str(exc))
+        return 1
+    window.show()
+    QTimer.singleShot(0, window.controller.offer_recovery)
+    return app.exec()

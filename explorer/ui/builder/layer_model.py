@@ -1,0 +1,318 @@
+"""The layer stack as a Qt item model over the workspace: one top-level row per layer, and for blocks one
+child row per operator the block runs. Read-only except through workspace commands (drops, repeat edits).
+
+Columns: layer, kind, repeat, key parameters, output shape, work (MAC), parameters (count). Work and
+parameter counts include the batch and the block's repeat, so a block's children add up to the block.
+A layer whose shape does not fit keeps its row, tinted, with the reason in the output column and tooltip.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+from PySide6.QtCore import QAbstractItemModel, QMimeData, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtGui import QBrush, QColor
+
+from explorer.core.commands import AddLayers, MoveLayers, ReplaceLayer
+from explorer.core.layers import REGISTRY, format_shape
+from explorer.core.units import format_si
+from explorer.core.workspace import Workspace
+
+from ..icons import group_icon, warning_icon
+from . import mime
+from .defaults import key_parameters, new_layer
+
+COLUMNS = ("Layer", "Kind", "Repeat", "Key parameters", "Output shape", "Work (MAC)", "Params (count)")
+COL_NAME, COL_KIND, COL_REPEAT, COL_PARAMS, COL_SHAPE, COL_MACS, COL_COUNT = range(len(COLUMNS))
+HEADER_TIPS = {
+    COL_REPEAT: "How many times a block runs in sequence (blocks only; double-click to edit)",
+    COL_SHAPE: "Output tensor shape per sample (batch excluded)",
+    COL_MACS: "Multiply-accumulates for one inference (or one decode step), batch and repeat included",
+    COL_COUNT: "Stored parameters (weights and biases), repeat included",
+}
+ROOT = QModelIndex()  # the invisible root (the parent of top-level rows)
+ROOT_ID = 0  # internal id of top-level rows; a child of layer i has internal id i + 1
+ERROR_BRUSH = QBrush(QColor(255, 220, 220))
+ERROR_TEXT = QBrush(QColor(150, 0, 0))
+
+
+def _count(x: float) -> str:
+    return "0" if x == 0 else format_si(x, "").strip()
+
+
+class LayerStackModel(QAbstractItemModel):
+    """Tree model: layers (draggable, reorderable, drop target for palette kinds) and block operators."""
+
+    def __init__(self, workspace: Workspace, parent=None):
+        super().__init__(parent)
+        self.ws = workspace
+        self.last_inserted: tuple[int, ...] = ()  # rows placed by the last drop (the view selects them)
+        self._refresh_cache()
+        self.ws.changed.connect(self._on_changed)
+        self.destroyed.connect(lambda *_: _disconnect(workspace, self._on_changed))
+
+    # -- cache of what the rows show
+    def _refresh_cache(self) -> None:
+        self._layers = self.ws.model.layers
+        self._table = self.ws.table
+        self._structure = tuple((s.first_row, s.n_rows) for s in self._table.status)
+        count = self._table.columns["count"]
+        self._row_macs = self._table.columns["macs"] * count
+        self._row_params = self._table.columns["params"] * count
+
+    def _on_changed(self, changes) -> None:
+        old_structure, old_len = self._structure, len(self._layers)
+        if not changes & {"layers", "input", "model", "assumptions"}:
+            return
+        new_table = self.ws.table
+        new_structure = tuple((s.first_row, s.n_rows) for s in new_table.status)
+        if len(self.ws.model.layers) == old_len and new_structure == old_structure and not self._reordered():
+            self._refresh_cache()
+            if old_len:
+                self.dataChanged.emit(self.index(0, 0), self.index(old_len - 1, len(COLUMNS) - 1))
+                for i in range(old_len):
+                    n = self.rowCount(self.index(i, 0))
+                    if n:
+                        parent = self.index(i, 0)
+                        self.dataChanged.emit(self.index(0, 0, parent), self.index(n - 1, len(COLUMNS) - 1, parent))
+            return
+        self.beginResetModel()
+        self._refresh_cache()
+        self.endResetModel()
+
+    def _reordered(self) -> bool:
+        """True when the layers changed identity or order (not just one layer's parameters)."""
+        new = self.ws.model.layers
+        changed = [i for i, (a, b) in enumerate(zip(self._layers, new)) if a != b]
+        return len(changed) > 1
+
+    # -- structure
+    def index(self, row, column, parent=ROOT):
+        if column < 0 or column >= len(COLUMNS) or row < 0:
+            return QModelIndex()
+        if not parent.isValid():
+            return self.createIndex(row, column, ROOT_ID) if row < len(self._layers) else QModelIndex()
+        if parent.internalId() != ROOT_ID:
+            return QModelIndex()
+        if row >= self._child_count(parent.row()):
+            return QModelIndex()
+        return self.createIndex(row, column, parent.row() + 1)
+
+    def parent(self, index=ROOT):
+        if not index.isValid() or index.internalId() == ROOT_ID:
+            return QModelIndex()
+        return self.createIndex(index.internalId() - 1, 0, ROOT_ID)
+
+    def rowCount(self, parent=ROOT):
+        if not parent.isValid():
+            return len(self._layers)
+        if parent.internalId() != ROOT_ID or parent.column() != 0:
+            return 0
+        return self._child_count(parent.row())
+
+    def columnCount(self, parent=ROOT):
+        return len(COLUMNS)
+
+    def _child_count(self, layer: int) -> int:
+        if layer >= len(self._layers) or not REGISTRY[self._layers[layer].kind].is_block:
+            return 0
+        return self._table.status[layer].n_rows
+
+    def _layer_name(self, i: int) -> str:
+        spec = self._layers[i]
+        return spec.name or f"{spec.kind}{i}"  # the name build_table gives an unnamed layer
+
+    def layer_of(self, index: QModelIndex) -> int:
+        """Top-level layer index of a row (a child maps to its block), -1 for none."""
+        if not index.isValid():
+            return -1
+        return index.row() if index.internalId() == ROOT_ID else index.internalId() - 1
+
+    # -- data
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
+        if orientation != Qt.Orientation.Horizontal:
+            return None
+        if role == Qt.ItemDataRole.DisplayRole:
+            return COLUMNS[section]
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return HEADER_TIPS.get(section)
+        return None
+
+    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
+        if not index.isValid():
+            return None
+        if index.internalId() == ROOT_ID:
+            return self._layer_data(index.row(), index.column(), role)
+        return self._operator_data(index.internalId() - 1, index.row(), index.column(), role)
+
+    def _layer_data(self, i: int, col: int, role):
+        spec = self._layers[i]
+        kind = REGISTRY[spec.kind]
+        status = self._table.status[i]
+        rows = slice(status.first_row, status.first_row + status.n_rows)
+        if role == Qt.ItemDataRole.DisplayRole:
+            if col == COL_NAME:
+                return self._layer_name(i)
+            if col == COL_KIND:
+                return spec.kind
+            if col == COL_REPEAT:
+                return f"\u00d7{spec.repeat}" if kind.is_block else ""
+            if col == COL_PARAMS:
+                return key_parameters(spec)
+            if col == COL_SHAPE:
+                return f"\u26a0 {status.error}" if status.error else format_shape(status.out_shape)
+            if col == COL_MACS:
+                return "\u2014" if status.error else _count(float(np.sum(self._row_macs[rows])))
+            if col == COL_COUNT:
+                return "\u2014" if status.error else _count(float(np.sum(self._row_params[rows])))
+        elif role == Qt.ItemDataRole.EditRole and col == COL_REPEAT:
+            return spec.repeat
+        elif role == Qt.ItemDataRole.DecorationRole and col == COL_NAME:
+            return warning_icon() if status.error else group_icon(kind.group)
+        elif role == Qt.ItemDataRole.ToolTipRole:
+            if col == COL_PARAMS and spec.items:
+                return "\n".join(f"{k} = {v}" for k, v in spec.items)
+            if status.error:
+                return f"{spec.kind}: does not fit: {status.error}\ninput {format_shape(status.in_shape)}"
+            return (f"{spec.kind} ({kind.group}): {kind.summary}\n"
+                    f"{format_shape(status.in_shape)} \u2192 {format_shape(status.out_shape)}")
+        elif role == Qt.ItemDataRole.BackgroundRole and status.error:
+            return ERROR_BRUSH
+        elif role == Qt.ItemDataRole.ForegroundRole and status.error:
+            return ERROR_TEXT
+        elif role == Qt.ItemDataRole.TextAlignmentRole and col in (COL_MACS, COL_COUNT, COL_REPEAT):
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        elif role == Qt.ItemDataRole.UserRole:
+            return i
+        return None
+
+    def _operator_data(self, layer: int, child: int, col: int, role):
+        r = self._table.status[layer].first_row + child
+        if role == Qt.ItemDataRole.DisplayRole:
+            if col == COL_NAME:
+                prefix = self._layer_name(layer) + "."
+                name = self._table.names[r]
+                return name.removeprefix(prefix)
+            if col == COL_KIND:
+                return self._table.kinds[r]
+            if col == COL_SHAPE:
+                return format_shape(self._table.out_shapes[r])
+            if col == COL_MACS:
+                return _count(float(self._row_macs[r]))
+            if col == COL_COUNT:
+                return _count(float(self._row_params[r]))
+            return ""
+        if role == Qt.ItemDataRole.ForegroundRole:
+            return QBrush(QColor(90, 90, 90))
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return f"{self._table.names[r]}: one operator of the block (figures include the repeat)"
+        if role == Qt.ItemDataRole.TextAlignmentRole and col in (COL_MACS, COL_COUNT):
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        if role == Qt.ItemDataRole.UserRole:
+            return layer
+        return None
+
+    def flags(self, index):
+        if not index.isValid():
+            return Qt.ItemFlag.ItemIsDropEnabled  # drops go between top-level rows
+        base = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+        if index.internalId() != ROOT_ID:
+            return base
+        flags = base | Qt.ItemFlag.ItemIsDragEnabled
+        if index.column() == COL_REPEAT and REGISTRY[self._layers[index.row()].kind].is_block:
+            flags |= Qt.ItemFlag.ItemIsEditable
+        return flags
+
+    def setData(self, index, value, role=Qt.ItemDataRole.EditRole):
+        if role != Qt.ItemDataRole.EditRole or index.column() != COL_REPEAT or index.internalId() != ROOT_ID:
+            return False
+        try:
+            repeat = int(value)
+        except (TypeError, ValueError):
+            return False
+        spec = self._layers[index.row()]
+        if repeat < 1 or repeat == spec.repeat or not REGISTRY[spec.kind].is_block:
+            return False
+        self.ws.execute(ReplaceLayer(index.row(), replace(spec, repeat=repeat), text=f"repeat {spec.name} \u00d7{repeat}"))
+        return True
+
+    # -- drag and drop
+    def mimeTypes(self):
+        return [mime.LAYER_KIND, mime.LAYER_ROWS]
+
+    def supportedDropActions(self):
+        return Qt.DropAction.CopyAction | Qt.DropAction.MoveAction
+
+    def supportedDragActions(self):
+        return Qt.DropAction.MoveAction
+
+    def mimeData(self, indexes):
+        rows = sorted({i.row() for i in indexes if i.isValid() and i.internalId() == ROOT_ID})
+        return mime.encode_rows(rows) if rows else QMimeData()
+
+    def canDropMimeData(self, data, action, row, column, parent):
+        if mime.decode_kind(data) is not None:
+            return action in (Qt.DropAction.CopyAction, Qt.DropAction.MoveAction)
+        rows = mime.decode_rows(data)
+        return rows is not None and action == Qt.DropAction.MoveAction and max(rows) < len(self._layers)
+
+    def drop_position(self, row: int, parent: QModelIndex) -> int:
+        """Top-level insertion index for a drop at (row, parent): on or inside a layer means after it."""
+        if parent.isValid():
+            return self.layer_of(parent) + 1
+        return len(self._layers) if row < 0 else min(row, len(self._layers))
+
+    def dropMimeData(self, data, action, row, column, parent):
+        if not self.canDropMimeData(data, action, row, column, parent):
+            return False
+        dest = self.drop_position(row, parent)
+        kind = mime.decode_kind(data)
+        if kind is not None:
+            spec = new_layer(kind, self.shape_at(dest), self.ws.model)
+            self.last_inserted = (dest,)  # read by the view when the command resets the model
+            try:
+                self.ws.execute(AddLayers(dest, (spec,), text=f"add {kind}"))
+            finally:
+                self.last_inserted = ()
+            return True
+        rows = tuple(sorted(set(mime.decode_rows(data))))
+        if moved_order(len(self._layers), rows, dest) == list(range(len(self._layers))):
+            return False  # dropped where it already is: nothing to undo
+        first = moved_order(len(self._layers), rows, dest).index(rows[0])
+        self.last_inserted = tuple(range(first, first + len(rows)))
+        try:
+            self.ws.execute(MoveLayers(rows, dest, text="move layers" if len(rows) > 1 else "move layer"))
+        finally:
+            self.last_inserted = ()
+        return True
+
+    def removeRows(self, row, count, parent=ROOT):
+        return False  # a move is one MoveLayers command built by the drop; the view never removes rows itself
+
+    def shape_at(self, position: int):
+        """The tensor shape a layer inserted at ``position`` would receive."""
+        status = self._table.status
+        if position < len(status):
+            return status[position].in_shape
+        if status:
+            return status[-1].out_shape
+        return self.ws.model.input_shape(self.ws.context)
+
+    def persistent(self, layer: int) -> QPersistentModelIndex:
+        return QPersistentModelIndex(self.index(layer, 0))
+
+
+def moved_order(n: int, rows, dest: int) -> list[int]:
+    """The old indices in their new order after moving ``rows`` before ``dest`` (as MoveLayers does)."""
+    chosen = sorted(set(rows))
+    rest = [i for i in range(n) if i not in set(chosen)]
+    at = max(0, min(dest - sum(1 for i in chosen if i < dest), len(rest)))
+    return rest[:at] + chosen + rest[at:]
+
+
+def _disconnect(workspace: Workspace, slot) -> None:
+    try:
+        workspace.changed.disconnect(slot)
+    except (ValueError, RuntimeError):
+        pass

@@ -1,0 +1,182 @@
+"""Model settings: the model's name and input (``SetModel``), and the assumptions every analysis uses:
+batch, sequence length, phase, precision, and the cost figures (``SetAssumptions``). All undoable."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from PySide6.QtCore import QSignalBlocker
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QGroupBox,
+    QLineEdit,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from explorer.core.commands import SetAssumptions, SetModel
+from explorer.core.model import INPUT_FORMS
+from explorer.core.precision import BYTES_PER_ELEMENT, PRECISIONS
+from explorer.core.workspace import PHASES, Workspace
+
+FORM_LABELS = ("Image (C, H, W)", "Token embeddings (S, H)", "Token ids (S)", "Feature vector (F)")
+INPUT_DEFAULTS = {"channels": 3, "height": 224, "width": 224, "tokens": 128, "hidden": 768, "features": 512}
+INPUT_TIPS = {"channels": "image channels", "height": "image height (pixels)", "width": "image width (pixels)",
+              "tokens": "tokens per sequence (the default sequence length)", "hidden": "hidden size per token",
+              "features": "input features per sample"}
+BIG = 100_000_000
+
+
+def _spin(minimum: int, maximum: int, tip: str) -> QSpinBox:
+    spin = QSpinBox(minimum=minimum, maximum=maximum, keyboardTracking=False)
+    spin.setGroupSeparatorShown(True)
+    spin.setToolTip(tip)
+    return spin
+
+
+def _double(minimum: float, maximum: float, step: float, decimals: int, suffix: str, tip: str) -> QDoubleSpinBox:
+    spin = QDoubleSpinBox(minimum=minimum, maximum=maximum, singleStep=step, decimals=decimals, suffix=suffix,
+                          keyboardTracking=False)
+    spin.setToolTip(tip)
+    return spin
+
+
+class ModelSettings(QWidget):
+    def __init__(self, workspace: Workspace, parent=None):
+        super().__init__(parent)
+        self.ws = workspace
+        self.name_edit = QLineEdit()
+        self.name_edit.editingFinished.connect(self._commit_name)
+        self.form_combo = QComboBox()
+        self.form_combo.addItems(FORM_LABELS)
+        self.form_combo.activated.connect(self._commit_form)
+        self.input_spins = {k: _spin(1, BIG, INPUT_TIPS[k]) for k in INPUT_DEFAULTS}
+        for key, spin in self.input_spins.items():
+            spin.valueChanged.connect(lambda v, key=key: self._commit_input(key, int(v)))
+        self.batch = _spin(1, 1_000_000, "samples (sequences) processed together")
+        self.batch.valueChanged.connect(lambda v: self._set(batch=int(v)))
+        self.seq_len = _spin(0, BIG, "tokens per sequence; in decode, the KV-cache length each new token attends to")
+        self.seq_len.valueChanged.connect(lambda v: self._set(seq_len=int(v) or None))
+        self.phase = QComboBox()
+        self.phase.addItems(PHASES)
+        self.phase.setToolTip("prefill: the whole sequence at once; decode: one new token per sequence (KV cache)")
+        self.phase.activated.connect(lambda i: self._set(phase=PHASES[i]))
+        self.precision = QComboBox()
+        for name in PRECISIONS:
+            self.precision.addItem(f"{name} ({BYTES_PER_ELEMENT[name]:g} B/element)", name)
+        self.precision.setToolTip("numeric format of weights and activations (sets bytes per element and peak)")
+        self.precision.activated.connect(lambda i: self._set(precision=PRECISIONS[i]))
+        self.electricity = _double(0.001, 10.0, 0.01, 3, " USD/kWh", "electricity price (US dollars only)")
+        self.electricity.valueChanged.connect(lambda v: self._set(electricity_usd_per_kwh=float(v)))
+        self.pue = _double(1.0, 5.0, 0.05, 2, "", "power usage effectiveness: facility power / IT power (>= 1)")
+        self.pue.valueChanged.connect(lambda v: self._set(pue=float(v)))
+        self.utilization = _double(1.0, 100.0, 5.0, 1, " %", "duty cycle for TCO and cost per million")
+        self.utilization.valueChanged.connect(lambda v: self._set(utilization=float(v) / 100.0))
+        self.years = _double(0.25, 50.0, 0.5, 2, " years", "years of ownership for TCO")
+        self.years.valueChanged.connect(lambda v: self._set(years=float(v)))
+
+        model_box = QGroupBox("Model")
+        self.model_form = QFormLayout(model_box)
+        self.model_form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
+        self.model_form.addRow("Name", self.name_edit)
+        self.model_form.addRow("Input", self.form_combo)
+        for key, spin in self.input_spins.items():
+            self.model_form.addRow(key.capitalize(), spin)
+        run_box = QGroupBox("Run")
+        run_form = QFormLayout(run_box)
+        run_form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
+        run_form.addRow("Batch", self.batch)
+        run_form.addRow("Sequence length", self.seq_len)
+        run_form.addRow("Phase", self.phase)
+        run_form.addRow("Precision", self.precision)
+        cost_box = QGroupBox("Cost")
+        cost_form = QFormLayout(cost_box)
+        cost_form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
+        cost_form.addRow("Electricity", self.electricity)
+        cost_form.addRow("PUE", self.pue)
+        cost_form.addRow("Utilization", self.utilization)
+        cost_form.addRow("Ownership", self.years)
+        layout = QVBoxLayout(self)
+        for box in (model_box, run_box, cost_box):
+            layout.addWidget(box)
+        layout.addStretch(1)
+        workspace.changed.connect(self._on_changed)
+        self.destroyed.connect(lambda *_: _disconnect(workspace, self._on_changed))
+        self.refresh()
+
+    # -- showing the workspace
+    def _on_changed(self, changes) -> None:
+        if changes & {"input", "model", "assumptions", "layers"}:
+            self.refresh()
+
+    def refresh(self) -> None:
+        model, a = self.ws.model, self.ws.assumptions
+        inp = model.input_dict
+        form = next(i for i, f in enumerate(INPUT_FORMS) if set(f) == set(inp))
+        widgets = [self.name_edit, self.form_combo, *self.input_spins.values(), self.batch, self.seq_len, self.phase,
+                   self.precision, self.electricity, self.pue, self.utilization, self.years]
+        blockers = [QSignalBlocker(w) for w in widgets]
+        try:
+            if not self.name_edit.hasFocus():
+                self.name_edit.setText(model.name)
+            self.form_combo.setCurrentIndex(form)
+            for key, spin in self.input_spins.items():
+                self.model_form.setRowVisible(spin, key in inp)
+                spin.setValue(inp.get(key, INPUT_DEFAULTS[key]))
+            tokens = inp.get("tokens")
+            self.seq_len.setEnabled(tokens is not None)
+            self.seq_len.setSpecialValueText(f"model ({tokens})" if tokens else "\u2014")
+            self.seq_len.setValue(a.seq_len or 0)
+            self.batch.setValue(a.batch)
+            self.phase.setCurrentIndex(PHASES.index(a.phase))
+            self.precision.setCurrentIndex(PRECISIONS.index(a.precision))
+            self.electricity.setValue(a.electricity_usd_per_kwh)
+            self.pue.setValue(a.pue)
+            self.utilization.setValue(a.utilization * 100.0)
+            self.years.setValue(a.years)
+        finally:
+            del blockers
+
+    # -- edits as commands
+    def _set(self, **values) -> None:
+        current = self.ws.assumptions
+        changed = {k: v for k, v in values.items() if getattr(current, k) != v}
+        if changed:
+            text = ", ".join(f"{k.replace('_', ' ')} {v if v is not None else 'model default'}"
+                             for k, v in changed.items())
+            try:
+                self.ws.execute(SetAssumptions(changed, text=f"set {text}"))
+            except ValueError:
+                self.refresh()
+
+    def _set_model(self, model, text: str) -> None:
+        if model != self.ws.model:
+            self.ws.execute(SetModel(model, text=text))
+
+    def _commit_name(self) -> None:
+        name = self.name_edit.text().strip()
+        if not name:
+            self.name_edit.setText(self.ws.model.name)
+            return
+        self._set_model(replace(self.ws.model, name=name), f"rename model to {name}")
+
+    def _commit_form(self, index: int) -> None:
+        old = self.ws.model.input_dict
+        new = {k: old.get(k, INPUT_DEFAULTS[k]) for k in INPUT_FORMS[index]}
+        self._set_model(replace(self.ws.model, input=tuple(new.items())), f"input {FORM_LABELS[index]}")
+
+    def _commit_input(self, key: str, value: int) -> None:
+        inp = self.ws.model.input_dict
+        if key in inp and inp[key] != value:
+            inp[key] = value
+            self._set_model(replace(self.ws.model, input=tuple(inp.items())), f"input {key} {value}")
+
+
+def _disconnect(workspace: Workspace, slot) -> None:
+    try:
+        workspace.changed.disconnect(slot)
+    except (ValueError, RuntimeError):
+        pass

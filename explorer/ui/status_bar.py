@@ -1,0 +1,88 @@
+"""The status bar's model totals: parameters, work (GFLOP) and memory footprint, with units.
+
+The figures are the model's own (they do not depend on a device), taken from the workspace's layer table at
+the current precision with the same definitions as ``ModelAnalysis.totals``: memory = weights + KV cache +
+the largest activation (inputs + outputs of one operator).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from PySide6.QtWidgets import QLabel
+
+from explorer.core.model import LayerTable
+from explorer.core.precision import BYTES_PER_ELEMENT
+from explorer.core.units import format_bytes, format_si
+from explorer.core.workspace import Workspace
+
+
+@dataclass(frozen=True)
+class ModelTotals:
+    params: float
+    flops: float
+    weight_bytes: float
+    kv_cache_bytes: float
+    activation_peak_bytes: float
+    errors: int
+
+    @property
+    def memory_bytes(self) -> float:
+        return self.weight_bytes + self.kv_cache_bytes + self.activation_peak_bytes
+
+
+def model_totals(table: LayerTable, precision: str) -> ModelTotals:
+    bpe = BYTES_PER_ELEMENT[precision]
+    c = table.columns
+    activations = c["input_elems"] + c["output_elems"]
+    return ModelTotals(
+        params=table.total("params"),
+        flops=table.total("flops"),
+        weight_bytes=table.total("params") * bpe,
+        kv_cache_bytes=table.total("kv_cache_elems") * bpe,
+        activation_peak_bytes=float(np.max(activations, initial=0.0)) * bpe,
+        errors=len(table.errors),
+    )
+
+
+def format_count(x: float) -> str:
+    return format_si(x, "").strip() if x else "0"
+
+
+class ModelTotalsLabel(QLabel):
+    def __init__(self, workspace: Workspace, parent=None):
+        super().__init__(parent)
+        self.ws = workspace
+        self.totals: ModelTotals | None = None
+        workspace.changed.connect(self._on_changed)
+        self.destroyed.connect(lambda *_: _disconnect(workspace, self._on_changed))
+        self.refresh()
+
+    def _on_changed(self, changes) -> None:
+        if changes & {"layers", "input", "model", "assumptions"}:
+            self.refresh()
+
+    def refresh(self) -> None:
+        precision = self.ws.assumptions.precision
+        t = self.totals = model_totals(self.ws.table, precision)
+        text = (f"Params {format_count(t.params)} \u00b7 {t.flops / 1e9:,.2f} GFLOP \u00b7 "
+                f"Memory {format_bytes(t.memory_bytes)} ({precision})")
+        if t.errors:
+            text = f"\u26a0 {t.errors} layer{'s' if t.errors > 1 else ''} do{'' if t.errors > 1 else 'es'} not fit \u00b7 " + text
+        self.setText(text)
+        phase = self.ws.assumptions.phase
+        self.setToolTip(
+            f"Parameters: {t.params:,.0f}\n"
+            f"Work: {format_si(t.flops, 'FLOP')} per {'decode step' if phase == 'decode' else 'inference'} "
+            f"(batch {self.ws.assumptions.batch}; 1 MAC = 2 FLOP)\n"
+            f"Memory at {precision}: weights {format_bytes(t.weight_bytes)} + KV cache {format_bytes(t.kv_cache_bytes)}"
+            f" + largest activation {format_bytes(t.activation_peak_bytes)} = {format_bytes(t.memory_bytes)}\n"
+            "(decimal units: 1 GB = 10^9 bytes)")
+
+
+def _disconnect(workspace: Workspace, slot) -> None:
+    try:
+        workspace.changed.disconnect(slot)
+    except (ValueError, RuntimeError):
+        pass

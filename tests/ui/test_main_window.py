@@ -1,0 +1,177 @@
+"""The main window as assembled: docks, menus, title with the file and unsaved mark, status bar totals,
+persisted layout, preferences, About box, and the app's first start (catalog created and seeded)."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import QSettings
+from PySide6.QtWidgets import QDockWidget, QMessageBox
+
+from explorer import __version__
+from explorer.core.settings import Preferences, default_path
+from explorer.core.templates import TEMPLATES
+from explorer.core.workspace import Workspace
+from explorer.store.engine import default_database_path, open_catalog
+from explorer.ui.app import build_window, device_lookup
+from explorer.ui.builder import LayerStackView
+from explorer.ui.dialogs import PreferencesDialog, about_text, catalog_source_counts
+from explorer.ui.main_window import MainWindow
+from explorer.ui.panels import PANELS
+
+GPT2_PARAMS = 124_439_808  # Hugging Face gpt2: 124,439,808 parameters (the LM head is tied to the embedding)
+
+
+@pytest.fixture(scope="module")
+def repository():
+    repo = open_catalog("sqlite://")  # private in-memory database seeded with the shipped catalog
+    yield repo
+    repo.engine.dispose()
+
+
+@pytest.fixture
+def window(qtbot, repository, monkeypatch):
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.StandardButton.Discard)
+    win = MainWindow(Workspace(lookup=device_lookup(repository)), repository)
+    qtbot.addWidget(win)
+    return win
+
+
+def test_the_window_assembles_builder_catalog_and_every_panel(window):
+    assert isinstance(window.centralWidget(), LayerStackView)
+    titles = {d.windowTitle() for d in window.findChildren(QDockWidget)}
+    assert {"Layer palette", "Properties", "Device catalog"} <= titles
+    assert {cls.title for cls in PANELS} <= titles
+    assert len(window.panel_docks) == len(PANELS)
+    menus = [a.text() for a in window.menuBar().actions()]
+    assert menus == ["&File", "&Edit", "&View", "&Help"]
+    file_menu = [a.text() for a in window.menuBar().actions()[0].menu().actions() if a.text()]
+    assert file_menu == ["&New", "New from &Template", "&Open\u2026", "Open &Recent", "&Save", "Save &As\u2026",
+                         "&Export Report\u2026", "&Preferences\u2026", "&Quit"]
+    templates = [a.text() for a in window.actions.template_menu.actions()]
+    assert templates == [t.title for t in TEMPLATES.values()]
+    docks_menu = [a.text() for a in window.actions.docks_menu.actions()]
+    assert "Device catalog" in docks_menu and "Layer palette" in docks_menu
+
+
+def test_title_shows_the_file_and_unsaved_changes(window, tmp_path):
+    ws = window.workspace
+    assert window.windowTitle() == "Untitled \u2014 Hardware Explorer"
+    window.actions.templates["gpt2"].trigger()
+    assert ws.model.name == "GPT-2 (124M)" and window.windowTitle() == "Untitled \u2014 Hardware Explorer"
+    ws.select_devices(["nvidia-h100-sxm5", "nvidia-a100-sxm4-80gb", "google-tpu-v5e"])
+    assert window.windowTitle() == "Untitled* \u2014 Hardware Explorer"
+    assert window.controller.save_as(tmp_path / "cmp.hwproj")
+    assert window.windowTitle() == "cmp.hwproj \u2014 Hardware Explorer"
+    ws.set_assumptions(batch=4)
+    assert window.windowTitle() == "cmp.hwproj* \u2014 Hardware Explorer"
+    window.actions.undo.trigger()  # back to what is on disk
+    assert window.windowTitle() == "cmp.hwproj \u2014 Hardware Explorer"
+    assert [d.id for d in ws.devices] == ["nvidia-h100-sxm5", "nvidia-a100-sxm4-80gb", "google-tpu-v5e"]
+    assert ws.analysis is not None and ws.analysis.devices.ids == tuple(ws.device_ids)
+
+
+def test_status_bar_totals_for_gpt2(window):
+    window.new_from_template("gpt2")
+    totals = window.totals.totals
+    assert totals.params == GPT2_PARAMS
+    s, d, layers = 1024, 768, 12
+    assert totals.weight_bytes == 2 * GPT2_PARAMS
+    assert totals.kv_cache_bytes == layers * 2 * s * d * 2  # K and V per layer, fp16
+    assert totals.activation_peak_bytes == (s * d + s * 50257) * 2  # the LM head's input and logits
+    assert totals.memory_bytes == 391_127_552
+    macs = layers * (s * d * (3 * d + d + 4 * d + 4 * d) + 2 * 12 * s * (s + 1) // 2 * 64) + s * d * 50257
+    assert 2 * macs <= totals.flops < 2 * macs * 1.01  # plus norms, softmax, GELU, biases, residuals
+    assert window.totals.text() == (f"Params 124.4 M \u00b7 {totals.flops / 1e9:,.2f} GFLOP \u00b7 "
+                                    "Memory 391 MB (fp16)")
+    view_model = window.layer_view.stack_model
+    assert view_model.index(1, 5).data() == f"{layers * (macs - s * d * 50257) / layers / 1e9:.4g} G"
+    assert view_model.index(3, 5).data() == "39.52 G"  # 1024 x 768 x 50257 MACs
+    window.workspace.set_assumptions(precision="fp32")
+    assert window.totals.text().endswith("Memory 782 MB (fp32)")
+    assert "weights 498 MB" in window.totals.toolTip()
+
+
+def test_status_bar_counts_layers_that_do_not_fit(window):
+    window.new_from_template("resnet50")
+    from dataclasses import replace
+
+    from explorer.core.commands import SetModel
+
+    ws = window.workspace
+    ws.execute(SetModel(replace(ws.model, input=(("features", 512),))))
+    assert window.totals.text().startswith("\u26a0 ") and "do not fit" in window.totals.text()
+
+
+def test_window_geometry_and_docks_persist(qtbot, repository, window):
+    window.resize(640, 480)  # within the offscreen screen (800 x 600)
+    window.findChild(QDockWidget, "palette_dock").hide()
+    window.save_layout()
+    assert QSettings().value("window/state") is not None
+    again = MainWindow(Workspace(), repository)
+    qtbot.addWidget(again)
+    assert (again.size().width(), again.size().height()) == (640, 480)
+    assert again.findChild(QDockWidget, "palette_dock").isHidden()
+    again.reset_layout()
+    assert not again.findChild(QDockWidget, "palette_dock").isHidden()
+
+
+def test_preferences_dialog_round_trip(qtbot):
+    prefs = Preferences(default_precision="bf16", electricity_usd_per_kwh=0.2, pue=1.4, years=5, utilization=0.75)
+    dialog = PreferencesDialog(prefs)
+    qtbot.addWidget(dialog)
+    assert dialog.preferences() == prefs.checked()
+    assert not dialog.currency.isEnabled() and "US dollars" in dialog.currency.toolTip()
+    dialog.pue.setValue(1.1)
+    dialog.precision.setCurrentIndex(1)
+    assert dialog.preferences().pue == 1.1 and dialog.preferences().default_precision == "fp32"
+
+
+def test_applying_preferences_to_the_open_project_is_undoable(window):
+    ws = window.workspace
+    assert window.apply_preferences(Preferences(pue=1.6, years=2.0), to_project=True)
+    assert ws.assumptions.pue == 1.6 and ws.assumptions.years == 2.0 and default_path().exists()
+    ws.undo()
+    assert ws.assumptions.pue == 1.3
+
+
+def test_about_names_the_version_and_the_data_sources(repository):
+    devices, sources = catalog_source_counts(repository)
+    assert devices == repository.count() and sources > 10
+    text = about_text(devices, sources)
+    assert __version__ in text and f"{devices} devices citing {sources} sources" in text
+    assert "Horowitz" in text and "ISSCC 2014" in text and "Machine Learning Systems" in text
+    assert "not available" in about_text(None, None)
+
+
+def test_first_start_creates_and_seeds_the_catalog(qtbot, monkeypatch):
+    monkeypatch.delenv("HWEXPLORER_DB", raising=False)
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.StandardButton.Discard)
+    assert not default_database_path().exists()
+    window = build_window()
+    qtbot.addWidget(window)
+    assert default_database_path().exists()
+    assert window.repository.count() == len(window.repository.ids()) > 30
+    assert window.catalog_dock is not None and window.catalog_dock.model.rowCount() == window.repository.count()
+    window.repository.engine.dispose()
+
+
+def test_a_corrupt_preferences_file_is_reported_not_fatal(qtbot, monkeypatch):
+    monkeypatch.setenv("HWEXPLORER_DB", "sqlite://")
+    default_path().parent.mkdir(parents=True)
+    default_path().write_text("{oops")
+    window = build_window()
+    qtbot.addWidget(window)
+    assert window.preferences == Preferences()
+    assert "using the default preferences" in window.statusBar().currentMessage()
+    window.repository.engine.dispose()
+
+
+def test_palette_double_click_inserts_after_the_selection(window):
+    window.new_from_template("gpt2")
+    window.layer_view.select_layers((0,))
+    tree = window.palette.tree
+    tree.itemActivated.emit(tree.item_for("layernorm"), 0)
+    assert [s.kind for s in window.workspace.model.layers][:3] == ["embedding", "layernorm", "transformer_block"]
+    assert window.layer_view.selected_layers() == (1,)
+    assert window.properties.currentIndex() == 1  # the inspector shows the new layer
+    assert window.inspector.title.text().startswith("<b>layernorm_1</b>")
