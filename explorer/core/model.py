@@ -91,6 +91,13 @@ class Model:
     input: tuple[tuple[str, int], ...]
     layers: tuple[LayerSpec, ...] = ()
 
+    def __hash__(self) -> int:  # cached: the work table is looked up by model on every analysis pass
+        cached = self.__dict__.get("_hash")
+        if cached is None:
+            cached = hash((self.name, self.input, self.layers))
+            object.__setattr__(self, "_hash", cached)
+        return cached
+
     @classmethod
     def make(cls, name: str, input: Mapping[str, int], layers: Iterable[LayerSpec] = ()) -> "Model":
         return cls(name, tuple(input.items()), tuple(layers))

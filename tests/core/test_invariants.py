@@ -86,3 +86,13 @@ def test_energy_grows_with_bytes(o1, extra, batch):
     e_big = evaluate(big, [d], "fp16", Context(batch=batch))
     assert e_big.bytes[0] > e_small.bytes[0]
     assert e_big.energy[0, 0] > e_small.energy[0, 0]
+
+
+def test_default_sram_energy_follows_horowitz():
+    from explorer.core.analysis.device_arrays import default_sram_energy
+
+    # Horowitz ISSCC 2014, 64-bit reads: 8 KB 10 pJ, 32 KB 20 pJ, 1 MB 100 pJ -> per byte 1.25, 2.5, 12.5 pJ
+    assert [round(default_sram_energy(c) * 1e12, 4) for c in (8e3, 32e3, 1e6)] == [1.25, 2.5, 12.5]
+    assert default_sram_energy(16e3) * 1e12 == 1.875  # halfway on a log scale
+    assert default_sram_energy(1e3) == default_sram_energy(8e3) and default_sram_energy(4e7) == default_sram_energy(1e6)
+    assert default_sram_energy(float("nan")) * 1e12 == 2.5

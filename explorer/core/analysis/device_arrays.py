@@ -6,6 +6,7 @@ Defaults that *are* applied (Horowitz energies, the default thread-block tile) a
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -22,11 +23,20 @@ DRAM_ENERGY_PER_BYTE = 160e-12  # 640 pJ per 32-bit access (the chapter's consta
 _SRAM_POINTS = (np.log([8e3, 32e3, 1e6]), np.array([1.25e-12, 2.5e-12, 12.5e-12]))  # 10/20/100 pJ per 64 bit
 
 
-def default_sram_energy(capacity_bytes):
-    """Horowitz SRAM read energy per byte, log-interpolated on the array size (clamped at 8 KB and 1 MB)."""
-    cap = np.asarray(capacity_bytes, dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(np.isfinite(cap) & (cap > 0), np.interp(np.log(cap), *_SRAM_POINTS), _SRAM_POINTS[1][1])
+def default_sram_energy(capacity_bytes: float) -> float:
+    """Horowitz SRAM read energy per byte, log-interpolated on the array size (clamped at 8 KB and 1 MB);
+    the 32 KB figure when the size is unknown."""
+    xs, ys = _SRAM_POINTS
+    if not (math.isfinite(capacity_bytes) and capacity_bytes > 0):
+        return float(ys[1])
+    x = math.log(capacity_bytes)
+    if x <= xs[0]:
+        return float(ys[0])
+    for i in range(1, len(xs)):
+        if x <= xs[i]:
+            f = (x - xs[i - 1]) / (xs[i] - xs[i - 1])
+            return float(ys[i - 1] + f * (ys[i] - ys[i - 1]))
+    return float(ys[-1])
 
 
 @dataclass(frozen=True, eq=False)
@@ -107,7 +117,7 @@ def device_arrays(devices: Sequence[Device], precision: str) -> DeviceArrays:
                 level_energy[i, j] = DRAM_ENERGY_PER_BYTE
                 used.append(f"{lv.name} energy")
             else:
-                level_energy[i, j] = float(default_sram_energy(tiles[j]))
+                level_energy[i, j] = default_sram_energy(tiles[j])
                 used.append(f"{lv.name} energy")
             level_tile[i, j] = tiles[j + 1] if j + 1 < len(levels) else np.nan
         e = d.energy_per_mac.get(precision)
