@@ -37,6 +37,18 @@ class MainActions(QObject):
                                     "Save the project under a new name")
         self.export_report = self._action("&Export Report\u2026", window.export_report, QKeySequence("Ctrl+E"), None,
                                           "Write the analysis as a PDF, HTML or CSV report")
+        importer = window.importer
+        self.import_model = self._action("Import &Model\u2026", importer.import_model, QKeySequence("Ctrl+I"), None,
+                                         "Replace the model by an ONNX model's layers (Undo restores it)")
+        self.import_trace = self._action("Import &Trace\u2026", importer.import_trace, QKeySequence("Ctrl+Shift+I"),
+                                         None, "Load a profiler trace: timeline, top kernels, measured points on "
+                                               "the roofline")
+        self.import_catalog = self._action("Import &Catalog\u2026", importer.import_catalog, None, None,
+                                           "Add devices to the catalog from a YAML, JSON or CSV file")
+        self.export_catalog = self._action("Export Catal&og\u2026", importer.export_catalog, None, None,
+                                           "Write the devices the catalog shows to a YAML, JSON or CSV file")
+        for action in (self.import_catalog, self.export_catalog):
+            action.setEnabled(window.catalog_dock is not None)
         self.preferences = self._action("&Preferences\u2026", window.edit_preferences, Key.Preferences, None,
                                         "Defaults for new projects: precision, electricity price, PUE, years")
         self.preferences.setMenuRole(QAction.MenuRole.PreferencesRole)
@@ -105,6 +117,9 @@ class MainActions(QObject):
         file.addAction(self.save)
         file.addAction(self.save_as)
         file.addAction(self.export_report)
+        file.addSeparator()
+        for action in (self.import_model, self.import_trace, self.import_catalog, self.export_catalog):
+            file.addAction(action)
         file.addSeparator()
         file.addAction(self.preferences)
         file.addSeparator()

@@ -1,7 +1,8 @@
 """The main window. It only assembles: the layer stack in the centre, the palette, model settings, inspector,
-device catalog and every analysis panel of ``explorer.ui.panels.PANELS`` as docks, the menus
-(``actions.py``), the project controller and the status bar totals. Window geometry and the dock layout
-persist in QSettings."""
+device catalog and every analysis panel of ``explorer.ui.panels.PANELS`` as docks, with the procurement planner,
+the calculators and the trace (``extras.py``) in the analysis panels' tabs, the menus (``actions.py``) and the
+File menu's imports (``import_actions.py``), the project controller and the status bar totals. Window geometry
+and the dock layout persist in QSettings."""
 
 from __future__ import annotations
 
@@ -24,11 +25,13 @@ from explorer.core.workspace import Workspace
 from .actions import MainActions
 from .builder import LayerInspector, LayerPalette, LayerStackView, ModelSettings
 from .dialogs import PreferencesDialog, show_about
+from .extras import add_extra_docks
 from .icons import app_icon
+from .import_actions import Importer
 from .project_controller import AUTOSAVE_DELAY_MS, ProjectController
 from .status_bar import ModelTotalsLabel
 
-STATE_VERSION = 1
+STATE_VERSION = 2  # 2: planner, calculators and trace docks
 Area = Qt.DockWidgetArea
 
 
@@ -82,11 +85,13 @@ class MainWindow(QMainWindow):
             if self.panel_docks:
                 self.tabifyDockWidget(self.panel_docks[0], dock)
             self.panel_docks.append(dock)
+        self.extra_docks = add_extra_docks(self, Area.BottomDockWidgetArea)
         if self.panel_docks:
             self.panel_docks[0].raise_()
         self._place_docks(palette_dock)
 
         self.controller = ProjectController(workspace, self, lambda: self.preferences, autosave_ms)
+        self.importer = Importer(self)
         self.actions = MainActions(self)
         self.analysis_toolbar = QToolBar("Analysis", self)
         self.analysis_toolbar.setObjectName("analysis_toolbar")
@@ -134,7 +139,7 @@ class MainWindow(QMainWindow):
         if self.catalog_dock is not None:
             self.resizeDocks([self.catalog_dock], [w * 29 // 100], Qt.Orientation.Horizontal)
         if self.panel_docks:
-            self.resizeDocks([self.panel_docks[0]], [h * 58 // 100], Qt.Orientation.Vertical)
+            self.resizeDocks([self.panel_docks[0]], [h * 70 // 100], Qt.Orientation.Vertical)
 
     def showEvent(self, event) -> None:
         super().showEvent(event)
@@ -215,7 +220,11 @@ class MainWindow(QMainWindow):
             export_report,  # imported on use: the report libraries are not needed to start
         )
 
-        return export_report(self, self.workspace)
+        requirements = self.planner.requirements()  # None while a planner field is invalid (it shows why)
+        if requirements is None:
+            self.statusBar().showMessage("The procurement planner has an invalid field: the report leaves out the "
+                                         "plan", 8000)
+        return export_report(self, self.workspace, requirements=requirements)
 
     def show_about(self) -> None:
         show_about(self, self.repository)

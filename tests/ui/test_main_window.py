@@ -46,11 +46,13 @@ def test_the_window_assembles_builder_catalog_and_every_panel(window):
     assert menus == ["&File", "&Edit", "&View", "&Help"]
     file_menu = [a.text() for a in window.menuBar().actions()[0].menu().actions() if a.text()]
     assert file_menu == ["&New", "New from &Template", "&Open\u2026", "Open &Recent", "&Save", "Save &As\u2026",
-                         "&Export Report\u2026", "&Preferences\u2026", "&Quit"]
+                         "&Export Report\u2026", "Import &Model\u2026", "Import &Trace\u2026", "Import &Catalog\u2026",
+                         "Export Catal&og\u2026", "&Preferences\u2026", "&Quit"]
     templates = [a.text() for a in window.actions.template_menu.actions()]
     assert templates == [t.title for t in TEMPLATES.values()]
     docks_menu = [a.text() for a in window.actions.docks_menu.actions()]
     assert "Device catalog" in docks_menu and "Layer palette" in docks_menu
+    assert {"Procurement planner", "Calculators", "Trace"} <= set(docks_menu)
 
 
 def test_title_shows_the_file_and_unsaved_changes(window, tmp_path):

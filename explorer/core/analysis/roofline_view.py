@@ -86,6 +86,7 @@ class RooflineResult:
     x_range: tuple[float, float]  # FLOP/byte
     y_range: tuple[float, float]  # FLOP/s
     focused_layer: int
+    focus_note: str = ""  # why the device in focus has no operator points ('' when it has its roof)
 
 
 def _decade_floor(v: float) -> float:
@@ -185,6 +186,19 @@ def _device_roofline(analysis: ModelAnalysis, d: int, x_lo: float, x_hi: float) 
     )
 
 
+def missing_peak_note(device, precision: str) -> str:
+    """What to tell the user when ``device`` (a :class:`~explorer.core.device.Device`) has no dense peak at
+    ``precision``: which precisions the catalog lists instead ('' when it has the peak)."""
+    value = device.peak_flops(precision)
+    if math.isfinite(value) and value > 0:
+        return ""
+    listed = [p for p in device.precisions if device.peak[p].value > 0]
+    if not listed:
+        return f"{device.name} has no peak in the catalog at any precision, so its operators cannot be placed"
+    one = "choose that precision" if len(listed) == 1 else "choose one of those precisions"
+    return (f"{device.name} has no {precision} peak in the catalog; it lists {', '.join(listed)} \u2014 {one}")
+
+
 def regime_bands(x_lo: float, x_hi: float) -> tuple[RegimeBand, ...]:
     edges = [x_lo, *(float(e) for e in REGIME_EDGES), x_hi]
     return tuple(
@@ -231,6 +245,8 @@ def compute_roofline(
         focused=table.layer_index[rows] == focused_layer if focused_layer >= 0 else np.zeros(len(rows), bool),
     )
     devices = tuple(_device_roofline(analysis, i, x_lo, x_hi) for i in range(n_dev))
+    note = missing_peak_note(analysis.devices.devices[d], analysis.precision) if n_dev else ""
     return RooflineResult(
-        analysis.precision, d, devices, points, regime_bands(x_lo, x_hi), (x_lo, x_hi), y_range, focused_layer
+        analysis.precision, d, devices, points, regime_bands(x_lo, x_hi), (x_lo, x_hi), y_range, focused_layer,
+        note,
     )

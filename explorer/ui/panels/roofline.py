@@ -3,7 +3,9 @@
 Draws :func:`explorer.core.analysis.roofline_view.compute_roofline`: per device its ceiling at the precision,
 faint ceilings for its other precisions, a slope per memory level with a known bandwidth and the labelled
 ridge point; per operator a point (size = share of time, colour = bound, regime or kind); the chapter's regime
-bands with their recommended optimizations in the tooltip. Clicking a point selects its layer everywhere.
+bands with their recommended optimizations in the tooltip. Clicking a point selects its layer everywhere. With an
+imported trace (:meth:`RooflinePanel.set_trace`) its measured kernels are crosses on the device in focus. When
+that device has no peak at the precision, a note in the plot says which precisions it has.
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ from explorer.core.analysis.roofline_view import compute_roofline
 
 from .base import AnalysisPanel
 from .plotting import (
-    DASH,
     FOCUS_PEN,
     BarPicker,
     cached,
@@ -31,6 +32,9 @@ from .plotting import (
     set_range,
     si,
 )
+from .roofline_items import DeviceItems, draw_device, roofline_csv
+from .roofline_labels import CeilingLabels, pixel_rect, scatter_rects
+from .roofline_trace import MeasuredLayer
 
 BOUND_COLORS = {"memory": (230, 85, 13, 190), "compute": (117, 107, 177, 190)}
 REGIME_COLORS = {
@@ -57,34 +61,6 @@ GRID = (220, 220, 220)
 
 def _log(a):
     return np.log10(np.asarray(a, dtype=float))
-
-
-class _DeviceItems:
-    """The plot items of one device slot, created once and reused: the roof (main-memory slope and the ceiling
-    at the precision), the on-chip slopes and the other precisions' ceilings (as segment pairs), the ridge
-    label."""
-
-    def __init__(self, plot: pg.PlotItem):
-        self.roof = pg.PlotDataItem()
-        self.levels = pg.PlotDataItem(connect="pairs")
-        self.others = pg.PlotDataItem(connect="pairs")
-        self.ridge_label = cached(pg.TextItem(anchor=(1.05, -0.1)))  # below and left of the ridge point
-        for item in (self.roof, self.levels, self.others, self.ridge_label):
-            plot.addItem(item)
-
-    def hide(self) -> None:
-        for item in (self.roof, self.levels, self.others, self.ridge_label):
-            item.setVisible(False)
-
-
-def _segments(pieces) -> tuple[np.ndarray, np.ndarray]:
-    """Concatenate 2-point segments for a ``connect='pairs'`` item."""
-    if not pieces:
-        return np.empty(0), np.empty(0)
-    return (
-        np.concatenate([np.asarray(x, float)[[0, -1]] for x, _ in pieces]),
-        np.concatenate([np.asarray(y, float)[[0, -1]] for _, y in pieces]),
-    )
 
 
 class RooflinePanel(AnalysisPanel):
@@ -116,7 +92,7 @@ class RooflinePanel(AnalysisPanel):
             for line in band.lines:
                 line.setPen(pg.mkPen(None))
             plot.addItem(band, ignoreBounds=True)
-            label = pg.TextItem(color=pg.mkColor(*color), anchor=(0.5, 0))
+            label = pg.TextItem(color=pg.mkColor(*color), anchor=(0, 0))  # at the band's left edge
             plot.addItem(label, ignoreBounds=True)
             self.bands.append(band)
             self.band_labels.append(label)
@@ -132,8 +108,14 @@ class RooflinePanel(AnalysisPanel):
         )
         self.legend.setZValue(20)
         plot.addItem(self.legend, ignoreBounds=True)
-        self.devices: list[_DeviceItems] = []
-        self.ceiling_labels: list[pg.TextItem] = []
+        self.devices: list[DeviceItems] = []
+        self.ceiling_labels = CeilingLabels(plot, self._label_obstacles)
+        # why the device in focus has no points (no peak at the precision): in the plot, where one looks
+        self.focus_note = pg.TextItem(anchor=(0.5, 0.5), color=(120, 20, 20), fill=pg.mkBrush(255, 255, 255),
+                                      border=pg.mkPen(200, 120, 120))
+        self.focus_note.setZValue(25)
+        plot.addItem(self.focus_note, ignoreBounds=True)
+        self.measured = MeasuredLayer(plot)
         # scatter items take log10 coordinates (they have no log mode); lines are PlotDataItems in linear
         # units
         self.ridges = pg.ScatterPlotItem(symbol="d", size=11, pen=pg.mkPen("k", width=0.5))
@@ -150,6 +132,23 @@ class RooflinePanel(AnalysisPanel):
         # one hover handler for points, ridges and bands (item tooltips would hide the points' under a band)
         BarPicker(plot, self._hover_key, self.describe_hover)
 
+    # -- the measured layer
+    def set_trace(self, trace) -> None:
+        """Show the kernels of an imported trace (``explorer.core.traces.Trace``) as crosses; None removes them."""
+        self.measured.trace = trace
+        self.schedule(full=True)
+
+    def _label_obstacles(self, view_range, size) -> list:
+        """Pixel boxes the ceiling labels must not cover: the band names, the legend, the focused device's ridge
+        label, the operator points, the ridge points and the measured crosses."""
+        d = self.result.device_index if self.result is not None else -1
+        ridge = [self.devices[d].ridge_label] if 0 <= d < len(self.devices) else []
+        texts = [item for item in (*self.band_labels, self.legend, *ridge) if item.isVisible()]
+        boxes = [pixel_rect(item, view_range, size) for item in texts]
+        for scatter in (self.points, self.ridges, self.measured.scatter):
+            boxes += scatter_rects(scatter, view_range, size)
+        return boxes
+
     # -- drawing
     def redraw(self, analysis) -> None:
         d = self.device_index(analysis)
@@ -159,6 +158,8 @@ class RooflinePanel(AnalysisPanel):
                 items.hide()
             for item in (self.points, self.focus_ring, self.ridges):
                 item.setData(x=[], y=[])
+            self.measured.draw(analysis, -1)
+            self.focus_note.setVisible(False)
             self.set_message("Select one or more devices to place the model on their rooflines.")
             return
         r = self.result = compute_roofline(analysis, self.workspace.focused_layer, d)
@@ -182,17 +183,19 @@ class RooflinePanel(AnalysisPanel):
                 f"Regime '{b.name}' ({edge} FLOP/byte, the chapter's Table 14)\nRecommended: {b.advice}"
             )
             label.setText(f"{b.name}\n{edge}")
-            label.setPos((math.log10(b.lo) + math.log10(b.hi)) / 2, math.log10(y_hi))
+            label.setPos(math.log10(b.lo), math.log10(y_hi))
         while len(self.devices) < len(r.devices):
-            self.devices.append(_DeviceItems(self.plot))
+            self.devices.append(DeviceItems(self.plot))
         for i, items in enumerate(self.devices):
             if i < len(r.devices):
-                self._draw_device(items, r.devices[i], i, focused=i == d)
+                draw_device(items, r.devices[i], i, focused=i == d)
             else:
                 items.hide()
+        self.measured.draw(analysis, d)
         ids = tuple(x.id for x in r.devices)
         ridges = tuple(x.ridge for x in r.devices)
-        if changed(self.legend, "html", (ids, d, r.precision, ridges)):
+        measured_row = self.measured.legend_row()
+        if changed(self.legend, "html", (ids, d, r.precision, ridges, measured_row)):
             rows = []
             for i, x in enumerate(r.devices):
                 name = html.escape(x.name)
@@ -201,10 +204,11 @@ class RooflinePanel(AnalysisPanel):
                     f"<span style='color:{device_color(i)}'>{'&#9473;' * 3}</span> "
                     f"{'<b>' + name + '</b>' if i == d else name}{ridge}"
                 )
+            if measured_row:
+                rows.append(measured_row)
             rows.append("<span style='color:#888'>- - on-chip levels &nbsp; pale: other precisions</span>")
             self.legend.setHtml("<div style='font-size:8pt'>" + "<br>".join(rows) + "</div>")
         self.legend.setPos(math.log10(x_hi), math.log10(y_lo))
-        self._label_ceilings(r.devices[d], d)
         ok = [i for i, x in enumerate(r.devices) if math.isfinite(x.ridge)]
         if changed(self.ridges, "data", ([r.devices[i].ridge for i in ok], [r.devices[i].peak for i in ok])):
             self.ridges.setData(
@@ -214,15 +218,31 @@ class RooflinePanel(AnalysisPanel):
                 brush=[pg.mkBrush(device_color(i)) for i in ok],
             )
         self._draw_points(r)
-        missing = [f"{x.name}: {x.missing}" for x in r.devices if x.missing]
+        self._label_ceilings(r.devices[d], d)  # after the points: the labels keep clear of them
+        self._draw_focus_note(r)
+        # the focus note already says what the device in focus lacks
+        missing = [f"{x.name}: {x.missing}" for i, x in enumerate(r.devices) if x.missing and not (i == d and r.focus_note)]
         dev = r.devices[d]
         text = (
             f"Points: {len(r.points.rows)} operators on {dev.name} at {r.precision}; size = share of time; "
             f"colour: {self._color_key(r)}."
         )
+        if r.focus_note:
+            text = f"{r.focus_note}."
         if missing:
             text += "  Not drawn \u2014 " + "; ".join(missing) + "."
+        if self.measured.active:
+            text += "  " + self.measured.message()
         self.set_message(text)
+
+    def _draw_focus_note(self, r) -> None:
+        self.focus_note.setVisible(bool(r.focus_note))
+        if r.focus_note and changed(self.focus_note, "note", (r.focus_note, r.x_range, r.y_range)):
+            # painted directly: a pixmap cache keeps the empty first bounding box and drops the white box
+            self.focus_note.setCacheMode(pg.QtWidgets.QGraphicsItem.CacheMode.NoCache)
+            self.focus_note.setHtml(f"<div style='font-size:10pt'>{html.escape(r.focus_note)}</div>")
+            (x_lo, x_hi), (y_lo, y_hi) = (math.log10(v) for v in r.x_range), (math.log10(v) for v in r.y_range)
+            self.focus_note.setPos((x_lo + x_hi) / 2, (y_lo + y_hi) / 2)
 
     def _color_key(self, r) -> str:
         mode = self.color_by.currentText()
@@ -252,41 +272,6 @@ class RooflinePanel(AnalysisPanel):
                 line.setValue(lines[i][0])
             line.setVisible(i < len(lines))
 
-    def _draw_device(self, items: _DeviceItems, dr, index: int, focused: bool) -> None:
-        color = device_color(index)
-        width = 2.5 if focused else 1.5
-        main = dr.slopes[0] if dr.slopes else None
-        if dr.ceiling is not None and main is not None:
-            x = np.array([main.x[0], dr.ridge, dr.ceiling.x[-1]]) if np.isfinite(dr.ridge) else main.x
-            y = np.array([main.y[0], dr.peak, dr.peak]) if np.isfinite(dr.ridge) else main.y
-        elif dr.ceiling is not None:
-            x, y = dr.ceiling.x, dr.ceiling.y
-        elif main is not None:
-            x, y = main.x, main.y
-        else:
-            x, y = np.empty(0), np.empty(0)
-        if changed(items.roof, "data", (x, y, color, width)):
-            items.roof.setData(x, y, pen=pg.mkPen(color, width=width))
-        items.roof.setVisible(len(x) > 0)
-        lx, ly = _segments([(sl.x, sl.y) for sl in dr.slopes[1:]])
-        if changed(items.levels, "data", (lx, ly, color)):
-            pen = pg.mkPen(color, width=1.0)
-            pen.setDashPattern([8, 6])  # long dashes: cheap to paint
-            items.levels.setData(lx, ly, pen=pen)
-        items.levels.setVisible(len(lx) > 0)
-        ox, oy = _segments([(c.x, c.y) for c in dr.other_ceilings])
-        if changed(items.others, "data", (ox, oy, color)):
-            rgb = pg.mkColor(color).getRgb()[:3]
-            items.others.setData(ox, oy, pen=pg.mkPen(opaque(rgb, 0.4), width=1))  # faint: solid, pale
-        items.others.setVisible(len(ox) > 0)
-        if math.isfinite(dr.ridge) and math.isfinite(dr.peak):
-            if changed(items.ridge_label, "text", (dr.ridge, dr.peak, color)):
-                items.ridge_label.setText(f"ridge {dr.ridge:.3g} FLOP/B", color=color)
-                items.ridge_label.setPos(math.log10(dr.ridge), math.log10(dr.peak))
-            items.ridge_label.setVisible(focused)  # every ridge is in the legend and the hover
-        else:
-            items.ridge_label.setVisible(False)
-
     def _label_ceilings(self, dr, index: int) -> None:
         """Name the ceilings of the device in focus (precisions sharing a value share a label)."""
         color = pg.mkColor(device_color(index))
@@ -294,28 +279,17 @@ class RooflinePanel(AnalysisPanel):
         faint.setAlpha(170)
         entries = []
         if dr.ceiling is not None:
-            entries.append(
-                (f"{dr.ceiling.precision} {si(dr.peak, 'FLOP/s')}", dr.ceiling.x[-1], dr.peak, color)
-            )
+            entries.append((f"{dr.ceiling.precision} {si(dr.peak, 'FLOP/s')}", dr.ceiling.x[0], dr.ceiling.x[-1],
+                            dr.peak, color, True))
         names: dict[float, list[str]] = {}
         for c in dr.other_ceilings:
             if c.flops != dr.peak:
                 names.setdefault(c.flops, []).append(c.precision)
         for flops, precisions in names.items():
-            x_end = next(c.x[-1] for c in dr.other_ceilings if c.flops == flops)
-            entries.append((f"{'/'.join(precisions)} {si(flops, 'FLOP/s')}", x_end, flops, faint))
-        while len(self.ceiling_labels) < len(entries):
-            label = cached(pg.TextItem(anchor=(1, 1)))
-            self.plot.addItem(label)
-            self.ceiling_labels.append(label)
-        key = [(text, x, y, c.name(pg.QtGui.QColor.NameFormat.HexArgb)) for text, x, y, c in entries]
-        if changed(self, "ceiling_labels", key):
-            for i, label in enumerate(self.ceiling_labels):
-                if i < len(entries):
-                    text, x, y, c = entries[i]
-                    label.setText(text, color=c)
-                    label.setPos(math.log10(x), math.log10(y))
-                label.setVisible(i < len(entries))
+            line = next(c for c in dr.other_ceilings if c.flops == flops)
+            entries.append((f"{'/'.join(precisions)} {si(flops, 'FLOP/s')}", line.x[0], line.x[-1], flops, faint,
+                            False))
+        self.ceiling_labels.set_entries(entries)
 
     def _brush(self, rgba) -> pg.QtGui.QBrush:
         brush = self._brush_cache.get(rgba)
@@ -366,6 +340,9 @@ class RooflinePanel(AnalysisPanel):
         if self.result is None:
             return None
         pos = QPointF(x, y)
+        measured = self.measured.hover_key(x, y)
+        if measured is not None:
+            return measured
         for kind, item in (("point", self.points), ("ridge", self.ridges)):
             found = item.pointsAt(pos)
             if len(found):
@@ -382,6 +359,8 @@ class RooflinePanel(AnalysisPanel):
             return self._point_tip(0, 0, value)
         if kind == "ridge":
             return self._ridge_tip(0, 0, value)
+        if kind == "measured":
+            return self.measured.tip(value)
         return self._band_tips[value] if value < len(self._band_tips) else ""
 
     def _point_tip(self, x, y, data) -> str:
@@ -412,44 +391,4 @@ class RooflinePanel(AnalysisPanel):
         )
 
     def csv_table(self):
-        r = self.result
-        header = [
-            "operator",
-            "kind",
-            "layer",
-            "intensity (FLOP/byte)",
-            "attainable (FLOP/s)",
-            "modelled (FLOP/s)",
-            "time (s)",
-            "time share",
-            "bound",
-            "regime",
-            "device",
-            "precision",
-        ]
-        if r is None:
-            return header, []
-        p, dev = r.points, r.devices[r.device_index]
-        rows = [
-            [
-                p.names[i],
-                p.kinds[i],
-                int(p.layer[i]) + 1,
-                float(p.intensity[i]),
-                float(p.attainable[i]),
-                float(p.achieved[i]),
-                float(p.time[i]),
-                float(p.time_share[i]),
-                p.bound[i],
-                p.regime[i],
-                dev.name,
-                r.precision,
-            ]
-            for i in range(len(p.rows))
-        ]
-        rows.append([])
-        rows.append(
-            ["device", "peak (FLOP/s)", "main memory bandwidth (B/s)", "ridge (FLOP/byte)", "missing"]
-        )
-        rows.extend([[x.name, x.peak, x.bandwidth, x.ridge, x.missing or DASH] for x in r.devices])
-        return header, rows
+        return roofline_csv(self.result)

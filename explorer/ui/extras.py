@@ -1,0 +1,90 @@
+"""The docks beyond the four analysis panels: the chapter's calculators, the procurement planner and the
+imported trace. They join the analysis panels' tab group; the calculators follow the selected devices.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+
+from PySide6.QtWidgets import QDockWidget, QScrollArea, QWidget
+
+from explorer.core.calculators.batch_sweep import CHAPTER_DEVICES, DeviceRidge
+from explorer.core.device import Device
+
+
+def ridge_devices(devices: Sequence[Device], precision: str) -> list[DeviceRidge]:
+    """The devices as the calculators take them (name, dense peak at ``precision`` in FLOP/s, main-memory
+    bandwidth in B/s). Devices without a peak at the precision or without a bandwidth are left out: the
+    calculators' ridge lines and device pickers need both numbers."""
+    out = []
+    for device in devices:
+        peak, bandwidth = device.peak_flops(precision), device.bandwidth
+        if math.isfinite(peak) and peak > 0 and math.isfinite(bandwidth) and bandwidth > 0:
+            out.append(DeviceRidge(f"{device.name} {precision.upper()}", peak, bandwidth))
+    return out
+
+
+def _disconnect(signal, slot, *_):
+    try:
+        signal.disconnect(slot)
+    except (ValueError, RuntimeError):
+        pass
+
+
+class CalculatorDevices:
+    """Keeps a :class:`~explorer.ui.calculators.panel.CalculatorsPanel` on the workspace's selected devices
+    at the analysis precision (the chapter's V100/A100/T4/H100 when none of them has the figures)."""
+
+    def __init__(self, workspace, panel):
+        self.workspace, self.panel = workspace, panel
+        self.devices: tuple[DeviceRidge, ...] | None = None
+        workspace.changed.connect(self.sync)
+        panel.destroyed.connect(functools.partial(_disconnect, workspace.changed, self.sync))
+        self.sync()
+
+    def sync(self, changes=frozenset({"devices"})) -> None:
+        if not {"devices", "assumptions"} & set(changes):
+            return
+        ws = self.workspace
+        devices = tuple(ridge_devices(ws.devices, ws.assumptions.precision)) or CHAPTER_DEVICES
+        if devices != self.devices:  # setting devices resets the pickers: only when they change
+            self.devices = devices
+            self.panel.set_devices(list(devices))
+
+
+def _scrolling(widget: QWidget) -> QScrollArea:
+    """The calculators need about 840 x 670 px: in a smaller dock they scroll instead of being clipped (and of
+    forcing that minimum size on every analysis tab)."""
+    area = QScrollArea()
+    area.setWidget(widget)
+    area.setWidgetResizable(True)
+    area.setFrameShape(QScrollArea.Shape.NoFrame)
+    return area
+
+
+def add_extra_docks(window, area) -> list[QDockWidget]:
+    """Create the Procurement planner, Calculators and Trace docks on ``window`` (a MainWindow) in ``area``,
+    tabbed with its analysis panels; sets ``window.planner``, ``window.calculators`` and
+    ``window.trace_panel``; returns the docks."""
+    from .calculators.panel import CalculatorsPanel
+    from .planner.planner_panel import PlannerPanel
+    from .traces.panel import TracePanel
+
+    ws = window.workspace
+    window.planner = PlannerPanel(ws, window)
+    window.calculators = CalculatorsPanel(parent=window)
+    window.calculators.list.setMinimumWidth(200)  # the calculators' names stay readable
+    window.calculator_devices = CalculatorDevices(ws, window.calculators)
+    window.trace_panel = TracePanel(ws, window)
+    docks: list[QDockWidget] = []
+    for title, name, widget in (("Procurement planner", "planner_dock", window.planner),
+                                ("Calculators", "calculators_dock", _scrolling(window.calculators)),
+                                ("Trace", "trace_dock", window.trace_panel)):
+        dock = window._add_dock(title, name, widget, area)
+        group = [*window.panel_docks, *docks]
+        if group:
+            window.tabifyDockWidget(group[-1], dock)
+        docks.append(dock)
+    return docks

@@ -1,0 +1,171 @@
+"""File menu imports: an ONNX model (as one undoable edit), a profiler trace (the Trace dock and crosses on the
+roofline), and the device catalog's import and export (delegated to the catalog dock).
+
+Errors are shown in a message box that names the file and what is wrong; the open project is left untouched.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from PySide6.QtCore import QObject, Qt
+from PySide6.QtWidgets import QDockWidget, QFileDialog, QInputDialog, QMessageBox
+
+from explorer.core.commands import SetModel
+
+ONNX_FILTER = "ONNX models (*.onnx);;All files (*)"
+TRACE_FILTER = ("Profiler traces (*.json *.csv *.txt);;Chrome / PyTorch trace (*.json);;"
+                "Nsight Compute or Torq CSV (*.csv);;All files (*)")
+_SYMBOLIC = re.compile(r"dimension \d+ is symbolic \('([^']+)'\)")
+DEFAULT_DIM = 128
+DEFAULT_CLOCK_MHZ = 800.0
+
+
+class Importer(QObject):
+    """The File menu's import commands for a MainWindow (which owns the panels they feed)."""
+
+    def __init__(self, window):
+        super().__init__(window)
+        self.window = window
+        self.trace = None  # the imported trace: independent of the workspace (kept across projects)
+        self.summary: QMessageBox | None = None  # the last import's summary (non-modal)
+
+    # -- ONNX
+    def import_model(self, path: str | Path | None = None) -> bool:
+        """Ask for an ONNX file (unless given), import it and make it the workspace's model (Undo restores
+        the previous one). Symbolic input sizes other than the batch are asked for. False if nothing changed."""
+        from explorer.core.onnx_import import OnnxImportError, import_onnx  # imported on use: onnx is large
+
+        if path is None:
+            path, _ = QFileDialog.getOpenFileName(self.window, "Import ONNX model", "", ONNX_FILTER)
+            if not path:
+                return False
+        dims: dict[str, int] = {}
+        while True:
+            try:
+                result = import_onnx(path, dims=dims or None)
+                break
+            except OnnxImportError as exc:
+                symbol = _SYMBOLIC.search(str(exc))
+                if symbol is None or symbol.group(1) in dims:
+                    self._error("Import model", f"The model was not imported.\n\n{exc}")
+                    return False
+                size, ok = QInputDialog.getInt(
+                    self.window, "Import model",
+                    f"The input dimension '{symbol.group(1)}' has no fixed size.\nSize to analyze it at:",
+                    DEFAULT_DIM, 1, 10_000_000)
+                if not ok:
+                    return False
+                dims[symbol.group(1)] = size
+        name = Path(path).name
+        self.window.workspace.execute(SetModel(result.model, text=f"import {name}"))
+        self._show_model_summary(name, result)
+        return True
+
+    def _show_model_summary(self, name: str, result) -> None:
+        layers = len(result.model.layers)
+        unsupported = sum(n for _, n in result.unsupported)
+        text = f"Imported {layers} layers from {name}."
+        if result.unsupported:
+            listed = ", ".join(f"{op} \u00d7{n}" for op, n in result.unsupported)
+            text += (f"\n\n{unsupported} operator(s) of {len(result.unsupported)} type(s) are not supported and "
+                     f"are kept as opaque layers with their traffic and no work: {listed}.")
+        self.window.statusBar().showMessage(text.splitlines()[0] + " Undo restores the previous model.", 10000)
+        if not result.unsupported and not result.warnings:
+            return
+        details = []
+        if result.unsupported:
+            details.append("Unsupported operators (count):")
+            details += [f"  {op}: {n}" for op, n in result.unsupported]
+        if result.warnings:
+            details.append("Warnings:")
+            details += [f"  - {w}" for w in result.warnings]
+        box = QMessageBox(QMessageBox.Icon.Warning if result.unsupported else QMessageBox.Icon.Information,
+                          "Model imported", text, QMessageBox.StandardButton.Ok, self.window)
+        box.setInformativeText(f"{len(result.warnings)} warning(s); see the details." if result.warnings else "")
+        box.setDetailedText("\n".join(details))
+        box.setWindowModality(Qt.WindowModality.NonModal)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.destroyed.connect(lambda *_: setattr(self, "summary", None))
+        self.summary = box
+        box.show()
+
+    # -- traces
+    def import_trace(self, path: str | Path | None = None):
+        """Ask for a trace file (unless given), read it and show it; the Torq trace.csv's clock is asked for.
+        Returns the trace, or None when nothing was loaded."""
+        from explorer.core.traces import TraceError, load_trace
+
+        if path is None:
+            path, _ = QFileDialog.getOpenFileName(self.window, "Import profiler trace", "", TRACE_FILTER)
+            if not path:
+                return None
+        clock_hz = None
+        while True:
+            try:
+                trace = load_trace(path, clock_hz=clock_hz)
+                break
+            except TraceError as exc:
+                if exc.field == "clock_hz" and clock_hz is None:
+                    mhz, ok = QInputDialog.getDouble(
+                        self.window, "Import trace",
+                        "This trace counts time in clock cycles.\nNPU clock frequency (MHz):",
+                        DEFAULT_CLOCK_MHZ, 0.001, 1_000_000.0, 3)
+                    if not ok:
+                        return None
+                    clock_hz = mhz * 1e6
+                    continue
+                self._error("Import trace", f"The trace was not loaded.\n\n{exc}")
+                return None
+        self.set_trace(trace)
+        self.window.statusBar().showMessage(f"Loaded {Path(path).name}: {self._placed(trace)}", 10000)
+        return trace
+
+    def _placed(self, trace) -> str:
+        from explorer.core.analysis.roofline_measured import measured_roofline
+        from explorer.core.traces import kernel_events
+
+        ws = self.window.workspace
+        analysis = ws.analysis
+        if analysis is None:
+            return f"{len(kernel_events(trace))} kernels; select a device to place them on the Roofline"
+        ids = analysis.devices.ids
+        m = measured_roofline(trace, analysis, ids.index(ws.focused_device) if ws.focused_device in ids else 0)
+        return f"{len(m)} of {m.kernels} kernels placed on the Roofline" + (f" ({m.note})" if m.note else "")
+
+    def set_trace(self, trace) -> None:
+        """Show ``trace`` (None clears it) in the Trace dock and as measured points on the roofline."""
+        self.trace = trace
+        for dock in self.window.panel_docks:
+            panel = dock.widget()
+            if hasattr(panel, "set_trace"):
+                panel.set_trace(trace)
+        self.window.trace_panel.set_trace(trace)
+        if trace is not None:
+            dock = self.window.findChild(QDockWidget, "trace_dock")
+            if dock is not None:
+                dock.show()
+                dock.raise_()
+
+    # -- the device catalog
+    def import_catalog(self) -> tuple[str, ...]:
+        dock = self.window.catalog_dock
+        if dock is None:
+            return ()
+        ids = dock.import_catalog()
+        if ids:
+            self.window.statusBar().showMessage(f"Imported {len(ids)} device(s) into the catalog", 8000)
+        return ids
+
+    def export_catalog(self) -> int:
+        dock = self.window.catalog_dock
+        if dock is None:
+            return 0
+        count = dock.export_catalog()
+        if count:
+            self.window.statusBar().showMessage(f"Exported {count} device(s)", 8000)
+        return count
+
+    def _error(self, title: str, message: str) -> None:
+        QMessageBox.warning(self.window, title, message)

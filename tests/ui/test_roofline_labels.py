@@ -1,0 +1,89 @@
+"""Roofline fixes: a device in focus without a peak at the precision says so in the plot (the others are still
+drawn), and the ceiling labels overlap neither each other, the regime band names, the legend nor the ridge
+label, at several panel sizes."""
+
+from __future__ import annotations
+
+import pytest
+
+from explorer.core.catalog_files import load_shipped_devices
+from explorer.core.templates import get_template
+from explorer.core.workspace import Assumptions, Workspace
+from explorer.ui.panels import RooflinePanel
+from explorer.ui.panels.roofline_labels import place_labels
+
+IDS = ("nvidia-a100-sxm4-80gb", "nvidia-h100-sxm5", "google-tpu-v4")
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return {d.id: d for d in load_shipped_devices()}
+
+
+def panel_for(qtbot, catalog, precision, focus, size):
+    gpt2 = get_template("gpt2")
+    ws = Workspace(gpt2.build(), lookup=lambda ids: [catalog[i] for i in ids],
+                   assumptions=Assumptions(precision=precision, phase=gpt2.phase_default))
+    ws.select_devices(IDS)
+    ws.focus_device(focus)
+    panel = RooflinePanel(ws)
+    qtbot.addWidget(panel)
+    panel.resize(*size)
+    panel.show()
+    qtbot.waitExposed(panel)
+    panel.flush()
+    return panel
+
+
+def overlap(a, b, slack=2.0) -> bool:
+    return a[0] < b[2] - slack and b[0] < a[2] - slack and a[1] < b[3] - slack and b[1] < a[3] - slack
+
+
+def test_device_without_the_precision_says_so_in_the_plot(qtbot, catalog):
+    panel = panel_for(qtbot, catalog, "fp16", "google-tpu-v4", (1000, 600))
+    note = ("Google Cloud TPU v4 has no fp16 peak in the catalog; it lists bf16, int8 \u2014 choose one of those "
+            "precisions")
+    assert panel.focus_note.isVisible() and panel.focus_note.textItem.toPlainText() == note
+    assert panel.message.text().startswith(note)
+    assert "Google Cloud TPU v4: no fp16 peak" not in panel.message.text()  # said once
+    assert len(panel.points.getData()[0]) == 0
+    # the other devices are still drawn: A100 and H100 roofs with their fp16 ceilings
+    assert panel.devices[0].roof.getOriginalDataset()[1][-1] == 312e12
+    assert panel.devices[1].roof.getOriginalDataset()[1][-1] == pytest.approx(989.5e12)
+    panel.workspace.set_assumptions(precision="bf16")
+    panel.flush()
+    assert not panel.focus_note.isVisible() and len(panel.points.getData()[0]) > 0
+
+
+@pytest.mark.parametrize("size", [(900, 520), (1280, 760), (700, 420)])
+@pytest.mark.parametrize("precision, focus", [("bf16", "nvidia-h100-sxm5"), ("fp16", "nvidia-a100-sxm4-80gb")])
+def test_ceiling_labels_overlap_nothing(qtbot, catalog, size, precision, focus):
+    panel = panel_for(qtbot, catalog, precision, focus, size)
+    vb = panel.plot.vb
+    boxes = panel.ceiling_labels.boxes()
+    shown = [text for text, _ in boxes]
+    assert {"bf16": "bf16 990 TFLOP/s", "fp16": "fp16 312 TFLOP/s"}[precision] in shown  # the roof: always
+    assert len(boxes) >= (2 if size[0] < 800 else 3)  # H100: fp8/int8, bf16, tf32, fp64/fp32; small plots drop some
+    for i, (text, box) in enumerate(boxes):
+        assert box[0] >= -1 and box[2] <= vb.width() + 1 and box[1] >= -1 and box[3] <= vb.height() + 1, text
+        for other_text, other in boxes[i + 1:]:
+            assert not overlap(box, other), (text, other_text)
+        for other in panel._label_obstacles(vb.viewRange(), (vb.width(), vb.height())):
+            assert not overlap(box, other), (text, other)
+
+
+def test_place_labels_moves_left_along_the_line_then_below():
+    # two lines 10 px apart, labels 100 x 16 px, lines from x=300 to the right edge at 800
+    a, b = place_labels([(50, 300, 800, 100, 16, True), (60, 300, 800, 100, 16, False)], 800, 400)
+    assert a == (700, 34, 800, 50)  # above its line at the right end
+    assert b == (594, 44, 694, 60)  # above its line, moved left past the first label
+    # no room to the left (the line starts at 650): the second label goes below its line
+    a, b = place_labels([(50, 300, 800, 100, 16, True), (60, 650, 800, 100, 16, False)], 800, 400)
+    assert b == (700, 60, 800, 76)
+    # an obstacle at the top right (a band name) pushes the first label left
+    (a,) = place_labels([(30, 0, 800, 100, 16, True)], 800, 400, obstacles=[(720, 0, 800, 30)])
+    assert a == (614, 14, 714, 30)
+    # nowhere free: an optional label is left out, a required one moves down past what it hits
+    wall = [(0, 0, 800, 45), (0, 47, 800, 70)]
+    assert place_labels([(46, 0, 800, 100, 16, False)], 800, 400, obstacles=wall) == [None]
+    assert place_labels([(46, 0, 800, 100, 16, True)], 800, 400, obstacles=wall) == [(700, 69, 800, 85)]
