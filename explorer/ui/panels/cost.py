@@ -25,7 +25,7 @@ from .plotting import (
     DASH,
     NO_PEN,
     BarPicker,
-    cached,
+    PinnedText,
     changed,
     elide,
     fixed_lines,
@@ -97,7 +97,7 @@ class CostPanel(AnalysisPanel):
             self._keys[id(plot)] = "  ".join(
                 f"<span style='color:{c}'>\u25a0</span> {n}" for _, c, n in specs
             )
-        self.notes: dict[str, list[pg.TextItem]] = {"per_tflops": [], "tco": [], "million": []}
+        self.notes: dict[str, list[PinnedText]] = {"per_tflops": [], "tco": [], "million": []}
         BarPicker(self.per_tflops, self._locate, lambda i: self._describe(i, "per_tflops"))
         BarPicker(self.tco_plot, self._locate, lambda i: self._describe(i, "tco"))
         BarPicker(self.million, self._locate, lambda i: self._describe(i, "million"))
@@ -214,7 +214,7 @@ class CostPanel(AnalysisPanel):
             return
         pool = self.notes[key]
         while len(pool) < len(reasons):
-            t = cached(pg.TextItem(color=(120, 120, 120), anchor=(0, 0.5)))
+            t = PinnedText(color=(120, 120, 120), anchor=(0, 0.5))
             plot.addItem(t, ignoreBounds=True)
             pool.append(t)
         for i, t in enumerate(pool):

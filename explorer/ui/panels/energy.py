@@ -67,6 +67,8 @@ class _Stack:
     def set(self, segments: np.ndarray, colors: list[str], height: float = 0.7) -> None:
         """``segments`` is (bars, parts) in J; NaN parts draw nothing."""
         n, parts = segments.shape
+        if not changed(self, "segments", (segments, tuple(colors), height)):
+            return  # unchanged bars keep their pictures
         while len(self.items) < parts:
             item = pg.BarGraphItem(x0=[], y=[], width=[], height=height)
             self.plot.addItem(item)
@@ -165,6 +167,7 @@ class EnergyPanel(AnalysisPanel):
             self.total_stack.set(np.zeros((0, 0)), [])
             self.ladder_bars.setOpts(x0=[], y=[], width=[])
             self.focus_bars.setOpts(x0=[], y=[], width=[])
+            self.focus_bars.__dict__.get("_last_keys", {}).clear()
             self.table.setRowCount(0)
             self.set_message("Select one or more devices to see where the energy goes.")
             return
@@ -245,18 +248,28 @@ class EnergyPanel(AnalysisPanel):
         if not changed(self.table, "rows", v.table) and not force:
             return
         self.table.blockSignals(True)
+        resized = self.table.rowCount() != len(v.table)
         self.table.setRowCount(len(v.table))
         for i, row in enumerate(v.table):
             shown = f"{row.value * 1e12:.4g} " + ("pJ/B" if row.unit == "J/B" else "pJ")
             cells = [row.label, shown, "pJ per byte" if row.unit == "J/B" else "pJ per MAC", row.source]
             for c, text in enumerate(cells):
-                item = QTableWidgetItem(text)
-                if c != 1:
-                    item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsEditable)
-                item.setData(Qt.ItemDataRole.UserRole, row.key)
-                item.setToolTip(row.source)
-                self.table.setItem(i, c, item)
-        self.table.resizeColumnsToContents()
+                item = self.table.item(i, c)
+                if item is None:  # cells are created once and updated in place (setItem re-lays out the view)
+                    item = QTableWidgetItem(text)
+                    if c != 1:
+                        item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsEditable)
+                    self.table.setItem(i, c, item)
+                    resized = True
+                elif item.text() != text:
+                    item.setText(text)
+                    resized = True
+                if item.data(Qt.ItemDataRole.UserRole) != row.key:
+                    item.setData(Qt.ItemDataRole.UserRole, row.key)
+                if item.toolTip() != row.source:
+                    item.setToolTip(row.source)
+        if resized:
+            self.table.resizeColumnsToContents()
         self.table.blockSignals(False)
 
     def redraw_focus(self, analysis) -> None:
@@ -269,6 +282,8 @@ class EnergyPanel(AnalysisPanel):
         else:
             focused = v.row_layer == self.workspace.focused_layer
         idx = np.flatnonzero(focused)
+        if not changed(self.focus_bars, "focus", (idx, segments[idx])):
+            return
         self.focus_bars.setOpts(
             x0=np.zeros(len(idx)),
             y=idx.astype(float),

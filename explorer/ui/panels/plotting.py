@@ -14,7 +14,8 @@ from collections.abc import Callable
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, Qt
-from PySide6.QtWidgets import QComboBox, QGraphicsItem, QLabel, QSizePolicy
+from PySide6.QtGui import QTransform
+from PySide6.QtWidgets import QComboBox, QGraphicsItem, QGraphicsSimpleTextItem, QLabel, QSizePolicy
 
 from explorer.core.units import format_si
 
@@ -67,6 +68,34 @@ def cached(item):
 
 
 CACHED_TYPES = (pg.AxisItem, pg.LabelItem, pg.TextItem, pg.LegendItem)
+
+
+class PinnedText(QGraphicsSimpleTextItem):
+    """Plain text pinned to a point of a plot, drawn at screen size like ``pg.TextItem`` (same font, same 4 px
+    margin, same anchor) but much cheaper when the view's range changes: Qt ignores the view transform for it
+    (no Python transform update per repaint) and keeps its pixmap cache, since only its position moves."""
+
+    MARGIN = 4.0  # QGraphicsTextItem's document margin, which pg.TextItem shows
+
+    def __init__(self, color=(0, 0, 0), anchor=(0.0, 0.0)):
+        super().__init__()
+        self.anchor = anchor
+        self.setBrush(pg.mkBrush(color))
+        self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIgnoresTransformations)
+        self.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
+
+    def setText(self, text: str) -> None:
+        if text == self.text():
+            return
+        super().setText(text)
+        rect = super().boundingRect()
+        m = self.MARGIN
+        self.setTransform(QTransform.fromTranslate(
+            m - self.anchor[0] * (rect.width() + 2 * m), m - self.anchor[1] * (rect.height() + 2 * m)
+        ))
+
+    def toPlainText(self) -> str:
+        return self.text()
 
 
 def device_color(index: int) -> str:

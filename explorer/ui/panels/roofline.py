@@ -158,6 +158,7 @@ class RooflinePanel(AnalysisPanel):
                 items.hide()
             for item in (self.points, self.focus_ring, self.ridges):
                 item.setData(x=[], y=[])
+                item.__dict__.get("_last_keys", {}).clear()  # drawn again in full when devices come back
             self.measured.draw(analysis, -1)
             self.focus_note.setVisible(False)
             self.set_message("Select one or more devices to place the model on their rooflines.")
@@ -310,10 +311,12 @@ class RooflinePanel(AnalysisPanel):
     def _draw_points(self, r) -> None:
         p = r.points
         sizes = MIN_SIZE + (MAX_SIZE - MIN_SIZE) * p.size
-        brushes = [self._brush(c) for c in self.point_colors()]
+        colors = self.point_colors()
         self._log_xy = _log(p.intensity), _log(p.attainable)
-        self.points.setData(x=self._log_xy[0], y=self._log_xy[1], data=p.rows, size=sizes, brush=brushes)
         self._point_sizes = sizes
+        if changed(self.points, "data", (p.intensity, p.attainable, p.rows, sizes, np.asarray(colors, np.int16))):
+            brushes = [self._brush(c) for c in colors]
+            self.points.setData(x=self._log_xy[0], y=self._log_xy[1], data=p.rows, size=sizes, brush=brushes)
         self.redraw_focus(None)
 
     def redraw_focus(self, analysis) -> None:
@@ -321,9 +324,9 @@ class RooflinePanel(AnalysisPanel):
             return
         p = self.result.points
         focused = p.layer == self.workspace.focused_layer
-        self.focus_ring.setData(
-            x=self._log_xy[0][focused], y=self._log_xy[1][focused], size=self._point_sizes[focused] + 6
-        )
+        x, y, size = self._log_xy[0][focused], self._log_xy[1][focused], self._point_sizes[focused] + 6
+        if changed(self.focus_ring, "data", (x, y, size)):
+            self.focus_ring.setData(x=x, y=y, size=size)
 
     # -- interaction
     def _points_clicked(self, _item, points, _ev) -> None:

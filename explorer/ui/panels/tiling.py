@@ -21,6 +21,7 @@ from .base import AnalysisPanel
 from .plotting import (
     NO_PEN,
     BarPicker,
+    cached,
     changed,
     elide,
     name_axis,
@@ -102,6 +103,10 @@ class TilingPanel(AnalysisPanel):
         )
         self.focus_bars.setZValue(10)
         b.addItem(self.focus_bars)
+        # redrawn only when the studied GEMM or the device changes: painted from pixmaps in between (the filled
+        # curve, the scaled image and the many bars are slow to paint in software)
+        for item in (self.curve.curve, self.fold_image, self.bars):
+            cached(item)
         BarPicker(p, self._locate_sweep, self._describe_sweep)
         BarPicker(b, self._locate_bar, self._describe_bar, self._pick_bar)
         BarPicker(f, self._locate_pe, self._describe_pe)
