@@ -9,7 +9,6 @@ from explorer.core.analysis.evaluate import evaluate
 from explorer.core.analysis.procurement import (HOURS_PER_MONTH, Requirements, bandwidth_check, compute_check,
                                                 format_usd, memory_check, parse_latency, parse_rate, plan)
 from explorer.core.device_file import device_from_dict
-from explorer.core.layers import Context
 from explorer.core.model import LayerSpec, Model
 from explorer.core.units import UnitError
 

@@ -49,7 +49,6 @@ class DeviceArrays:
     eta_c: np.ndarray
     eta_m: np.ndarray
     capacity: np.ndarray  # (D,) main memory bytes
-    onchip_capacity: np.ndarray  # (D,) largest on-chip level (per instance) bytes, NaN if unknown
     mac_energy: np.ndarray  # (D,) J/MAC
     # memory levels, padded to the deepest device: (D, V); NaN where a device has no such level
     level_names: tuple[tuple[str, ...], ...]
@@ -95,7 +94,7 @@ def device_arrays(devices: Sequence[Device], precision: str) -> DeviceArrays:
     level_bw = np.full((n, depth), np.nan)
     level_energy = np.full((n, depth), np.nan)
     level_tile = np.full((n, depth), np.nan)
-    names, defaults, onchip = [], [], np.full(n, np.nan)
+    names, defaults = [], []
     mac = np.full(n, np.nan)
     engine = np.zeros(n)
     rows, cols, units = np.full(n, np.nan), np.full(n, np.nan), np.ones(n)
@@ -106,9 +105,6 @@ def device_arrays(devices: Sequence[Device], precision: str) -> DeviceArrays:
         levels = [lv for lv in d.memory if lv.role != "registers"]
         names.append(tuple(lv.name for lv in levels))
         tiles = [(_v(lv.capacity) / lv.instances) for lv in levels]
-        onchip_tiles = [t for lv, t in zip(levels, tiles) if lv.role == "onchip"]
-        if onchip_tiles:
-            onchip[i] = max(onchip_tiles)
         for j, lv in enumerate(levels):
             level_bw[i, j] = _v(lv.bandwidth)
             if lv.energy is not None:
@@ -151,7 +147,7 @@ def device_arrays(devices: Sequence[Device], precision: str) -> DeviceArrays:
     )
     return DeviceArrays(
         devices=devices, precision=precision, bytes_per_element=BYTES_PER_ELEMENT[precision],
-        onchip_capacity=onchip, mac_energy=mac, level_names=tuple(names), level_bw=level_bw,
+        mac_energy=mac, level_names=tuple(names), level_bw=level_bw,
         level_energy=level_energy, level_tile=level_tile, engine=engine, rows=rows, cols=cols, dataflow=dataflow,
         units=units, block_m=block_m, block_n=block_n, sm_count=sms, defaults_used=tuple(defaults), **arrays,
     )

@@ -196,7 +196,6 @@ def evaluate(model_or_table, devices: Sequence[Device] | DeviceArrays, precision
     traffic = np.stack(traffic_levels, axis=2) if traffic_levels else np.zeros((n_rows, n_dev, 0))
     level_energy = np.stack(energy_levels, axis=2) if energy_levels else np.zeros((n_rows, n_dev, 0))
 
-    w = count[:, None]
     decode = ctx.phase == "decode"
     t_total = count @ time
     f_total = float(np.sum(count * flops))

@@ -55,7 +55,7 @@ def systolic_mapping(m: int, n: int, k: int, rows: int, cols: int, dataflow: str
         raise ValueError(f"dataflow: expected one of ws, os, is, got {dataflow!r}")
     dims = {"M": m, "N": n, "K": k}
     r_name, c_name, s_name = DATAFLOW_MAPS[dataflow]
-    sr, sc, ss = dims[r_name], dims[c_name], dims[s_name]
+    sr, sc = dims[r_name], dims[c_name]
     eff, folds, cycles = systolic_arrays(np.array([m]), np.array([n]), np.array([k]), np.array([count]),
                                          rows, cols, dataflow, units)
     fr, fc = sr - (int(_cdiv(sr, rows)) - 1) * rows, sc - (int(_cdiv(sc, cols)) - 1) * cols
