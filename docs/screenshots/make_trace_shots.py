@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 from explorer.core.analysis.evaluate import evaluate
 from explorer.core.device_file import device_from_dict
 from explorer.core.layers import Context
-from explorer.core.model import LayerSpec, Model
+from explorer.core.model import load_model_file
 from explorer.core.traces import layer_work, load_trace, overlap_summary, roofline_points, top_kernels
 from explorer.core.units import format_si
 from explorer.ui.traces import KernelTableModel, TimelineView
@@ -45,16 +45,7 @@ def cpu_model() -> dict[str, tuple[float, float]]:
                             "peak": {"fp32": "100 GFLOP/s"},
                             "memory": [{"name": "DRAM", "role": "offchip", "capacity": "16 GB",
                                         "bandwidth": "20 GB/s"}]})
-    model = Model.make("smallnet", {"channels": 3, "height": 16, "width": 16}, [
-        LayerSpec.make("conv2d", name="conv1", out_channels=8, kernel_size=3, padding=1, bias=True),
-        LayerSpec.make("relu", name="relu1"),
-        LayerSpec.make("flatten", name="flatten"),
-        LayerSpec.make("dense", name="fc1", in_features=2048, out_features=256),
-        LayerSpec.make("relu", name="relu2"),
-        LayerSpec.make("dense", name="fc2", in_features=256, out_features=128),
-        LayerSpec.make("relu", name="relu3"),
-        LayerSpec.make("dense", name="fc3", in_features=128, out_features=10),
-    ])
+    model = load_model_file(FIXTURES / "smallnet.json")
     return layer_work(evaluate(model, [cpu], "fp32", Context(batch=4)))
 
 

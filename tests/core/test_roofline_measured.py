@@ -14,7 +14,7 @@ from explorer.core.analysis.roofline_measured import measured_roofline, measured
 from explorer.core.analysis.roofline_view import compute_roofline, missing_peak_note
 from explorer.core.device_file import device_from_dict
 from explorer.core.layers import Context
-from explorer.core.model import LayerSpec, Model
+from explorer.core.model import LayerSpec, Model, load_model_file
 from explorer.core.traces import load_trace
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "traces"
@@ -28,16 +28,7 @@ def device(id_, peak, bandwidth="20 GB/s", name=None):
 
 def smallnet() -> Model:
     """The network tests/fixtures/traces/make_torch_trace.py profiles (batch 4, fp32)."""
-    return Model.make("smallnet", {"channels": 3, "height": 16, "width": 16}, [
-        LayerSpec.make("conv2d", name="conv1", out_channels=8, kernel_size=3, padding=1, bias=True),
-        LayerSpec.make("relu", name="relu1"),
-        LayerSpec.make("flatten", name="flatten"),
-        LayerSpec.make("dense", name="fc1", in_features=2048, out_features=256),
-        LayerSpec.make("relu", name="relu2"),
-        LayerSpec.make("dense", name="fc2", in_features=256, out_features=128),
-        LayerSpec.make("relu", name="relu3"),
-        LayerSpec.make("dense", name="fc3", in_features=128, out_features=10),
-    ])
+    return load_model_file(FIXTURES / "smallnet.json")
 
 
 @pytest.fixture(scope="module")

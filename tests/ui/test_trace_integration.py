@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QDockWidget, QFileDialog, QInputDialog, QMessageBo
 
 from explorer.core.commands import SetModel
 from explorer.core.device_file import device_from_dict
-from explorer.core.model import LayerSpec, Model
+from explorer.core.model import Model, load_model_file
 from explorer.core.workspace import Assumptions, Workspace
 from explorer.store.engine import open_catalog
 from explorer.ui.app import device_lookup
@@ -25,16 +25,7 @@ CPU = {"id": "test-cpu", "name": "Test CPU core", "vendor": "test", "kind": "cpu
 
 def smallnet() -> Model:
     """The network make_torch_trace.py profiles; its layer names match the trace's record_function ranges."""
-    return Model.make("smallnet", {"channels": 3, "height": 16, "width": 16}, [
-        LayerSpec.make("conv2d", name="conv1", out_channels=8, kernel_size=3, padding=1, bias=True),
-        LayerSpec.make("relu", name="relu1"),
-        LayerSpec.make("flatten", name="flatten"),
-        LayerSpec.make("dense", name="fc1", in_features=2048, out_features=256),
-        LayerSpec.make("relu", name="relu2"),
-        LayerSpec.make("dense", name="fc2", in_features=256, out_features=128),
-        LayerSpec.make("relu", name="relu3"),
-        LayerSpec.make("dense", name="fc3", in_features=128, out_features=10),
-    ])
+    return load_model_file(FIXTURES / "smallnet.json")
 
 
 @pytest.fixture(scope="module")
