@@ -35,3 +35,23 @@ def no_leftover_windows(qapp):
     for w in left:
         w.close()
     assert not left, f"windows left open: {[type(w).__name__ for w in left]}"
+
+
+def _seeded_catalog():
+    from explorer.store.engine import open_catalog
+
+    repo = open_catalog("sqlite://")  # private in-memory database seeded with the shipped catalog
+    yield repo
+    repo.engine.dispose()
+
+
+@pytest.fixture
+def repository():
+    """A fresh seeded catalog per test (for tests that add, edit or delete devices)."""
+    yield from _seeded_catalog()
+
+
+@pytest.fixture(scope="module")
+def shared_repository():
+    """One seeded catalog per module (for tests that only read it)."""
+    yield from _seeded_catalog()

@@ -23,12 +23,6 @@ H100 = "nvidia-h100-sxm5"
 CHECK = Qt.ItemDataRole.CheckStateRole
 
 
-@pytest.fixture
-def repository():
-    repo = open_catalog("sqlite://")  # private in-memory database seeded with the shipped catalog
-    yield repo
-    repo.engine.dispose()
-
 
 @pytest.fixture
 def workspace(repository):

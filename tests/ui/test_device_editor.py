@@ -231,12 +231,6 @@ def test_duplicated_device_keeps_unedited_fields_and_their_sources(qtbot, h100):
 
 
 # ------------------------------------------------------------------------- through the dock and repository
-@pytest.fixture
-def repository():
-    repo = open_catalog("sqlite://")  # private in-memory database seeded with the shipped catalog
-    yield repo
-    repo.engine.dispose()
-
 
 @pytest.fixture
 def workspace(repository):

@@ -24,23 +24,17 @@ from explorer.ui.planner.planner_panel import PlannerPanel
 RNG = np.random.default_rng(0)
 
 
-@pytest.fixture(scope="module")
-def repository():
-    repo = open_catalog("sqlite://")
-    yield repo
-    repo.engine.dispose()
 
-
-def make_window(qtbot, repository, monkeypatch):
+def make_window(qtbot, shared_repository, monkeypatch):
     monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.StandardButton.Discard)
-    win = MainWindow(Workspace(lookup=device_lookup(repository)), repository)
+    win = MainWindow(Workspace(lookup=device_lookup(shared_repository)), shared_repository)
     qtbot.addWidget(win)
     return win
 
 
 @pytest.fixture
-def window(qtbot, repository, monkeypatch):
-    return make_window(qtbot, repository, monkeypatch)
+def window(qtbot, shared_repository, monkeypatch):
+    return make_window(qtbot, shared_repository, monkeypatch)
 
 
 def onnx_file(path, nodes, inputs, outputs, inits=()):

@@ -11,7 +11,7 @@ from explorer import __version__
 from explorer.core.settings import Preferences, default_path
 from explorer.core.templates import TEMPLATES
 from explorer.core.workspace import Workspace
-from explorer.store.engine import default_database_path, open_catalog
+from explorer.store.engine import default_database_path
 from explorer.ui.app import build_window, device_lookup
 from explorer.ui.builder import LayerStackView
 from explorer.ui.dialogs import PreferencesDialog, about_text, catalog_source_counts
@@ -21,17 +21,11 @@ from explorer.ui.panels import PANELS
 GPT2_PARAMS = 124_439_808  # Hugging Face gpt2: 124,439,808 parameters (the LM head is tied to the embedding)
 
 
-@pytest.fixture(scope="module")
-def repository():
-    repo = open_catalog("sqlite://")  # private in-memory database seeded with the shipped catalog
-    yield repo
-    repo.engine.dispose()
-
 
 @pytest.fixture
-def window(qtbot, repository, monkeypatch):
+def window(qtbot, shared_repository, monkeypatch):
     monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.StandardButton.Discard)
-    win = MainWindow(Workspace(lookup=device_lookup(repository)), repository)
+    win = MainWindow(Workspace(lookup=device_lookup(shared_repository)), shared_repository)
     qtbot.addWidget(win)
     return win
 
@@ -104,12 +98,12 @@ def test_status_bar_counts_layers_that_do_not_fit(window):
     assert window.totals.text().startswith("\u26a0 ") and "do not fit" in window.totals.text()
 
 
-def test_window_geometry_and_docks_persist(qtbot, repository, window):
+def test_window_geometry_and_docks_persist(qtbot, shared_repository, window):
     window.resize(640, 480)  # within the offscreen screen (800 x 600)
     window.findChild(QDockWidget, "palette_dock").hide()
     window.save_layout()
     assert QSettings().value("window/state") is not None
-    again = MainWindow(Workspace(), repository)
+    again = MainWindow(Workspace(), shared_repository)
     qtbot.addWidget(again)
     assert (again.size().width(), again.size().height()) == (640, 480)
     assert again.findChild(QDockWidget, "palette_dock").isHidden()
@@ -136,9 +130,9 @@ def test_applying_preferences_to_the_open_project_is_undoable(window):
     assert ws.assumptions.pue == 1.3
 
 
-def test_about_names_the_version_and_the_data_sources(repository):
-    devices, sources = catalog_source_counts(repository)
-    assert devices == repository.count() and sources > 10
+def test_about_names_the_version_and_the_data_sources(shared_repository):
+    devices, sources = catalog_source_counts(shared_repository)
+    assert devices == shared_repository.count() and sources > 10
     text = about_text(devices, sources)
     assert __version__ in text and f"{devices} devices citing {sources} sources" in text
     assert "Horowitz" in text and "ISSCC 2014" in text and "Machine Learning Systems" in text

@@ -13,7 +13,6 @@ from explorer.core.commands import SetModel
 from explorer.core.device_file import device_from_dict
 from explorer.core.model import Model, load_model_file
 from explorer.core.workspace import Assumptions, Workspace
-from explorer.store.engine import open_catalog
 from explorer.ui.app import device_lookup
 from explorer.ui.main_window import MainWindow
 from explorer.ui.panels import RooflinePanel
@@ -28,21 +27,15 @@ def smallnet() -> Model:
     return load_model_file(FIXTURES / "smallnet.json")
 
 
-@pytest.fixture(scope="module")
-def repository():
-    repo = open_catalog("sqlite://")
-    yield repo
-    repo.engine.dispose()
-
 
 @pytest.fixture
-def window(qtbot, repository, monkeypatch):
+def window(qtbot, shared_repository, monkeypatch):
     monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.StandardButton.Discard)
-    ws = Workspace(lookup=device_lookup(repository), assumptions=Assumptions(precision="fp32", batch=4))
+    ws = Workspace(lookup=device_lookup(shared_repository), assumptions=Assumptions(precision="fp32", batch=4))
     ws.put_devices([device_from_dict(CPU)])
     ws.execute(SetModel(smallnet()))
     ws.select_devices(["test-cpu", "nvidia-a100-sxm4-80gb"])
-    win = MainWindow(ws, repository)
+    win = MainWindow(ws, shared_repository)
     qtbot.addWidget(win)
     return win
 
