@@ -6,7 +6,7 @@ import os
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before any Qt import
 
-import pytest  # noqa: E402
+import pytest
 
 
 @pytest.fixture(autouse=True)

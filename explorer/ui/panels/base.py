@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import pyqtgraph as pg
 import pyqtgraph.exporters  # registers ImageExporter and SVGExporter
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import (
     QApplication,
     QFileDialog,
@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from .plotting import CACHED_TYPES, DeviceCombo, cached, changed, fixed_lines
+from .plotting import CACHED_TYPES, DeviceCombo, NoteLabel, cached, changed
 
 
 def _close_paths_explicitly(node) -> None:
@@ -105,11 +105,7 @@ class AnalysisPanel(QWidget):
         self.graphics.setBackground("w")
         self.graphics.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
         outer.addWidget(self.graphics, 1)
-        self.message = QLabel("")
-        self.message.setWordWrap(True)
-        self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.message.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
-        fixed_lines(self.message, 3)
+        self.message = NoteLabel(3)
         self.build(outer)
         outer.addWidget(self.message)
         for item in self.graphics.scene().items():
@@ -184,8 +180,8 @@ class AnalysisPanel(QWidget):
         return ids.index(focus) if focus in ids else 0
 
     def set_message(self, text: str) -> None:
-        """The panel's note (what is drawn, what is missing and why). Its height is fixed so that a new
-        message never resizes the plots: a resize re-lays out every axis and costs a full repaint."""
+        """The panel's note (what is drawn, what is missing and why), in plain text. Its height is fixed so
+        that a new message never resizes the plots: a resize re-lays out every axis and costs a full repaint."""
         if changed(self.message, "text", text):
             self.message.setText(text)
             self.message.setToolTip(text if len(text) > 200 else "")

@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QDoubleSpinBox,
     QLabel,
@@ -25,10 +26,11 @@ from .plotting import (
     DASH,
     NO_PEN,
     BarPicker,
+    Bars,
+    NoteLabel,
     PinnedText,
     changed,
     elide,
-    fixed_lines,
     name_axis,
     new_plot,
     nice_ceil,
@@ -74,7 +76,10 @@ class CostPanel(AnalysisPanel):
         for col, plot in enumerate((self.per_tflops, self.tco_plot, self.million)):
             plot.vb.invertY(True)
             g.addItem(plot, row=0, col=col)
-            name_axis(plot, 165)
+            if col:  # the three charts share their rows: the device names are written once, on the left
+                plot.hideAxis("left")
+            else:
+                name_axis(plot, 165)
         self.per_tflops.setLabel("bottom", "USD per TFLOP/s")
         self.tco_plot.setLabel("bottom", "USD")
         self.million.setLabel("bottom", "USD")
@@ -91,7 +96,7 @@ class CostPanel(AnalysisPanel):
             (self.million, (("tco", PEAK, "owned (TCO)"), ("cloud", CLOUD, "cloud hourly price"))),
         ):
             for key, color, name in specs:
-                item = pg.BarGraphItem(x0=[], y=[], width=[], height=0.34, brush=color, pen=NO_PEN)
+                item = Bars(x0=[], y=[], width=[], height=0.34, brush=color, pen=NO_PEN)
                 plot.addItem(item)
                 self.bars[key] = item
             self._keys[id(plot)] = "  ".join(
@@ -103,11 +108,11 @@ class CostPanel(AnalysisPanel):
         BarPicker(self.million, self._locate, lambda i: self._describe(i, "million"))
         self.table = CostTable()
         self.table.setFixedHeight(170)
+        # always there: a scroll bar that comes and goes with the eighth device would re-lay out the table
+        self.table.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOn)
         self.table.price_entered.connect(self._price_entered)
         layout.addWidget(self.table)
-        self.power_note = QLabel("")
-        self.power_note.setWordWrap(True)
-        fixed_lines(self.power_note, 2)
+        self.power_note = NoteLabel(2)
         layout.addWidget(self.power_note)
 
     # -- assumptions
@@ -168,7 +173,8 @@ class CostPanel(AnalysisPanel):
                 ("cost_per_million", "cloud_cost_per_million"),
             ),
         ):
-            set_ticks(plot.getAxis("left"), ticks)
+            if plot is self.per_tflops:
+                set_ticks(plot.getAxis("left"), ticks)
             top = (
                 float(np.nanmax(np.concatenate([np.asarray(v, float) for v in values]), initial=0.0))
                 if np.isfinite(np.concatenate(values)).any()
@@ -190,8 +196,7 @@ class CostPanel(AnalysisPanel):
             f"(Julian, 8766 h each). Prices as in the catalog; double-click a price to try another "
             f"(* = entered by hand, no cited source)."
         )
-        if changed(self.power_note, "text", note):
-            self.power_note.setText(note)
+        self.power_note.setText(note)
         missing = [f"{name}: {why}" for name, why in zip(c.names, c.missing) if why]
         self.set_message(("\u2014 means unknown. " + "; ".join(missing) + ".") if missing else "")
 

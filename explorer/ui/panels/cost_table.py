@@ -98,13 +98,20 @@ class CostTable(QTableWidget):
         self._unsourced = unsourced
         cols = columns(c.unit, c.years)
         self.blockSignals(True)
-        self.setSortingEnabled(False)
+        # Sorting is off while rows change: with a sort column each changed cell would move its row mid-update,
+        # and columns sized with sorting on reserve room for a sort arrow in every header. Switching it back
+        # on repaints the whole table, so values that change in place (same devices, no sort column) leave it
+        # on.
+        ids = [self.item(r, 0).data(ID_ROLE) if self.item(r, 0) else None for r in range(self.rowCount())]
+        sorting = self.horizontalHeader().sortIndicatorSection() >= 0 or ids != list(c.ids)
+        if sorting:
+            self.setSortingEnabled(False)
         if changed(self, "headers", [h for h, _, _ in cols]):
             if self.columnCount() != len(cols):
                 self.setRowCount(0)
                 self.setColumnCount(len(cols))
             self.setHorizontalHeaderLabels([h for h, _, _ in cols])
-        ids = [self.item(r, 0).data(ID_ROLE) if self.item(r, 0) else None for r in range(self.rowCount())]
+            ids = [self.item(r, 0).data(ID_ROLE) if self.item(r, 0) else None for r in range(self.rowCount())]
         for r in reversed(range(len(ids))):  # rows of devices no longer selected
             if ids[r] not in c.ids:
                 self.removeRow(r)
@@ -124,7 +131,8 @@ class CostTable(QTableWidget):
             self.resizeColumnsToContents()
         elif len(ids) > kept:
             self.resizeColumnToContents(0)
-        self.setSortingEnabled(True)
+        if sorting:
+            self.setSortingEnabled(True)
         self.blockSignals(False)
 
     def _cell(

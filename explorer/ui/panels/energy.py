@@ -32,6 +32,7 @@ from .base import AnalysisPanel
 from .plotting import (
     NO_PEN,
     BarPicker,
+    Bars,
     changed,
     elide,
     name_axis,
@@ -62,7 +63,7 @@ class _Stack:
 
     def __init__(self, plot: pg.PlotItem):
         self.plot = plot
-        self.items: list[pg.BarGraphItem] = []
+        self.items: list[Bars] = []
 
     def set(self, segments: np.ndarray, colors: list[str], height: float = 0.7) -> None:
         """``segments`` is (bars, parts) in J; NaN parts draw nothing."""
@@ -70,7 +71,7 @@ class _Stack:
         if not changed(self, "segments", (segments, tuple(colors), height)):
             return  # unchanged bars keep their pictures
         while len(self.items) < parts:
-            item = pg.BarGraphItem(x0=[], y=[], width=[], height=height)
+            item = Bars(x0=[], y=[], width=[], height=height)
             self.plot.addItem(item)
             self.items.append(item)
         clean = np.nan_to_num(segments, nan=0.0)
@@ -124,9 +125,9 @@ class EnergyPanel(AnalysisPanel):
         g.ci.layout.setRowStretchFactor(1, 2)
         self.layer_stack = _Stack(self.per_layer)
         self.total_stack = _Stack(self.totals)
-        self.ladder_bars = pg.BarGraphItem(x0=[], y=[], width=[], height=0.7)
+        self.ladder_bars = Bars(x0=[], y=[], width=[], height=0.7)
         self.ladder.addItem(self.ladder_bars)
-        self.focus_bars = pg.BarGraphItem(
+        self.focus_bars = Bars(
             x0=[], y=[], width=[], height=0.9, brush=None, pen=pg.mkPen("k", width=2)
         )
         self.focus_bars.setZValue(10)
@@ -248,7 +249,7 @@ class EnergyPanel(AnalysisPanel):
         if not changed(self.table, "rows", v.table) and not force:
             return
         self.table.blockSignals(True)
-        resized = self.table.rowCount() != len(v.table)
+        resized, widen = self.table.rowCount() != len(v.table), False
         self.table.setRowCount(len(v.table))
         for i, row in enumerate(v.table):
             shown = f"{row.value * 1e12:.4g} " + ("pJ/B" if row.unit == "J/B" else "pJ")
@@ -263,13 +264,15 @@ class EnergyPanel(AnalysisPanel):
                     resized = True
                 elif item.text() != text:
                     item.setText(text)
-                    resized = True
+                    widen = widen or c == 0  # a new figure name may need a wider column; values do not
                 if item.data(Qt.ItemDataRole.UserRole) != row.key:
                     item.setData(Qt.ItemDataRole.UserRole, row.key)
                 if item.toolTip() != row.source:
                     item.setToolTip(row.source)
         if resized:
             self.table.resizeColumnsToContents()
+        elif widen:
+            self.table.resizeColumnToContents(0)
         self.table.blockSignals(False)
 
     def redraw_focus(self, analysis) -> None:

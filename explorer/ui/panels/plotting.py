@@ -13,9 +13,16 @@ from collections.abc import Callable
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, Qt
+from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QTransform
-from PySide6.QtWidgets import QComboBox, QGraphicsItem, QGraphicsSimpleTextItem, QLabel, QSizePolicy
+from PySide6.QtWidgets import (
+    QComboBox,
+    QGraphicsItem,
+    QGraphicsSimpleTextItem,
+    QLabel,
+    QSizePolicy,
+    QWidget,
+)
 
 from explorer.core.units import format_si
 
@@ -42,11 +49,32 @@ def opaque(rgb, alpha: float, background=(255, 255, 255)) -> tuple[int, int, int
     return tuple(round(b * (1 - alpha) + c * alpha) for c, b in zip(rgb, background))
 
 
-def fixed_lines(label: QLabel, lines: int) -> QLabel:
-    """Give a word-wrapped label the height of ``lines`` lines, whatever its text."""
-    label.setFixedHeight(label.fontMetrics().lineSpacing() * lines + 4)
-    label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
-    return label
+class NoteLabel(QWidget):
+    """A word-wrapped note ``lines`` lines high, whatever its text, whose text changes never re-lay out the
+    panel around it.
+
+    A QLabel in a layout asks the layout to recompute every size hint of the panel on each ``setText``, and a
+    word-wrapped label computes its own by laying out its text; a label of fixed size does neither. So the
+    QLabel inside is kept at a fixed size equal to this holder's, which the panel's layout sizes."""
+
+    def __init__(self, lines: int, parent=None):
+        super().__init__(parent)
+        self.label = QLabel(self)
+        self.label.setWordWrap(True)
+        self.label.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
+        self.setFixedHeight(self.label.fontMetrics().lineSpacing() * lines + 4)
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+
+    def resizeEvent(self, event) -> None:
+        self.label.setFixedSize(event.size())
+        super().resizeEvent(event)
+
+    def text(self) -> str:
+        return self.label.text()
+
+    def setText(self, text: str) -> None:
+        if text != self.label.text():
+            self.label.setText(text)
 
 
 def elide(text: str, n: int = 22) -> str:
@@ -54,10 +82,40 @@ def elide(text: str, n: int = 22) -> str:
 
 
 def name_axis(plot: pg.PlotItem, width: int = 150) -> pg.AxisItem:
-    """A left axis of category names with a fixed width: new names never re-lay out the plots."""
+    """A left axis of category names with a fixed width: new names never re-lay out the plots. It has no
+    SI prefix (pyqtgraph would otherwise re-typeset its empty label on every range change)."""
     axis = plot.getAxis("left")
     axis.setWidth(width)
+    axis.enableAutoSIPrefix(False)
     return axis
+
+
+class Bars(pg.BarGraphItem):
+    """``pg.BarGraphItem`` that computes its bounding rectangle once per change of data, pen or view.
+
+    Qt asks an item for its bounds many times per paint, and pyqtgraph's recomputes them each time in Python,
+    padded by half a pixel (derived from the view transform) even for bars drawn without a pen."""
+
+    _bounds = None
+
+    def setOpts(self, **opts):
+        self._bounds = None
+        super().setOpts(**opts)
+
+    def viewTransformChanged(self):
+        self._bounds = None
+        super().viewTransformChanged()
+
+    def pixelPadding(self):
+        pen = self._sharedPen
+        if self._pens is None and pen is not None and pen.style() == Qt.PenStyle.NoPen:
+            return 0.0  # nothing is stroked outside the rectangles
+        return super().pixelPadding()
+
+    def boundingRect(self):
+        if self._bounds is None:
+            self._bounds = super().boundingRect()
+        return QRectF(self._bounds)
 
 
 def cached(item):
@@ -133,7 +191,17 @@ def short_si(x: float) -> str:
 
 
 class SiLogAxis(pg.AxisItem):
-    """An axis whose log-mode ticks read as SI numbers (1T, 100G, 0.1) rather than powers of ten."""
+    """An axis whose log-mode ticks read as SI numbers (1T, 100G, 0.1) rather than powers of ten, and whose
+    label is typeset again only when its text changes (pyqtgraph re-typesets it on every range change)."""
+
+    def _updateLabel(self):
+        text = self.labelString()
+        if text != self.__dict__.get("_label_html"):
+            self._label_html = text
+            self.label.setHtml(text)
+            self._adjustSize()
+        self.picture = None
+        self.update()
 
     def tickStrings(self, values, scale, spacing):
         if not self.logMode:
@@ -189,10 +257,17 @@ def set_ticks(axis: pg.AxisItem, ticks) -> None:
 
 
 def set_range(plot: pg.PlotItem, x=None, y=None, padding: float = 0.0) -> None:
+    """Set the view range if it changed, and apply it now: pyqtgraph otherwise applies a new range while
+    painting, which moves every item after the paint has started and costs a second paint of the plot."""
+    moved = False
     if x is not None and changed(plot, "xrange", (float(x[0]), float(x[1]), padding)):
         plot.setXRange(x[0], x[1], padding=padding)
+        moved = True
     if y is not None and changed(plot, "yrange", (float(y[0]), float(y[1]), padding)):
         plot.setYRange(y[0], y[1], padding=padding)
+        moved = True
+    if moved:
+        plot.vb.updateMatrix()
 
 
 def set_title(plot: pg.PlotItem, title: str) -> None:
@@ -218,21 +293,32 @@ class DeviceCombo(QComboBox):
     def __init__(self, workspace, parent=None):
         super().__init__(parent)
         self.workspace = workspace
-        self.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        # a width that does not follow the names: checking a device never re-lays out the panel's header
+        self.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.setMinimumContentsLength(24)
         self.setToolTip("Device in focus for this view (shared by every panel)")
         self.currentIndexChanged.connect(self._chosen)
 
     def sync(self) -> None:
+        """Follow the workspace's devices, inserting and removing only the items that changed."""
         ws = self.workspace
-        ids = [d.id for d in ws.devices]
-        names = [d.name for d in ws.devices]
         self.blockSignals(True)
-        if [self.itemData(i) for i in range(self.count())] != ids:
-            self.clear()
-            for i, n in zip(ids, names):
-                self.addItem(n, i)
+        for i, device in enumerate(ws.devices):
+            found = self.findData(device.id)
+            if found > i:  # the items before it were deselected
+                for _ in range(found - i):
+                    self.removeItem(i)
+            elif found < 0:
+                self.insertItem(i, device.name, device.id)
+            if self.itemText(i) != device.name:
+                self.setItemText(i, device.name)
+        while self.count() > len(ws.devices):
+            self.removeItem(self.count() - 1)
         focus = ws.focused_device
-        self.setCurrentIndex(ids.index(focus) if focus in ids else -1)
+        ids = [d.id for d in ws.devices]
+        index = ids.index(focus) if focus in ids else -1
+        if self.currentIndex() != index:
+            self.setCurrentIndex(index)
         self.blockSignals(False)
 
     def _chosen(self, index: int) -> None:

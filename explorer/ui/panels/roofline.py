@@ -23,7 +23,9 @@ from explorer.core.analysis.roofline_view import compute_roofline
 from .base import AnalysisPanel
 from .plotting import (
     FOCUS_PEN,
+    NO_PEN,
     BarPicker,
+    Bars,
     cached,
     changed,
     device_color,
@@ -82,21 +84,20 @@ class RooflinePanel(AnalysisPanel):
         plot.setLabel("left", "Performance (FLOP/s)")
         plot.vb.disableAutoRange()
         self.graphics.addItem(plot)
-        self.bands: list[pg.LinearRegionItem] = []
+        # the regime bands: one rectangle each (log10 view coordinates), all in one item
+        self.bands = Bars(x0=[], y0=[], width=[], height=[], pen=NO_PEN)
+        self.bands.setZValue(-20)
+        plot.addItem(self.bands, ignoreBounds=True)
+        self._band_brushes = [pg.mkBrush(*opaque(color, 0.09)) for color in REGIME_COLORS.values()]
         self.band_labels: list[pg.TextItem] = []
         for color in REGIME_COLORS.values():
-            band = pg.LinearRegionItem(
-                values=(0, 1), movable=False, brush=pg.mkBrush(*opaque(color, 0.09)), pen=pg.mkPen(None)
-            )
-            band.setZValue(-20)
-            for line in band.lines:
-                line.setPen(pg.mkPen(None))
-            plot.addItem(band, ignoreBounds=True)
             label = pg.TextItem(color=pg.mkColor(*color), anchor=(0, 0))  # at the band's left edge
             plot.addItem(label, ignoreBounds=True)
-            self.bands.append(band)
             self.band_labels.append(label)
-        self.grid: list[pg.InfiniteLine] = []  # decade lines (cheaper to paint than the axes' grid)
+        # the decade lines as segments of one item (cheaper to paint than the axes' grid or a line each)
+        self.grid = pg.PlotCurveItem(connect="pairs", pen=pg.mkPen(GRID))
+        self.grid.setZValue(-15)
+        plot.addItem(self.grid, ignoreBounds=True)
         # the legend is one HTML label (a LegendItem costs milliseconds to rebuild when devices change)
         self.legend = cached(
             pg.TextItem(
@@ -166,25 +167,8 @@ class RooflinePanel(AnalysisPanel):
         r = self.result = compute_roofline(analysis, self.workspace.focused_layer, d)
         (x_lo, x_hi), (y_lo, y_hi) = r.x_range, r.y_range
         set_range(self.plot, (math.log10(x_lo), math.log10(x_hi)), (math.log10(y_lo), math.log10(y_hi)))
-        if len(self._band_tips) != len(r.bands):
-            self._band_tips = [""] * len(r.bands)
         self._draw_grid(r)
-        for band, label, b in zip(self.bands, self.band_labels, r.bands):
-            if not changed(band, "band", (b.lo, b.hi, y_hi)):
-                continue
-            band.setRegion((math.log10(b.lo), math.log10(b.hi)))
-            edge = (
-                f"I < {b.hi:g}"
-                if b.name == "very low"
-                else f"I > {b.lo:g}"
-                if b.name == "high"
-                else f"{b.lo:g}\u2013{b.hi:g}"
-            )
-            self._band_tips[r.bands.index(b)] = (
-                f"Regime '{b.name}' ({edge} FLOP/byte, the chapter's Table 14)\nRecommended: {b.advice}"
-            )
-            label.setText(f"{b.name}\n{edge}")
-            label.setPos(math.log10(b.lo), math.log10(y_hi))
+        self._draw_bands(r)
         while len(self.devices) < len(r.devices):
             self.devices.append(DeviceItems(self.plot))
         for i, items in enumerate(self.devices):
@@ -196,7 +180,8 @@ class RooflinePanel(AnalysisPanel):
         ids = tuple(x.id for x in r.devices)
         ridges = tuple(x.ridge for x in r.devices)
         measured_row = self.measured.legend_row()
-        if changed(self.legend, "html", (ids, d, r.precision, ridges, measured_row)):
+        key = self._color_key(r)
+        if changed(self.legend, "html", (ids, d, r.precision, ridges, measured_row, key)):
             rows = []
             for i, x in enumerate(r.devices):
                 name = html.escape(x.name)
@@ -205,6 +190,7 @@ class RooflinePanel(AnalysisPanel):
                     f"<span style='color:{device_color(i)}'>{'&#9473;' * 3}</span> "
                     f"{'<b>' + name + '</b>' if i == d else name}{ridge}"
                 )
+            rows.append(f"points: {key}")
             if measured_row:
                 rows.append(measured_row)
             rows.append("<span style='color:#888'>- - on-chip levels &nbsp; pale: other precisions</span>")
@@ -226,7 +212,7 @@ class RooflinePanel(AnalysisPanel):
         dev = r.devices[d]
         text = (
             f"Points: {len(r.points.rows)} operators on {dev.name} at {r.precision}; size = share of time; "
-            f"colour: {self._color_key(r)}."
+            f"colour = {self.color_by.currentText()} (key in the legend)."
         )
         if r.focus_note:
             text = f"{r.focus_note}."
@@ -257,21 +243,38 @@ class RooflinePanel(AnalysisPanel):
         return " ".join(f"<span style='color:rgb{tuple(c)}'>\u25cf</span> {html.escape(n)}" for c, n in pairs)
 
     def _draw_grid(self, r) -> None:
-        (x_lo, x_hi), (y_lo, y_hi) = r.x_range, r.y_range
-        lines = [(float(e), 90) for e in range(round(math.log10(x_lo)), round(math.log10(x_hi)) + 1)]
-        lines += [(float(e), 0) for e in range(round(math.log10(y_lo)), round(math.log10(y_hi)) + 1)]
-        if not changed(self, "grid", lines):
+        (x_lo, x_hi), (y_lo, y_hi) = (np.log10(r.x_range)), (np.log10(r.y_range))
+        xs = np.arange(round(x_lo), round(x_hi) + 1, dtype=float)
+        ys = np.arange(round(y_lo), round(y_hi) + 1, dtype=float)
+        if not changed(self.grid, "decades", (xs, ys, x_lo, x_hi, y_lo, y_hi)):
             return
-        while len(self.grid) < len(lines):
-            line = pg.InfiniteLine(angle=90, pen=pg.mkPen(GRID))
-            line.setZValue(-15)
-            self.plot.addItem(line, ignoreBounds=True)
-            self.grid.append(line)
-        for i, line in enumerate(self.grid):
-            if i < len(lines):
-                line.setAngle(lines[i][1])
-                line.setValue(lines[i][0])
-            line.setVisible(i < len(lines))
+        x = np.concatenate([np.repeat(xs, 2), np.tile([x_lo, x_hi], len(ys))])  # vertical, then horizontal
+        y = np.concatenate([np.tile([y_lo, y_hi], len(xs)), np.repeat(ys, 2)])
+        self.grid.setData(x=x, y=y)
+
+    def _draw_bands(self, r) -> None:
+        """The regime bands as rectangles over the whole height of the view, their names at the top left."""
+        y_lo, y_hi = (math.log10(v) for v in r.y_range)
+        if not changed(self.bands, "bands", (tuple((b.lo, b.hi) for b in r.bands), y_lo, y_hi)):
+            return
+        lo, hi = np.log10([b.lo for b in r.bands]), np.log10([b.hi for b in r.bands])
+        n = len(lo)
+        self.bands.setOpts(x0=lo, width=hi - lo, y0=np.full(n, y_lo - 1), height=np.full(n, y_hi - y_lo + 2),
+                           brushes=self._band_brushes[:n], pen=NO_PEN)
+        self._band_tips = []
+        for label, b in zip(self.band_labels, r.bands):
+            edge = (
+                f"I < {b.hi:g}"
+                if b.name == "very low"
+                else f"I > {b.lo:g}"
+                if b.name == "high"
+                else f"{b.lo:g}\u2013{b.hi:g}"
+            )
+            self._band_tips.append(
+                f"Regime '{b.name}' ({edge} FLOP/byte, the chapter's Table 14)\nRecommended: {b.advice}"
+            )
+            label.setText(f"{b.name}\n{edge}")
+            label.setPos(math.log10(b.lo), y_hi)
 
     def _label_ceilings(self, dr, index: int) -> None:
         """Name the ceilings of the device in focus (precisions sharing a value share a label)."""

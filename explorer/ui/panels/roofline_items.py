@@ -10,15 +10,16 @@ import pyqtgraph as pg
 from .plotting import DASH, cached, changed, device_color, opaque
 
 
-class LogSegments(pg.PlotCurveItem):
-    """Line segments (``connect='pairs'``) given in linear units and drawn in the log-log view's log10
-    coordinates: a bare curve updates several times faster than a PlotDataItem in log mode."""
+class LogCurve(pg.PlotCurveItem):
+    """A polyline (or, with ``connect='pairs'``, separate segments) given in linear units and drawn in the
+    log-log view's log10 coordinates: a bare curve updates several times faster than a PlotDataItem in log
+    mode."""
 
-    def __init__(self):
-        super().__init__(connect="pairs")
+    def __init__(self, connect: str = "all"):
+        super().__init__(connect=connect)
         self._linear = (np.empty(0), np.empty(0))
 
-    def set_segments(self, x: np.ndarray, y: np.ndarray, pen) -> None:
+    def set_linear(self, x: np.ndarray, y: np.ndarray, pen) -> None:
         self._linear = (x, y)
         self.setData(x=np.log10(x), y=np.log10(y), pen=pen)
 
@@ -33,9 +34,9 @@ class DeviceItems:
     label."""
 
     def __init__(self, plot: pg.PlotItem):
-        self.roof = pg.PlotDataItem()
-        self.levels = LogSegments()
-        self.others = LogSegments()
+        self.roof = LogCurve()
+        self.levels = LogCurve(connect="pairs")
+        self.others = LogCurve(connect="pairs")
         self.ridge_label = cached(pg.TextItem(anchor=(1.05, -0.1)))  # below and left of the ridge point
         for item in (self.roof, self.levels, self.others, self.ridge_label):
             plot.addItem(item)
@@ -46,7 +47,7 @@ class DeviceItems:
 
 
 def segments(pieces) -> tuple[np.ndarray, np.ndarray]:
-    """Concatenate 2-point segments for a ``connect='pairs'`` item."""
+    """Concatenate 2-point segments for a ``connect='pairs'`` curve."""
     if not pieces:
         return np.empty(0), np.empty(0)
     return (
@@ -70,18 +71,18 @@ def draw_device(items: DeviceItems, dr, index: int, focused: bool) -> None:
     else:
         x, y = np.empty(0), np.empty(0)
     if changed(items.roof, "data", (x, y, color, width)):
-        items.roof.setData(x, y, pen=pg.mkPen(color, width=width))
+        items.roof.set_linear(x, y, pg.mkPen(color, width=width))
     items.roof.setVisible(len(x) > 0)
     lx, ly = segments([(sl.x, sl.y) for sl in dr.slopes[1:]])
     if changed(items.levels, "data", (lx, ly, color)):
         pen = pg.mkPen(color, width=1.0)
         pen.setDashPattern([8, 6])  # long dashes: cheap to paint
-        items.levels.set_segments(lx, ly, pen)
+        items.levels.set_linear(lx, ly, pen)
     items.levels.setVisible(len(lx) > 0)
     ox, oy = segments([(c.x, c.y) for c in dr.other_ceilings])
     if changed(items.others, "data", (ox, oy, color)):
         rgb = pg.mkColor(color).getRgb()[:3]
-        items.others.set_segments(ox, oy, pg.mkPen(opaque(rgb, 0.4), width=1))  # faint: solid, pale
+        items.others.set_linear(ox, oy, pg.mkPen(opaque(rgb, 0.4), width=1))  # faint: solid, pale
     items.others.setVisible(len(ox) > 0)
     if math.isfinite(dr.ridge) and math.isfinite(dr.peak):
         if changed(items.ridge_label, "text", (dr.ridge, dr.peak, color)):

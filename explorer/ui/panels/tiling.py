@@ -21,6 +21,7 @@ from .base import AnalysisPanel
 from .plotting import (
     NO_PEN,
     BarPicker,
+    Bars,
     cached,
     changed,
     elide,
@@ -96,9 +97,9 @@ class TilingPanel(AnalysisPanel):
         g.ci.layout.setRowStretchFactor(1, 1)
         g.ci.layout.setColumnStretchFactor(0, 2)
         g.ci.layout.setColumnStretchFactor(1, 3)
-        self.bars = pg.BarGraphItem(x0=[], y=[], width=[], height=0.7)
+        self.bars = Bars(x0=[], y=[], width=[], height=0.7)
         b.addItem(self.bars)
-        self.focus_bars = pg.BarGraphItem(
+        self.focus_bars = Bars(
             x0=[], y=[], width=[], height=0.9, brush=None, pen=pg.mkPen("k", width=2)
         )
         self.focus_bars.setZValue(10)
@@ -129,12 +130,15 @@ class TilingPanel(AnalysisPanel):
         table = analysis.table
         layer = self.workspace.focused_layer
         rows = np.flatnonzero((table.gemm_count > 0) & ((table.layer_index == layer) if layer >= 0 else True))
+        items = [(f"{table.names[r]}  (M {m}, N {n}, K {k})", int(r)) for r, (m, n, k) in zip(rows, table.gemm[rows].astype(int).tolist())]
         self.operator.blockSignals(True)
-        self.operator.clear()
-        for r in rows:
-            m, n, k = (int(x) for x in table.gemm[r])
-            self.operator.addItem(f"{table.names[r]}  (M {m}, N {n}, K {k})", int(r))
-        self.operator.setCurrentIndex(int(np.flatnonzero(rows == row)[0]) if row in rows else -1)
+        if changed(self.operator, "items", items):  # refilling re-lays out the header: only when they change
+            self.operator.clear()
+            for text, r in items:
+                self.operator.addItem(text, r)
+        index = int(np.flatnonzero(rows == row)[0]) if row in rows else -1
+        if self.operator.currentIndex() != index:
+            self.operator.setCurrentIndex(index)
         self.operator.blockSignals(False)
 
     def _operator_chosen(self, index: int) -> None:
@@ -156,7 +160,7 @@ class TilingPanel(AnalysisPanel):
         row = self.current_row(analysis, d)
         self._fill_operators(analysis, row)
         sweep = self.sweep.currentText()
-        v = self.view = compute_tiling_view(analysis, row, d, None if sweep == "auto" else sweep)
+        v = self.view = self._tiling_view(analysis, row, d, None if sweep == "auto" else sweep)
         self._draw_bars(v)
         if v.missing:
             self._clear(keep_bars=True)
@@ -168,6 +172,17 @@ class TilingPanel(AnalysisPanel):
             f"<b>{v.row_name}</b> on {v.device_name}: {v.suggestion}<br><i>{v.note}. Times re-evaluate "
             f"this GEMM with its operands scaled to the new size (an estimate).</i>"
         )
+
+    def _tiling_view(self, analysis, row: int, d: int, sweep: str | None):
+        """``compute_tiling_view``, or the last view when none of its inputs changed (checking another device
+        leaves the device in focus, and so this view, as it was)."""
+        inputs = (analysis.table, analysis.devices.devices[d], analysis.devices.precision, analysis.ctx, row, d,
+                  sweep)
+        last = getattr(self, "_view_inputs", None)
+        if self.view is None or last is None or any(a is not b and a != b for a, b in zip(inputs, last)):
+            self.view = compute_tiling_view(analysis, row, d, sweep)
+            self._view_inputs = inputs
+        return self.view
 
     def _clear(self, keep_bars: bool = False) -> None:
         self.curve.setData([], [])
