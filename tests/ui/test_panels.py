@@ -291,6 +291,34 @@ def test_cost_table_dashes_with_reasons_and_price_edit(qtbot, ws):
         table.item(row["Test NPU"], col["Price (USD)"]).text() == "$8,000 *"
     )  # a dict device: no source either
     assert "TCO" in panel._describe(0, "tco") and "kWh" in panel._describe(0, "tco")
+    # a refused price is put back as it was, though no figure changed
+    table.item(row["Test GPU"], col["Price (USD)"]).setText("3 kg")
+    assert "Not applied" in panel.message.text()
+    assert table.item(row["Test GPU"], col["Price (USD)"]).text() == "$15,600 *"
+
+
+def test_cost_table_rows_follow_devices_and_assumptions(qtbot, ws):
+    panel = make(qtbot, CostPanel, ws)
+    table = panel.table
+    headers = [table.horizontalHeaderItem(j).text().replace("\n", " ") for j in range(table.columnCount())]
+    tco = next(j for j, h in enumerate(headers) if h.startswith("TCO"))
+
+    def shown(name):
+        r = next(r for r in range(table.rowCount()) if table.item(r, 0).text() == name)
+        return table.item(r, tco).text()
+
+    before = shown("Test NPU")
+    ws.execute(SelectDevices(("npu",)))  # a row goes; the other keeps its figures
+    settle(qtbot, panel)
+    assert table.rowCount() == 1 and shown("Test NPU") == before
+    ws.execute(SelectDevices(("gpu", "npu")))
+    settle(qtbot, panel)
+    assert table.rowCount() == 2 and shown("Test NPU") == before
+    ws.set_assumptions(years=6.0)  # a longer life: more electricity, a new TCO in every row
+    settle(qtbot, panel)
+    i = panel.result.ids.index("npu")
+    assert headers != [table.horizontalHeaderItem(j).text().replace("\n", " ") for j in range(table.columnCount())]
+    assert shown("Test NPU") == f"${panel.result.tco[i]:,.0f}" and shown("Test NPU") != before
 
 
 def test_cost_assumption_boxes_are_undoable_commands(qtbot, ws):

@@ -213,6 +213,8 @@ def new_plot(title: str = "", log_x: bool = False, log_y: bool = False, grid: bo
     """A plot with SI log ticks. Grids are off unless asked: in software rendering they cost more to paint
     than everything else in a panel."""
     plot = pg.PlotItem(axisItems={"bottom": SiLogAxis("bottom"), "left": SiLogAxis("left")})
+    for side in ("top", "right"):  # hidden, but they follow every range change: no label to re-typeset
+        plot.getAxis(side).enableAutoSIPrefix(False)
     plot.setTitle(title, size="10pt")
     if grid:
         plot.showGrid(x=True, y=True, alpha=0.15)
