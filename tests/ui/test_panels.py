@@ -103,6 +103,21 @@ def test_one_edit_is_one_redraw_per_panel(qtbot, ws):
     assert [p.redraws for p in panels] == [b + 1 for b in before]
 
 
+def test_a_hidden_panel_draws_when_shown_and_is_current_when_read(qtbot, ws):
+    shown, hidden = make(qtbot, RooflinePanel, ws), make(qtbot, EnergyPanel, ws)
+    hidden.hide()  # as a tab behind another
+    before = (shown.redraws, hidden.redraws)
+    ws.set_assumptions(batch=4)
+    settle(qtbot, shown, hidden)
+    assert (shown.redraws, hidden.redraws) == (before[0] + 1, before[1])  # only what one can see is drawn
+    hidden.csv_text()  # reading its data draws it first
+    assert hidden.redraws == before[1] + 1 and "batch 4" in hidden.per_layer.titleLabel.text
+    ws.set_assumptions(batch=8)
+    hidden.show()
+    settle(qtbot, hidden)
+    assert hidden.redraws == before[1] + 2 and "batch 8" in hidden.per_layer.titleLabel.text
+
+
 def test_export_png_svg_and_copy_csv(qtbot, ws, tmp_path):
     for cls in PANELS:
         panel = make(qtbot, cls, ws)

@@ -145,9 +145,22 @@ class AnalysisPanel(QWidget):
         return self._timer.isActive()
 
     def schedule(self, full: bool = True) -> None:
+        """Redraw at the next turn of the event loop; a hidden panel (a tab behind another) only when it is
+        shown again, so that an edit costs the drawing of the panels one can see."""
         self._need_full = self._need_full or full
         self._need_focus = True
-        self._timer.start()
+        if self.isVisible():
+            self._timer.start()
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if self._need_full or self._need_focus:
+            self._timer.start()
+
+    def _up_to_date(self) -> None:
+        """Draw now what a hidden panel left for later (before reading its data or exporting it)."""
+        if self._need_full or self._need_focus:
+            self.flush()
 
     def _on_analysis(self, _analysis) -> None:
         self.schedule(full=True)
@@ -201,6 +214,7 @@ class AnalysisPanel(QWidget):
 
     def export_png(self, path: str) -> None:
         """The charts at twice the on-screen resolution (pyqtgraph's ImageExporter)."""
+        self._up_to_date()
         with self._uncached():
             exporter = pg.exporters.ImageExporter(self.graphics.scene())
             exporter.parameters()["width"] = max(int(self.graphics.width()) * 2, 800)
@@ -216,6 +230,7 @@ class AnalysisPanel(QWidget):
             return original(node, defs, item, options)
 
         module.correctCoordinates = correct
+        self._up_to_date()
         try:
             with self._uncached():
                 pg.exporters.SVGExporter(self.graphics.scene()).export(str(path))
@@ -223,6 +238,7 @@ class AnalysisPanel(QWidget):
             module.correctCoordinates = original
 
     def csv_text(self) -> str:
+        self._up_to_date()
         header, rows = self.csv_table()
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
