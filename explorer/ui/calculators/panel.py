@@ -19,19 +19,20 @@ class CalculatorsPanel(QWidget):
     """All calculators. ``devices`` (objects with ``name``, ``peak_flops`` in FLOP/s and ``bandwidth`` in
     B/s, see :class:`RidgeDevice`) feed the ridge lines and the device pickers; the main window passes the
     selected catalog devices later through :meth:`set_devices`. Without devices the chapter's V100, A100,
-    T4 and H100 (dense FP16) are used."""
+    T4 and H100 (dense FP16) are used.
+
+    A calculator's widget is built the first time it is shown (or asked for with :meth:`widget`): ten
+    calculators with fifteen plots would otherwise add about half a second to every start of the app."""
 
     def __init__(self, devices: Sequence[RidgeDevice] | None = None, parent: QWidget | None = None):
         super().__init__(parent)
         self.list = QListWidget()
         self.stack = QStackedWidget()
-        self.widgets: dict[str, CalculatorWidget] = {}
+        self.widgets: dict[str, CalculatorWidget] = {}  # the ones built so far
         for calc in CALCULATORS:
-            widget = WIDGET_CLASSES[calc.id]()
-            self.widgets[calc.id] = widget
             self.list.addItem(calc.title)
-            self.stack.addWidget(widget)
-        self.list.currentRowChanged.connect(self.stack.setCurrentIndex)
+            self.stack.addWidget(QWidget())  # a placeholder until the calculator is first shown
+        self.list.currentRowChanged.connect(self._show_row)
         self.list.setMaximumWidth(280)
         splitter = QSplitter()
         splitter.addWidget(self.list)
@@ -40,8 +41,8 @@ class CalculatorsPanel(QWidget):
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(splitter)
-        self.list.setCurrentRow(0)
         self.set_devices(list(devices) if devices is not None else list(CHAPTER_DEVICES))
+        self.list.setCurrentRow(0)
 
     def set_devices(self, devices: Sequence[RidgeDevice]) -> None:
         """Use these devices for ridge lines and device pickers (an empty list clears them)."""
@@ -50,12 +51,28 @@ class CalculatorsPanel(QWidget):
             widget.set_devices(self.devices)
 
     def widget(self, calculator_id: str) -> CalculatorWidget:
-        return self.widgets[calculator_id]
+        """The calculator's widget (built now if it was not yet)."""
+        widget = self.widgets.get(calculator_id)
+        if widget is None:
+            index = [c.id for c in CALCULATORS].index(calculator_id)
+            widget = self.widgets[calculator_id] = WIDGET_CLASSES[calculator_id]()
+            widget.set_devices(self.devices)
+            placeholder = self.stack.widget(index)
+            current = self.stack.currentIndex()
+            self.stack.insertWidget(index, widget)
+            self.stack.removeWidget(placeholder)
+            placeholder.deleteLater()
+            self.stack.setCurrentIndex(current)
+        return widget
+
+    def _show_row(self, row: int) -> None:
+        if 0 <= row < len(CALCULATORS):
+            self.stack.setCurrentWidget(self.widget(CALCULATORS[row].id))
 
     def show_calculator(self, calculator_id: str) -> CalculatorWidget:
         ids = [c.id for c in CALCULATORS]
         self.list.setCurrentRow(ids.index(calculator_id))
-        return self.widgets[calculator_id]
+        return self.widget(calculator_id)
 
     def current_id(self) -> str:
         return CALCULATORS[self.stack.currentIndex()].id
