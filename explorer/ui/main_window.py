@@ -154,6 +154,8 @@ class MainWindow(QMainWindow):
             dock = QDockWidget(title, self)
             dock.setWidget(widget)
         dock.setObjectName(name)
+        if hasattr(widget, "wake"):  # views that update only while on screen: a chosen tab comes on screen
+            dock.visibilityChanged.connect(widget.wake)
         self.addDockWidget(area, dock)
         self.docks.append(dock)
         return dock

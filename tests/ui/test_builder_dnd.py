@@ -144,6 +144,17 @@ def test_block_rows_expand_into_operators_that_add_up(qtbot):
     assert ws.stack.undo_text == "repeat h \u00d76"
 
 
+def test_rows_follow_the_batch_and_ignore_precision_and_devices(ws, model):
+    macs = model.index(0, COL_MACS).data()
+    touched = []
+    model.dataChanged.connect(lambda *args: touched.append(args))
+    ws.set_assumptions(precision="bf16")  # the rows show shapes, work and parameters: nothing to redraw
+    ws.select_devices(["some-device"])
+    assert touched == [] and model.index(0, COL_MACS).data() == macs
+    ws.set_assumptions(batch=2)  # twice the work on every row
+    assert touched and model.index(0, COL_MACS).data() != macs
+
+
 def test_a_layer_that_does_not_fit_is_flagged_not_dropped(ws, model):
     bad = L("batchnorm", "bn", num_features=8)  # c1 outputs 16 channels
     from explorer.core.commands import AddLayers

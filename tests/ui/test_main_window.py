@@ -49,6 +49,24 @@ def test_the_window_assembles_builder_catalog_and_every_panel(window):
     assert {"Procurement planner", "Calculators", "Trace"} <= set(docks_menu)
 
 
+def test_only_the_analysis_tab_on_screen_draws_others_when_chosen(window, qtbot):
+    window.show()
+    qtbot.waitExposed(window)
+    window.panel_docks[0].raise_()
+    shown, behind = (d.widget() for d in window.panel_docks[:2])
+    qtbot.waitUntil(lambda: not shown.pending)
+    window.actions.templates["gpt2"].trigger()
+    window.workspace.select_devices(["nvidia-h100-sxm5"])
+    qtbot.waitUntil(lambda: not shown.pending)
+    drawn = (shown.redraws, behind.redraws)
+    window.workspace.set_assumptions(batch=4)
+    qtbot.waitUntil(lambda: shown.redraws == drawn[0] + 1)
+    assert behind.redraws == drawn[1] and not behind.pending  # a tab behind another draws for nobody
+    window.panel_docks[1].raise_()  # choosing its tab brings it up to date
+    qtbot.waitUntil(lambda: behind.redraws == drawn[1] + 1)
+    assert "batch 4" in behind.per_layer.titleLabel.text
+
+
 def test_title_shows_the_file_and_unsaved_changes(window, tmp_path):
     ws = window.workspace
     assert window.windowTitle() == "Untitled \u2014 Hardware Explorer"

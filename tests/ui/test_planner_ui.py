@@ -95,12 +95,19 @@ def test_bad_fields_show_errors_and_phase_mismatch_offers_a_switch(qtbot, worksp
 
 def test_planner_follows_the_workspace(qtbot, workspace):
     panel = make_panel(qtbot, workspace)
+    panel.show()
+    qtbot.waitExposed(panel)
     panel.target.setText("2000 tokens/s")
     panel.replan()
     workspace.select_devices(IDS[:2])
     assert panel.pending
     panel.replan()
     assert panel.table.rowCount() == 2 and panel.quotes.rowCount() == 2
+    panel.hide()  # off screen (a tab behind another): it plans when it comes back, not on every change
+    workspace.select_devices(IDS)
+    assert not panel.pending and panel.table.rowCount() == 2
+    panel.show()
+    qtbot.waitUntil(lambda: panel.table.rowCount() == len(IDS), timeout=2000)
 
 
 def test_export_runs_in_a_worker_and_writes_the_file(qtbot, workspace, tmp_path):

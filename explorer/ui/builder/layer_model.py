@@ -66,6 +66,8 @@ class LayerStackModel(QAbstractItemModel):
         if not changes & {"layers", "input", "model", "assumptions"}:
             return
         new_table = self.ws.table
+        if new_table is self._table and self.ws.model.layers is self._layers:
+            return  # e.g. another precision or device: the rows show the same shapes, work and parameters
         new_structure = tuple((s.first_row, s.n_rows) for s in new_table.status)
         if len(self.ws.model.layers) == old_len and new_structure == old_structure and not self._reordered():
             self._refresh_cache()

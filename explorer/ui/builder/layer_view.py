@@ -47,6 +47,9 @@ class LayerStackView(QTreeView):
         self.setEditTriggers(QAbstractItemView.EditTrigger.DoubleClicked | QAbstractItemView.EditTrigger.EditKeyPressed)
         header = self.header()
         header.setStretchLastSection(False)
+        # fit columns to the rows on screen: measuring all of them (thousands of cells on a large model, each a
+        # call into Python) on every edit took tens of milliseconds
+        header.setResizeContentsPrecision(0)
         fit = QHeaderView.ResizeMode.ResizeToContents
         for col, mode in ((COL_NAME, QHeaderView.ResizeMode.Interactive), (COL_KIND, fit), (COL_REPEAT, fit),
                           (COL_PARAMS, QHeaderView.ResizeMode.Stretch), (COL_SHAPE, QHeaderView.ResizeMode.Interactive),

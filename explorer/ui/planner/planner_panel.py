@@ -9,13 +9,14 @@ from __future__ import annotations
 import functools
 import math
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QFormLayout, QGroupBox, QHBoxLayout, QHeaderView, QLabel,
                                QLineEdit, QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
 from explorer.core.analysis.procurement import PlanResult, Requirements, format_usd, parse_rate, plan
 from explorer.core.units import UnitError, format_si, parse_si
+from explorer.ui.widgets.on_screen import OnScreenUpdate
 from explorer.ui.widgets.quantity_edit import ERROR_STYLE, QuantityEdit
 
 STATUS_COLORS = {"pass": "#1B7F3B", "fail": "#B00020", "n/a": "#6B6B6B", "unknown": "#9A6700"}
@@ -43,10 +44,7 @@ class PlannerPanel(QWidget):
         self.workspace = workspace
         self.setObjectName("PlannerPanel")
         self.result: PlanResult | None = None
-        self._timer = QTimer(self)
-        self._timer.setSingleShot(True)
-        self._timer.setInterval(0)
-        self._timer.timeout.connect(self.replan)
+        self._updates = OnScreenUpdate(self, self.replan)  # planned when on screen (not behind another tab)
 
         outer = QVBoxLayout(self)
         outer.setContentsMargins(4, 4, 4, 4)
@@ -118,9 +116,8 @@ class PlannerPanel(QWidget):
         self.table.verticalHeader().hide()
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.table.setWordWrap(False)  # one line per device; the reason's full text is in its tooltip
-        header = self.table.horizontalHeader()
-        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        header.setSectionResizeMode(len(RESULT_COLUMNS) - 1, QHeaderView.ResizeMode.Stretch)
+        # columns are fitted once per plan (ResizeToContents would measure the whole column on every cell set)
+        self.table.horizontalHeader().setStretchLastSection(True)
         outer.addWidget(self.table, 1)
 
         self.target.textChanged.connect(self.schedule)
@@ -141,10 +138,14 @@ class PlannerPanel(QWidget):
     # -- scheduling
     @property
     def pending(self) -> bool:
-        return self._timer.isActive()
+        return self._updates.pending
 
     def schedule(self, *_args) -> None:
-        self._timer.start()
+        self._updates.request()
+
+    def wake(self, *_args) -> None:
+        """The planner may have come on screen (its dock's tab was chosen): plan what changed meanwhile."""
+        self._updates.wake()
 
     def _on_analysis(self, _analysis) -> None:
         self._sync_quote_rows()
@@ -224,7 +225,7 @@ class PlannerPanel(QWidget):
 
     # -- planning
     def replan(self) -> None:
-        self._timer.stop()
+        self._updates.cancel()
         self.switch_phase.hide()
         analysis = self.workspace.analysis
         if analysis is None:
@@ -260,6 +261,7 @@ class PlannerPanel(QWidget):
         if result is not None:
             for r, d in enumerate(result.ranked):
                 self._fill_row(r, d)
+            self.table.resizeColumnsToContents()
         self.planned.emit(result)
 
     def _fill_row(self, r: int, d) -> None:
