@@ -10,13 +10,14 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from PySide6.QtCore import QSortFilterProxyModel, Qt, QTimer
+from PySide6.QtCore import QSortFilterProxyModel, Qt
 from PySide6.QtWidgets import QHeaderView, QLabel, QSplitter, QTableView, QVBoxLayout, QWidget
 
 from explorer.core.analysis.roofline_measured import measured_roofline, measured_top_kernels
 from explorer.core.traces import Trace
 from explorer.core.units import format_si
 
+from ..widgets.on_screen import OnScreenUpdate
 from .kernel_table import KernelTableModel
 from .timeline_view import TimelineView
 
@@ -74,10 +75,8 @@ class TracePanel(QWidget):
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self.summary)
         layout.addWidget(splitter, 1)
-        self._timer = QTimer(self)  # one table refresh per burst of workspace changes
-        self._timer.setSingleShot(True)
-        self._timer.setInterval(0)
-        self._timer.timeout.connect(self.refresh_kernels)
+        # one table refresh per burst of workspace changes, while on screen (not behind another tab)
+        self._updates = OnScreenUpdate(self, self.refresh_kernels)
         pairs = [(workspace.analysis_updated, self._schedule), (workspace.device_focused, self._schedule)]
         for signal, slot in pairs:
             signal.connect(slot)
@@ -93,7 +92,11 @@ class TracePanel(QWidget):
 
     def _schedule(self, *_args) -> None:
         if self.trace is not None:
-            self._timer.start()
+            self._updates.request()
+
+    def wake(self, *_args) -> None:
+        """The panel may have come on screen (its dock's tab was chosen): refresh what changed meanwhile."""
+        self._updates.wake()
 
     def _device_index(self, analysis) -> int:
         if analysis is None or not len(analysis.devices):
@@ -103,7 +106,7 @@ class TracePanel(QWidget):
         return ids.index(focus) if focus in ids else 0
 
     def refresh_kernels(self) -> None:
-        self._timer.stop()
+        self._updates.cancel()
         if self.trace is None:
             self.kernels.set_top_kernels(None)
             self.summary.setText(EMPTY_TEXT)
