@@ -191,8 +191,8 @@ def main_window(app, runs: int) -> None:
     for _ in range(10):
         app.processEvents()
     assert len(ws.analysis.devices) == 8 and len(ws.model.layers) == 200
-    measure(app, ws, [window.panel_docks[0].widget()], runs, "main window: edit -> builder, catalog and roofline "
-            "tab repainted", canvases=1)
+    measure(app, ws, [window.panel_docks[0].widget()], runs, "main window, roofline tab: edit -> repainted",
+            canvases=1)
     window.workspace.mark_clean()
     window.close()
 
