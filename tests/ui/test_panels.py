@@ -217,6 +217,16 @@ def test_device_selector_focuses_the_device_everywhere(qtbot, ws):
     assert roof.result.device_index == 1 and energy.view.device_id == "npu"
     y = roof.points.getData()[1]
     assert np.allclose(10**y, ws.analysis.attainable[roof.result.points.rows, 1])
+    # the selector follows the selected devices, in their order, whatever changed
+    for ids in (["npu", "gpu"], ["gpu"], ["npu", "gpu"], [], ["gpu", "npu"]):
+        ws.select_devices(ids)
+        roof.device_combo.sync()
+        combo = roof.device_combo
+        assert [combo.itemData(i) for i in range(combo.count())] == ids
+        assert [combo.itemText(i) for i in range(combo.count())] == [
+            {"gpu": "Test GPU", "npu": "Test NPU"}[i] for i in ids
+        ]
+        assert combo.currentData() == (ws.focused_device if ids else None)
 
 
 # ------------------------------------------------------------------------------------------------ energy
