@@ -189,8 +189,8 @@ class AnalysisPanel(QWidget):
         return ids.index(focus) if focus in ids else 0
 
     def set_message(self, text: str) -> None:
-        """The panel's note (what is drawn, what is missing and why), in plain text. Its height is fixed so
-        that a new message never resizes the plots: a resize re-lays out every axis and costs a full repaint."""
+        """The panel's note (what is drawn, what is missing and why). Its height is fixed so that a new message
+        never resizes the plots: a resize re-lays out every axis and costs a full repaint."""
         if changed(self.message, "text", text):
             self.message.setText(text)
             self.message.setToolTip(text if len(text) > 200 else "")
