@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
     QComboBox,
     QGraphicsItem,
     QGraphicsSimpleTextItem,
+    QGraphicsTextItem,
     QLabel,
     QSizePolicy,
     QWidget,
@@ -120,8 +121,12 @@ class Bars(pg.BarGraphItem):
 
 def cached(item):
     """Paint ``item`` from a pixmap cache until it changes (axes, titles, labels, legends: text is slow to
-    draw)."""
+    draw). pyqtgraph draws the text of a TextItem, a LabelItem or an axis label with a child text item, which
+    a cache of its parent does not cover: those children get one too."""
     item.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
+    for child in item.childItems():
+        if isinstance(child, QGraphicsTextItem):
+            child.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
     return item
 
 
