@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 import yaml
-from PySide6.QtCore import QPoint, Qt
+from PySide6.QtCore import QEvent, QObject, QPoint, QRect, Qt
 
 from explorer.core.device import Cited
 from explorer.core.device_file import device_to_dict
@@ -55,6 +55,30 @@ def test_headers_carry_units_at_the_workspace_precision(dock, workspace):
         assert expected in headers
     workspace.set_assumptions(precision="int8")
     assert dock.model.headerData(COLUMN_INDEX["peak"], Qt.Orientation.Horizontal) == "Peak INT8 [TFLOP/s]"
+
+
+def test_the_header_shows_a_new_precision_on_screen(qtbot, dock, workspace):
+    dock.resize(1500, 700)
+    dock.show()
+    qtbot.waitExposed(dock)
+    header = dock.table.horizontalHeader()
+    peak = COLUMN_INDEX["peak"]
+    width = header.sectionSize(peak)
+    section = QRect(header.sectionViewportPosition(peak), 0, width, header.height())
+    painted = []
+
+    class Paints(QObject):
+        def eventFilter(self, obj, event):
+            if event.type() == QEvent.Type.Paint:
+                painted.append(event.region().boundingRect())
+            return False
+
+    qtbot.wait(100)  # the first paints are done
+    spy = Paints()
+    header.viewport().installEventFilter(spy)
+    workspace.set_assumptions(precision="int8")
+    qtbot.waitUntil(lambda: any(r.contains(section) for r in painted), timeout=2000)
+    assert header.sectionSize(peak) == width  # repainted with the new text, not re-measured
 
 
 def test_cells_show_vendor_figures_in_header_units_and_dash_for_unknown(dock, workspace):

@@ -70,6 +70,7 @@ class CatalogDock(QDockWidget):
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setStretchLastSection(False)
+        self.model.precision_headers_changed.connect(header.viewport().update)
         self.detail = DeviceDetailView()
         self.buttons = {name: QPushButton(name) for name in ("Add…", "Duplicate…", "Edit…", "Delete")}
         self.buttons["Add…"].setToolTip("Add a custom device")

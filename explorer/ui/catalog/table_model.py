@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, QPersistentModelIndex, Qt
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, QPersistentModelIndex, Qt, Signal
 
 from explorer.core.commands import SelectDevices
 from explorer.core.workspace import Workspace
@@ -75,6 +75,7 @@ COLUMNS: tuple[Column, ...] = (
            numeric=False),
 )
 COLUMN_INDEX = {c.key: i for i, c in enumerate(COLUMNS)}
+PRECISION_COLUMNS = tuple(i for i, c in enumerate(COLUMNS) if "{precision}" in c.header)  # follow the precision
 
 
 def format_number(x: float) -> str:
@@ -91,6 +92,9 @@ def format_number(x: float) -> str:
 
 
 class CatalogTableModel(QAbstractTableModel):
+    #: the headers of PRECISION_COLUMNS now name another precision (repaint the header)
+    precision_headers_changed = Signal()
+
     def __init__(self, workspace: Workspace, parent: QObject | None = None):
         super().__init__(parent)
         self.workspace = workspace
@@ -214,6 +218,10 @@ class CatalogTableModel(QAbstractTableModel):
                                   [Qt.ItemDataRole.CheckStateRole])
         if "assumptions" in changes and self.workspace.assumptions.precision != self._precision:
             self._precision = self.workspace.assumptions.precision
-            self.headerDataChanged.emit(Qt.Orientation.Horizontal, 0, len(COLUMNS) - 1)
-            if self._rows:
-                self.dataChanged.emit(self.index(0, 0), self.index(len(self._rows) - 1, len(COLUMNS) - 1))
+            for col in PRECISION_COLUMNS:  # only these change (the others would be repainted for nothing)
+                if self._rows:
+                    self.dataChanged.emit(self.index(0, col), self.index(len(self._rows) - 1, col))
+            # Their headers name the precision. headerDataChanged would make QHeaderView re-measure itself and
+            # the table re-lay out and repaint every cell; the header only needs repainting (it reads its text
+            # from headerData() when it paints, and its sections keep their widths): views connect this.
+            self.precision_headers_changed.emit()
