@@ -9,6 +9,8 @@ from PySide6.QtCore import QMimeData, QModelIndex, QPoint, QPointF, Qt
 from PySide6.QtGui import QDragEnterEvent, QDragMoveEvent, QDropEvent
 from PySide6.QtWidgets import QApplication
 
+from explorer.core.commands import ReplaceLayer
+from explorer.core.layers import format_shape
 from explorer.core.model import LayerSpec, Model
 from explorer.core.workspace import Workspace
 from explorer.ui.builder import mime
@@ -151,8 +153,13 @@ def test_rows_follow_the_batch_and_ignore_precision_and_devices(ws, model):
     ws.set_assumptions(precision="bf16")  # the rows show shapes, work and parameters: nothing to redraw
     ws.select_devices(["some-device"])
     assert touched == [] and model.index(0, COL_MACS).data() == macs
-    ws.set_assumptions(batch=2)  # twice the work on every row
-    assert touched and model.index(0, COL_MACS).data() != macs
+    ws.set_assumptions(batch=2)  # twice the work of the convolutions (the ReLUs count no MACs, shapes are per sample)
+    assert {t[0].row() for t in touched} == {0, 2} and model.index(0, COL_MACS).data() != macs
+    touched.clear()
+    spec = ws.model.layers[2]
+    ws.execute(ReplaceLayer(2, spec.with_params(padding=0)))  # c2 shrinks its output: c2 and r2 change
+    assert sorted({t[0].row() for t in touched}) == [2, 3]
+    assert model.index(2, COL_SHAPE).data() == format_shape(ws.table.status[2].out_shape)
 
 
 def test_a_layer_that_does_not_fit_is_flagged_not_dropped(ws, model):

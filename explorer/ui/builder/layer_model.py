@@ -70,18 +70,38 @@ class LayerStackModel(QAbstractItemModel):
             return  # e.g. another precision or device: the rows show the same shapes, work and parameters
         new_structure = tuple((s.first_row, s.n_rows) for s in new_table.status)
         if len(self.ws.model.layers) == old_len and new_structure == old_structure and not self._reordered():
+            before = self._shown()
             self._refresh_cache()
-            if old_len:
-                self.dataChanged.emit(self.index(0, 0), self.index(old_len - 1, len(COLUMNS) - 1))
-                for i in range(old_len):
-                    n = self.rowCount(self.index(i, 0))
-                    if n:
-                        parent = self.index(i, 0)
-                        self.dataChanged.emit(self.index(0, 0, parent), self.index(n - 1, len(COLUMNS) - 1, parent))
+            after = self._shown()
+            # only the rows whose figures changed (one edited layer repaints one row, a new batch all of them)
+            for i in (i for i in range(old_len) if before[i] != after[i]):
+                self.dataChanged.emit(self.index(i, 0), self.index(i, len(COLUMNS) - 1))
+                n = self.rowCount(self.index(i, 0))
+                if n:
+                    parent = self.index(i, 0)
+                    self.dataChanged.emit(self.index(0, 0, parent), self.index(n - 1, len(COLUMNS) - 1, parent))
             return
         self.beginResetModel()
         self._refresh_cache()
         self.endResetModel()
+
+    def _shown(self) -> list[tuple]:
+        """Per layer, what its row and its operator rows show: the spec, the fit, the shapes and the work and
+        parameter counts (summed per layer in one pass)."""
+        status = self._table.status
+        starts = np.array([s.first_row for s in status], dtype=np.intp)
+        counts = np.array([s.n_rows for s in status], dtype=np.intp)
+        sums = []
+        for per_row in (self._row_macs, self._row_params):
+            total = np.zeros(len(status))
+            filled = counts > 0
+            if filled.any():  # the layers' rows follow each other in order: one reduceat sums each layer's
+                total[filled] = np.add.reduceat(per_row, starts[filled])
+            sums.append(total.tolist())
+        return [
+            (self._layers[i], s.error, s.in_shape, s.out_shape, sums[0][i], sums[1][i], s.first_row)
+            for i, s in enumerate(status)
+        ]
 
     def _reordered(self) -> bool:
         """True when the layers changed identity or order (not just one layer's parameters)."""
