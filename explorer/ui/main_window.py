@@ -30,6 +30,7 @@ from .icons import app_icon
 from .import_actions import Importer
 from .project_controller import AUTOSAVE_DELAY_MS, ProjectController
 from .status_bar import ModelTotalsLabel
+from .widgets.on_screen import OnScreenUpdate
 
 STATE_VERSION = 2  # 2: planner, calculators and trace docks
 Area = Qt.DockWidgetArea
@@ -154,8 +155,9 @@ class MainWindow(QMainWindow):
             dock = QDockWidget(title, self)
             dock.setWidget(widget)
         dock.setObjectName(name)
-        if hasattr(widget, "wake"):  # views that update only while on screen: a chosen tab comes on screen
-            dock.visibilityChanged.connect(widget.wake)
+        updates = getattr(widget, "updates", None)
+        if isinstance(updates, OnScreenUpdate):  # views that update while on screen: a chosen tab comes on screen
+            dock.visibilityChanged.connect(updates.wake)
         self.addDockWidget(area, dock)
         self.docks.append(dock)
         return dock

@@ -75,7 +75,7 @@ class AnalysisPanel(QWidget):
         self.setObjectName(type(self).__name__)
         self._need_full = True
         self._need_focus = False
-        self._updates = OnScreenUpdate(self, self.flush)
+        self.updates = OnScreenUpdate(self, self.flush)
         self.redraws = 0  # full redraws done (tests and the benchmark read it)
 
         outer = QVBoxLayout(self)
@@ -140,18 +140,15 @@ class AnalysisPanel(QWidget):
     # -- scheduling: one redraw per burst of changes
     @property
     def pending(self) -> bool:
-        return self._updates.pending
+        return self.updates.pending
 
     def schedule(self, full: bool = True) -> None:
         """Redraw at the next turn of the event loop; a panel off screen (hidden, or a tab behind another) only
         when it comes on screen, so that an edit costs the drawing of the panels one can see."""
         self._need_full = self._need_full or full
         self._need_focus = True
-        self._updates.request()
+        self.updates.request()
 
-    def wake(self, *_args) -> None:
-        """The panel may have come on screen (its dock's tab was chosen): draw what was left for later."""
-        self._updates.wake()
 
     def _up_to_date(self) -> None:
         """Draw now what a hidden panel left for later (before reading its data or exporting it)."""
@@ -169,7 +166,7 @@ class AnalysisPanel(QWidget):
 
     def flush(self) -> None:
         """Draw now what is pending (the timer calls this; tests may call it directly)."""
-        self._updates.cancel()
+        self.updates.cancel()
         full, self._need_full, self._need_focus = self._need_full, False, False
         analysis = self.workspace.analysis
         if self.device_combo is not None:

@@ -44,7 +44,7 @@ class PlannerPanel(QWidget):
         self.workspace = workspace
         self.setObjectName("PlannerPanel")
         self.result: PlanResult | None = None
-        self._updates = OnScreenUpdate(self, self.replan)  # planned when on screen (not behind another tab)
+        self.updates = OnScreenUpdate(self, self.replan)  # planned when on screen (not behind another tab)
 
         outer = QVBoxLayout(self)
         outer.setContentsMargins(4, 4, 4, 4)
@@ -138,14 +138,11 @@ class PlannerPanel(QWidget):
     # -- scheduling
     @property
     def pending(self) -> bool:
-        return self._updates.pending
+        return self.updates.pending
 
     def schedule(self, *_args) -> None:
-        self._updates.request()
+        self.updates.request()
 
-    def wake(self, *_args) -> None:
-        """The planner may have come on screen (its dock's tab was chosen): plan what changed meanwhile."""
-        self._updates.wake()
 
     def _on_analysis(self, _analysis) -> None:
         self._sync_quote_rows()
@@ -225,7 +222,7 @@ class PlannerPanel(QWidget):
 
     # -- planning
     def replan(self) -> None:
-        self._updates.cancel()
+        self.updates.cancel()
         self.switch_phase.hide()
         analysis = self.workspace.analysis
         if analysis is None:

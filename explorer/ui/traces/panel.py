@@ -76,7 +76,7 @@ class TracePanel(QWidget):
         layout.addWidget(self.summary)
         layout.addWidget(splitter, 1)
         # one table refresh per burst of workspace changes, while on screen (not behind another tab)
-        self._updates = OnScreenUpdate(self, self.refresh_kernels)
+        self.updates = OnScreenUpdate(self, self.refresh_kernels)
         pairs = [(workspace.analysis_updated, self._schedule), (workspace.device_focused, self._schedule)]
         for signal, slot in pairs:
             signal.connect(slot)
@@ -92,11 +92,8 @@ class TracePanel(QWidget):
 
     def _schedule(self, *_args) -> None:
         if self.trace is not None:
-            self._updates.request()
+            self.updates.request()
 
-    def wake(self, *_args) -> None:
-        """The panel may have come on screen (its dock's tab was chosen): refresh what changed meanwhile."""
-        self._updates.wake()
 
     def _device_index(self, analysis) -> int:
         if analysis is None or not len(analysis.devices):
@@ -106,7 +103,7 @@ class TracePanel(QWidget):
         return ids.index(focus) if focus in ids else 0
 
     def refresh_kernels(self) -> None:
-        self._updates.cancel()
+        self.updates.cancel()
         if self.trace is None:
             self.kernels.set_top_kernels(None)
             self.summary.setText(EMPTY_TEXT)

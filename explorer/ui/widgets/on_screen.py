@@ -3,7 +3,8 @@
 The analysis panels and the planner share one tab area of the main window: a view behind another tab has
 nothing to show, so it keeps the request and updates when it comes on screen. A widget hidden with ``hide()``
 (or in a hidden tab widget page) gets a Show event; a dock widget tabbed behind another stays "visible" to Qt
-with nothing of it on screen, and its dock's ``visibilityChanged`` must call :meth:`OnScreenUpdate.wake`.
+with nothing of it on screen: the main window connects such a dock's ``visibilityChanged`` to the ``wake`` of the
+widget's ``updates`` (an :class:`OnScreenUpdate`).
 """
 
 from __future__ import annotations
@@ -43,9 +44,10 @@ class OnScreenUpdate(QObject):
         if on_screen(self.widget):
             self._timer.start()
 
-    def wake(self, *_args) -> None:
-        """The widget may have come on screen: run a kept request."""
-        if self.stale:
+    def wake(self, visible: bool = True) -> None:
+        """The widget may have come on screen (``visible``, as a dock's ``visibilityChanged`` says): run a kept
+        request."""
+        if visible and self.stale:
             self._timer.start()
 
     def cancel(self) -> None:
