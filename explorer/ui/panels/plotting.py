@@ -2,8 +2,10 @@
 
 Software rendering (offscreen, VMs, remote desktops) makes painting the dominant cost of a live panel, so the
 helpers here avoid needless work: ``changed`` lets a panel skip updates whose inputs did not change (unchanged
-axes keep their cached pictures), ``opaque`` replaces large translucent fills, ``cached`` paints text items
-from pixmaps, and ``name_axis`` fixes the width of category axes so that new names never re-lay out a plot.
+axes keep their cached pictures), ``set_range`` applies a new range before the paint, ``opaque`` replaces large
+translucent fills, ``cached`` paints text items from pixmaps, ``Bars`` keeps its bounds, ``name_axis`` fixes
+the width of category axes and ``NoteLabel`` the size of a note, so that new names and notes never re-lay out a
+panel. docs/benchmarks.md tells what each of these saved.
 """
 
 from __future__ import annotations
