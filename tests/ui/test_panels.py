@@ -283,6 +283,14 @@ def test_tiling_sweep_fold_and_suggestion(qtbot, ws):
     assert ws.focused_layer == 2
     settle(qtbot, panel)
     assert panel.view.row_name == "down"
+    assert panel.focus_bars.opts["y"].tolist() == [1.0]  # the outline is on the focused layer's bar
+    ws.select_devices([])  # no device: the bars go; they come back with their outline
+    settle(qtbot, panel)
+    assert len(panel.focus_bars.opts["y"]) == 0
+    ws.select_devices(["gpu", "npu"])
+    ws.focus_device("npu")
+    settle(qtbot, panel)
+    assert panel.focus_bars.opts["y"].tolist() == [1.0]
     ws.focus_device("gpu")
     settle(qtbot, panel)
     assert panel.view.engine == "tensor_core"

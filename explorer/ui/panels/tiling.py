@@ -198,6 +198,7 @@ class TilingPanel(AnalysisPanel):
         if not keep_bars:
             self.bars.setOpts(x0=[], y=[], width=[])
             self.focus_bars.setOpts(x0=[], y=[], width=[])
+            self.focus_bars.__dict__.get("_last_keys", {}).clear()  # drawn again when bars come back
 
     def _draw_sweep(self, v) -> None:
         x, y = v.sweep_values, v.sweep_efficiency * 100
@@ -281,6 +282,8 @@ class TilingPanel(AnalysisPanel):
             return
         idx = np.flatnonzero(v.gemm_layer == self.workspace.focused_layer)
         eff = np.nan_to_num(v.gemm_efficiency[idx], nan=0.0) * 100
+        if not changed(self.focus_bars, "focus", (idx, eff)):
+            return  # the same outline: nothing to repaint
         self.focus_bars.setOpts(
             x0=np.zeros(len(idx)),
             y=idx.astype(float),
