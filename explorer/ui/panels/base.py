@@ -17,7 +17,6 @@ from collections.abc import Sequence
 
 import pyqtgraph as pg
 import pyqtgraph.exporters  # registers ImageExporter and SVGExporter
-from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import (
     QApplication,
     QFileDialog,

@@ -198,8 +198,13 @@ def short_si(x: float) -> str:
 
 
 class SiLogAxis(pg.AxisItem):
-    """An axis whose log-mode ticks read as SI numbers (1T, 100G, 0.1) rather than powers of ten, and whose
-    label is typeset again only when its text changes (pyqtgraph re-typesets it on every range change)."""
+    """An axis whose log-mode ticks read as SI numbers (1T, 100G, 0.1) rather than powers of ten, and that is
+    drawn again only when its own range changes (pyqtgraph redraws both axes of a plot when either range does)
+    and whose label is typeset again only when its text changes (pyqtgraph does it on every range change)."""
+
+    def setRange(self, mn, mx):
+        if getattr(self, "range", None) != [mn, mx]:
+            super().setRange(mn, mx)
 
     def _updateLabel(self):
         text = self.labelString()
@@ -220,6 +225,8 @@ def new_plot(title: str = "", log_x: bool = False, log_y: bool = False, grid: bo
     """A plot with SI log ticks. Grids are off unless asked: in software rendering they cost more to paint
     than everything else in a panel."""
     plot = pg.PlotItem(axisItems={"bottom": SiLogAxis("bottom"), "left": SiLogAxis("left")})
+    for side in ("bottom", "left"):  # major and minor ticks; pyqtgraph's third level costs much of an axis' paint
+        plot.getAxis(side).setStyle(maxTickLevel=1)
     for side in ("top", "right"):  # hidden, but they follow every range change: no label to re-typeset
         plot.getAxis(side).enableAutoSIPrefix(False)
     plot.setTitle(title, size="10pt")

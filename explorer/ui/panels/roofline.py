@@ -313,7 +313,9 @@ class RooflinePanel(AnalysisPanel):
 
     def _draw_points(self, r) -> None:
         p = r.points
-        sizes = MIN_SIZE + (MAX_SIZE - MIN_SIZE) * p.size
+        # whole pixels: pyqtgraph renders one symbol image per distinct size, so continuous sizes would render new
+        # ones at every edit
+        sizes = np.round(MIN_SIZE + (MAX_SIZE - MIN_SIZE) * p.size)
         colors = self.point_colors()
         self._log_xy = _log(p.intensity), _log(p.attainable)
         self._point_sizes = sizes

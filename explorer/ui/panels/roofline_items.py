@@ -84,13 +84,13 @@ def draw_device(items: DeviceItems, dr, index: int, focused: bool) -> None:
         rgb = pg.mkColor(color).getRgb()[:3]
         items.others.set_linear(ox, oy, pg.mkPen(opaque(rgb, 0.4), width=1))  # faint: solid, pale
     items.others.setVisible(len(ox) > 0)
-    if math.isfinite(dr.ridge) and math.isfinite(dr.peak):
-        if changed(items.ridge_label, "text", (dr.ridge, dr.peak, color)):
-            items.ridge_label.setText(f"ridge {dr.ridge:.3g} FLOP/B", color=color)
-            items.ridge_label.setPos(math.log10(dr.ridge), math.log10(dr.peak))
-        items.ridge_label.setVisible(focused)  # every ridge is in the legend and the hover
-    else:
-        items.ridge_label.setVisible(False)
+    # only the device in focus labels its ridge (every ridge is in the legend and the hover): the others' labels
+    # are not typeset until their device comes into focus
+    shown = focused and math.isfinite(dr.ridge) and math.isfinite(dr.peak)
+    if shown and changed(items.ridge_label, "text", (dr.ridge, dr.peak, color)):
+        items.ridge_label.setText(f"ridge {dr.ridge:.3g} FLOP/B", color=color)
+        items.ridge_label.setPos(math.log10(dr.ridge), math.log10(dr.peak))
+    items.ridge_label.setVisible(shown)
 
 
 def roofline_csv(r):
