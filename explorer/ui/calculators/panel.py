@@ -14,6 +14,8 @@ from ._widgets import CalculatorWidget
 
 __all__ = ["CalculatorsPanel", "RidgeDevice"]
 
+IDS = [c.id for c in CALCULATORS]
+
 
 class CalculatorsPanel(QWidget):
     """All calculators. ``devices`` (objects with ``name``, ``peak_flops`` in FLOP/s and ``bandwidth`` in
@@ -54,7 +56,7 @@ class CalculatorsPanel(QWidget):
         """The calculator's widget (built now if it was not yet)."""
         widget = self.widgets.get(calculator_id)
         if widget is None:
-            index = [c.id for c in CALCULATORS].index(calculator_id)
+            index = IDS.index(calculator_id)
             widget = self.widgets[calculator_id] = WIDGET_CLASSES[calculator_id]()
             widget.set_devices(self.devices)
             placeholder = self.stack.widget(index)
@@ -67,11 +69,10 @@ class CalculatorsPanel(QWidget):
 
     def _show_row(self, row: int) -> None:
         if 0 <= row < len(CALCULATORS):
-            self.stack.setCurrentWidget(self.widget(CALCULATORS[row].id))
+            self.stack.setCurrentWidget(self.widget(IDS[row]))
 
     def show_calculator(self, calculator_id: str) -> CalculatorWidget:
-        ids = [c.id for c in CALCULATORS]
-        self.list.setCurrentRow(ids.index(calculator_id))
+        self.list.setCurrentRow(IDS.index(calculator_id))
         return self.widget(calculator_id)
 
     def current_id(self) -> str:

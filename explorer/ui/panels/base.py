@@ -148,10 +148,9 @@ class AnalysisPanel(QWidget):
         self._need_focus = True
         self.updates.request()
 
-
     def _up_to_date(self) -> None:
         """Draw now what a hidden panel left for later (before reading its data or exporting it)."""
-        if self._need_full or self._need_focus:
+        if self.updates.stale:
             self.flush()
 
     def _on_analysis(self, _analysis) -> None:

@@ -259,16 +259,19 @@ _NAN = ("nan",)
 
 def _frozen(key):
     """A comparable form of ``key``: arrays become (shape, dtype, bytes), so NaNs compare equal and fast.
-    (Called for every key of every redraw: exact type tests, no generator.)"""
+    (Called for every key of every redraw: exact type tests first.)"""
     kind = type(key)
-    if kind is tuple or kind is list:
-        return tuple(map(_frozen, key))
+    if kind is str or kind is int or kind is bool or key is None:
+        return key
     if kind is np.ndarray:
         return ("ndarray", key.shape, key.dtype.str, key.tobytes())
-    if (kind is float or kind is np.float64) and math.isnan(key):
+    if isinstance(key, (tuple, list)):
+        return tuple(map(_frozen, key))
+    if isinstance(key, float) and math.isnan(key):  # numpy floats too
         return _NAN
-    if kind is float or kind is str or kind is int or kind is bool or key is None:
-        return key
+    if isinstance(key, np.ndarray):  # a subclass
+        return _frozen(np.asarray(key))
+    return key
     if isinstance(key, (tuple, list)):  # named tuples and other sequences
         return tuple(map(_frozen, key))
     if isinstance(key, np.ndarray):

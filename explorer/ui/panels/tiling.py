@@ -60,6 +60,7 @@ class TilingPanel(AnalysisPanel):
 
     def build(self, layout) -> None:
         self.view = None
+        self._view_inputs = None  # what self.view was computed from (see _tiling_view)
         self._row_choice = -1  # an explicit GEMM row, or -1 for the default of the focused layer
         g = self.graphics
         p = self.sweep_plot = new_plot("Mapping efficiency")
@@ -130,7 +131,8 @@ class TilingPanel(AnalysisPanel):
         table = analysis.table
         layer = self.workspace.focused_layer
         rows = np.flatnonzero((table.gemm_count > 0) & ((table.layer_index == layer) if layer >= 0 else True))
-        items = [(f"{table.names[r]}  (M {m}, N {n}, K {k})", int(r)) for r, (m, n, k) in zip(rows, table.gemm[rows].astype(int).tolist())]
+        gemms = table.gemm[rows].astype(int).tolist()
+        items = [(f"{table.names[r]}  (M {m}, N {n}, K {k})", int(r)) for r, (m, n, k) in zip(rows, gemms)]
         self.operator.blockSignals(True)
         if changed(self.operator, "items", items):  # refilling re-lays out the header: only when they change
             self.operator.clear()
@@ -178,7 +180,7 @@ class TilingPanel(AnalysisPanel):
         leaves the device in focus, and so this view, as it was)."""
         inputs = (analysis.table, analysis.devices.devices[d], analysis.devices.precision, analysis.ctx, row, d,
                   sweep)
-        last = getattr(self, "_view_inputs", None)
+        last = self._view_inputs
         if self.view is None or last is None or any(a is not b and a != b for a, b in zip(inputs, last)):
             self.view = compute_tiling_view(analysis, row, d, sweep)
             self._view_inputs = inputs
