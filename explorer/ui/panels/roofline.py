@@ -34,7 +34,7 @@ from .plotting import (
     set_range,
     si,
 )
-from .roofline_items import DeviceItems, draw_device, roofline_csv
+from .roofline_items import DeviceItems, LogLines, draw_device, roofline_csv
 from .roofline_labels import CeilingLabels, pixel_rect, scatter_rects
 from .roofline_trace import MeasuredLayer
 
@@ -110,6 +110,8 @@ class RooflinePanel(AnalysisPanel):
         self.legend.setZValue(20)
         plot.addItem(self.legend, ignoreBounds=True)
         self.devices: list[DeviceItems] = []
+        self.device_lines = LogLines()  # every device's roof, on-chip slopes and other ceilings: under the points
+        plot.addItem(self.device_lines, ignoreBounds=True)
         self.ceiling_labels = CeilingLabels(plot, self._label_obstacles)
         # why the device in focus has no points (no peak at the precision): in the plot, where one looks
         self.focus_note = pg.TextItem(anchor=(0.5, 0.5), color=(120, 20, 20), fill=pg.mkBrush(255, 255, 255),
@@ -117,8 +119,7 @@ class RooflinePanel(AnalysisPanel):
         self.focus_note.setZValue(25)
         plot.addItem(self.focus_note, ignoreBounds=True)
         self.measured = MeasuredLayer(plot)
-        # scatter items take log10 coordinates (they have no log mode); lines are PlotDataItems in linear
-        # units
+        # scatter items take log10 coordinates (they have no log mode)
         self.ridges = pg.ScatterPlotItem(symbol="d", size=11, pen=pg.mkPen("k", width=0.5))
         plot.addItem(self.ridges)
         self.points = pg.ScatterPlotItem(symbol="o", pen=pg.mkPen(60, 60, 60, 160, width=0.6))
@@ -139,16 +140,15 @@ class RooflinePanel(AnalysisPanel):
         self.measured.trace = trace
         self.schedule(full=True)
 
-    def _label_obstacles(self, view_range, size) -> list:
+    def _label_obstacles(self, view_range, size) -> np.ndarray:
         """Pixel boxes the ceiling labels must not cover: the band names, the legend, the focused device's ridge
         label, the operator points, the ridge points and the measured crosses."""
         d = self.result.device_index if self.result is not None else -1
         ridge = [self.devices[d].ridge_label] if 0 <= d < len(self.devices) else []
         texts = [item for item in (*self.band_labels, self.legend, *ridge) if item.isVisible()]
-        boxes = [pixel_rect(item, view_range, size) for item in texts]
-        for scatter in (self.points, self.ridges, self.measured.scatter):
-            boxes += scatter_rects(scatter, view_range, size)
-        return boxes
+        boxes = np.asarray([pixel_rect(item, view_range, size) for item in texts], float).reshape(-1, 4)
+        scatters = [scatter_rects(s, view_range, size) for s in (self.points, self.ridges, self.measured.scatter)]
+        return np.concatenate([boxes, *scatters])
 
     # -- drawing
     def redraw(self, analysis) -> None:
@@ -170,7 +170,7 @@ class RooflinePanel(AnalysisPanel):
         self._draw_grid(r)
         self._draw_bands(r)
         while len(self.devices) < len(r.devices):
-            self.devices.append(DeviceItems(self.plot))
+            self.devices.append(DeviceItems(self.plot, self.device_lines))
         for i, items in enumerate(self.devices):
             if i < len(r.devices):
                 draw_device(items, r.devices[i], i, focused=i == d)

@@ -2,48 +2,125 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 import pyqtgraph as pg
+from PySide6.QtCore import QRectF
+from PySide6.QtGui import QPainterPath, QPen
 
-from .plotting import DASH, cached, changed, device_color, opaque
+from .plotting import DASH, NO_PEN, cached, changed, device_color, opaque
 
 
-class LogCurve(pg.PlotCurveItem):
-    """A polyline (or, with ``connect='pairs'``, separate segments) given in linear units and drawn in the
-    log-log view's log10 coordinates: a bare curve updates several times faster than a PlotDataItem in log
-    mode."""
+class Line:
+    """One polyline of a :class:`LogLines` item (with ``pairs``, separate two-point segments), in linear units."""
 
-    def __init__(self, connect: str = "all"):
-        super().__init__(connect=connect)
-        self._linear = (np.empty(0), np.empty(0))
+    __slots__ = ("x", "y", "pen", "pairs", "visible", "path")
 
-    def set_linear(self, x: np.ndarray, y: np.ndarray, pen) -> None:
-        self._linear = (x, y)
-        self.setData(x=np.log10(x), y=np.log10(y), pen=pen)
+    def __init__(self, pairs: bool = False):
+        self.pairs = pairs
+        self.x = self.y = np.empty(0)
+        self.pen = NO_PEN
+        self.visible = False
+        self.path = QPainterPath()
 
     def getOriginalDataset(self) -> tuple[np.ndarray, np.ndarray]:
-        """The segments' end points in linear units (as PlotDataItem.getOriginalDataset)."""
-        return self._linear
+        """The points in linear units (as PlotDataItem.getOriginalDataset)."""
+        return self.x, self.y
+
+    def getData(self) -> tuple[np.ndarray, np.ndarray]:
+        """The points as drawn: log10 of the linear units."""
+        return np.log10(self.x), np.log10(self.y)
+
+    def isVisible(self) -> bool:
+        return self.visible
+
+
+class LogLines(pg.GraphicsObject):
+    """Polylines with a pen each, given in linear units and drawn in the log-log view's log10 coordinates, all
+    painted by this one item.
+
+    The roofline draws three lines per device; as pyqtgraph curves each was an item whose update and paint cost
+    tens of microseconds of Python (bounds, path, pens), for every device on every precision change. Here an
+    update builds a short QPainterPath and a paint is a loop of ``drawPath``."""
+
+    PAD_PX = 3.0  # the widest pen (2.5 px) stroked over the path's bounds
+
+    def __init__(self):
+        super().__init__()
+        self.lines: list[Line] = []
+        self._bounds: QRectF | None = None
+
+    def add(self, pairs: bool = False) -> Line:
+        line = Line(pairs)
+        self.lines.append(line)
+        return line
+
+    def set(self, line: Line, x, y, pen) -> None:
+        x, y = np.asarray(x, float), np.asarray(y, float)
+        line.x, line.y, line.pen = x, y, pen
+        path = QPainterPath()
+        points = list(zip(np.log10(x).tolist(), np.log10(y).tolist()))
+        for i, (px, py) in enumerate(points):
+            if i == 0 or (line.pairs and i % 2 == 0):
+                path.moveTo(px, py)
+            else:
+                path.lineTo(px, py)
+        line.path = path
+        self._changed()
+
+    def show(self, line: Line, visible: bool) -> None:
+        if line.visible != visible:
+            line.visible = visible
+            self._changed()
+
+    def _changed(self) -> None:
+        self.prepareGeometryChange()
+        self._bounds = None
+        self.update()
+
+    def viewTransformChanged(self) -> None:
+        self.prepareGeometryChange()
+        self._bounds = None
+
+    def boundingRect(self) -> QRectF:
+        if self._bounds is None:
+            rect = QRectF()
+            for line in self.lines:
+                if line.visible:
+                    rect = rect.united(line.path.boundingRect())
+            px, py = self.pixelVectors()
+            if rect.isValid() and px is not None:
+                dx, dy = abs(px.x()) * self.PAD_PX, abs(py.y()) * self.PAD_PX
+                rect = rect.adjusted(-dx, -dy, dx, dy)
+            self._bounds = rect
+        return self._bounds
+
+    def paint(self, painter, *_args) -> None:
+        for line in self.lines:
+            if line.visible:
+                painter.setPen(line.pen)
+                painter.drawPath(line.path)
 
 
 class DeviceItems:
-    """The plot items of one device slot, created once and reused: the roof (main-memory slope and the ceiling
-    at the precision), the on-chip slopes and the other precisions' ceilings (as segment pairs), the ridge
-    label."""
+    """The lines of one device slot in the shared :class:`LogLines`, created once and reused: the roof
+    (main-memory slope and the ceiling at the precision), the on-chip slopes and the other precisions' ceilings
+    (as segment pairs); and its ridge label."""
 
-    def __init__(self, plot: pg.PlotItem):
-        self.roof = LogCurve()
-        self.levels = LogCurve(connect="pairs")
-        self.others = LogCurve(connect="pairs")
+    def __init__(self, plot: pg.PlotItem, lines: LogLines):
+        self.lines = lines
+        self.roof = lines.add()
+        self.levels = lines.add(pairs=True)
+        self.others = lines.add(pairs=True)
         self.ridge_label = cached(pg.TextItem(anchor=(1.05, -0.1)))  # below and left of the ridge point
-        for item in (self.roof, self.levels, self.others, self.ridge_label):
-            plot.addItem(item)
+        plot.addItem(self.ridge_label)
 
     def hide(self) -> None:
-        for item in (self.roof, self.levels, self.others, self.ridge_label):
-            item.setVisible(False)
+        for line in (self.roof, self.levels, self.others):
+            self.lines.show(line, False)
+        self.ridge_label.setVisible(False)
 
 
 def segments(pieces) -> tuple[np.ndarray, np.ndarray]:
@@ -54,6 +131,14 @@ def segments(pieces) -> tuple[np.ndarray, np.ndarray]:
         np.concatenate([np.asarray(x, float)[[0, -1]] for x, _ in pieces]),
         np.concatenate([np.asarray(y, float)[[0, -1]] for _, y in pieces]),
     )
+
+
+@functools.cache
+def _pen(color, width: float, dashed: bool = False) -> QPen:
+    pen = pg.mkPen(color, width=width)
+    if dashed:
+        pen.setDashPattern([8, 6])  # long dashes: cheap to paint
+    return pen
 
 
 def draw_device(items: DeviceItems, dr, index: int, focused: bool) -> None:
@@ -70,20 +155,18 @@ def draw_device(items: DeviceItems, dr, index: int, focused: bool) -> None:
         x, y = main.x, main.y
     else:
         x, y = np.empty(0), np.empty(0)
-    if changed(items.roof, "data", (x, y, color, width)):
-        items.roof.set_linear(x, y, pg.mkPen(color, width=width))
-    items.roof.setVisible(len(x) > 0)
+    lines = items.lines
+    if changed(items, "roof", (x, y, color, width)):
+        lines.set(items.roof, x, y, _pen(color, width))
+    lines.show(items.roof, len(x) > 0)
     lx, ly = segments([(sl.x, sl.y) for sl in dr.slopes[1:]])
-    if changed(items.levels, "data", (lx, ly, color)):
-        pen = pg.mkPen(color, width=1.0)
-        pen.setDashPattern([8, 6])  # long dashes: cheap to paint
-        items.levels.set_linear(lx, ly, pen)
-    items.levels.setVisible(len(lx) > 0)
+    if changed(items, "levels", (lx, ly, color)):
+        lines.set(items.levels, lx, ly, _pen(color, 1.0, dashed=True))
+    lines.show(items.levels, len(lx) > 0)
     ox, oy = segments([(c.x, c.y) for c in dr.other_ceilings])
-    if changed(items.others, "data", (ox, oy, color)):
-        rgb = pg.mkColor(color).getRgb()[:3]
-        items.others.set_linear(ox, oy, pg.mkPen(opaque(rgb, 0.4), width=1))  # faint: solid, pale
-    items.others.setVisible(len(ox) > 0)
+    if changed(items, "others", (ox, oy, color)):
+        lines.set(items.others, ox, oy, _pen(opaque(pg.mkColor(color).getRgb()[:3], 0.4), 1.0))  # faint: pale
+    lines.show(items.others, len(ox) > 0)
     # only the device in focus labels its ridge (every ridge is in the legend and the hover): the others' labels
     # are not typeset until their device comes into focus
     shown = focused and math.isfinite(dr.ridge) and math.isfinite(dr.peak)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
+import numpy as np
 import pyqtgraph as pg
 
 from .plotting import cached, changed
@@ -23,31 +24,36 @@ SLACK_PX = 2.0  # text boxes carry a margin: touching by this much is not an ove
 Rect = tuple[float, float, float, float]  # left, top, right, bottom in pixels (y downwards)
 
 
-def _hit(box: Rect, others: Sequence[Rect]) -> Rect | None:
+def _hit(box: Rect, others: np.ndarray) -> Rect | None:
+    """The first of ``others`` (an n x 4 array of boxes) that ``box`` overlaps, or None."""
     left, top, right, bottom = box
-    for other in others:
-        if (left < other[2] - SLACK_PX and other[0] < right - SLACK_PX and top < other[3] - SLACK_PX
-                and other[1] < bottom - SLACK_PX):
-            return other
-    return None
+    overlap = np.flatnonzero((left < others[:, 2] - SLACK_PX) & (others[:, 0] < right - SLACK_PX)
+                             & (top < others[:, 3] - SLACK_PX) & (others[:, 1] < bottom - SLACK_PX))
+    return tuple(others[overlap[0]].tolist()) if len(overlap) else None
+
+
+def _boxes(rects) -> np.ndarray:
+    return np.asarray(rects, dtype=float).reshape(-1, 4)
 
 
 def place_labels(labels: Sequence[tuple[float, float, float, float, float, bool]], width: float, height: float,
-                 obstacles: Sequence[Rect] = ()) -> list[Rect | None]:
+                 obstacles: Sequence[Rect] | np.ndarray = ()) -> list[Rect | None]:
     """Boxes for labels given as ``(line_y, line_start_x, line_end_x, label_width, label_height, required)`` in
     pixels (y downwards, in the order to place them): above the line at its right end, moved left past anything
     it overlaps but never beyond the line's start; below the line (again from the right end) when no spot above
     fits. A label with no free spot is None, or, if ``required``, at the right end moved down past what it
     overlaps."""
     placed: list[Rect | None] = []
+    obstacles = _boxes(obstacles)
     for line_y, start_x, end_x, w, h, required in labels:
+        others = np.concatenate([_boxes([b for b in placed if b is not None]), obstacles])
         box = None
         for top in (line_y - h, line_y):  # above the line, else below it
             if top < 0 or top + h > height:
                 continue
             right = min(end_x, width)
             while right - w >= max(start_x, 0.0):
-                other = _hit((right - w, top, right, top + h), [*filter(None, placed), *obstacles])
+                other = _hit((right - w, top, right, top + h), others)
                 if other is None:
                     box = (right - w, top, right, top + h)
                     break
@@ -55,12 +61,12 @@ def place_labels(labels: Sequence[tuple[float, float, float, float, float, bool]
             if box is not None:
                 break
         if box is None and required:
-            box = _moved_down(line_y, min(end_x, width), w, h, height, [*filter(None, placed), *obstacles])
+            box = _moved_down(line_y, min(end_x, width), w, h, height, others)
         placed.append(box)
     return placed
 
 
-def _moved_down(line_y: float, right: float, w: float, h: float, height: float, others: Sequence[Rect]) -> Rect:
+def _moved_down(line_y: float, right: float, w: float, h: float, height: float, others: np.ndarray) -> Rect:
     """At the right end, from just below the line downwards past whatever it overlaps (above the line at the
     right end when even that runs out of the plot)."""
     top = max(line_y, 0.0)
@@ -146,14 +152,15 @@ class CeilingLabels:
                 for item in self.items[: len(self.entries)] if item.isVisible()]
 
 
-def scatter_rects(item: pg.ScatterPlotItem, view_range, size) -> list[Rect]:
-    """Pixel boxes of a scatter's points (log10 view coordinates, sizes in pixels)."""
+def scatter_rects(item: pg.ScatterPlotItem, view_range, size) -> np.ndarray:
+    """Pixel boxes of a scatter's points (log10 view coordinates, sizes in pixels), as an n x 4 array."""
     (x_lo, x_hi), (y_lo, y_hi) = view_range
     width, height = size
     x, y = item.getData()
     if x is None or not len(x):
-        return []
-    sizes = [s if s >= 0 else item.opts["size"] for s in item.data["size"]]  # -1: the scatter's default
+        return np.empty((0, 4))
+    sizes = item.data["size"]
+    half = np.where(sizes >= 0, sizes, item.opts["size"]) / 2  # -1: the scatter's default
     px = (x - x_lo) / (x_hi - x_lo) * width
     py = (y_hi - y) / (y_hi - y_lo) * height
-    return [(a - s / 2, b - s / 2, a + s / 2, b + s / 2) for a, b, s in zip(px, py, sizes)]
+    return np.column_stack([px - half, py - half, px + half, py + half])
