@@ -34,6 +34,7 @@ from .plotting import (
     set_range,
     si,
 )
+from .dots import Dots
 from .roofline_items import DeviceItems, LogLines, draw_device, roofline_csv
 from .roofline_labels import CeilingLabels, pixel_rect, scatter_rects
 from .roofline_trace import MeasuredLayer
@@ -120,16 +121,15 @@ class RooflinePanel(AnalysisPanel):
         plot.addItem(self.focus_note, ignoreBounds=True)
         self.measured = MeasuredLayer(plot)
         # scatter items take log10 coordinates (they have no log mode)
-        self.ridges = pg.ScatterPlotItem(symbol="d", size=11, pen=pg.mkPen("k", width=0.5))
+        self.ridges = Dots(symbol="d", size=11, pen=pg.mkPen("k", width=0.5))
         plot.addItem(self.ridges)
-        self.points = pg.ScatterPlotItem(symbol="o", pen=pg.mkPen(60, 60, 60, 160, width=0.6))
+        self.points = Dots(symbol="o", pen=pg.mkPen(60, 60, 60, 160, width=0.6))
         self.points.sigClicked.connect(self._points_clicked)
         self.points.setZValue(10)
         plot.addItem(self.points)
-        self.focus_ring = pg.ScatterPlotItem(symbol="o", brush=None, pen=FOCUS_PEN)
+        self.focus_ring = Dots(symbol="o", pen=FOCUS_PEN)
         self.focus_ring.setZValue(11)
         plot.addItem(self.focus_ring)
-        self._brush_cache: dict = {}
         self._band_tips: list[str] = []
         # one hover handler for points, ridges and bands (item tooltips would hide the points' under a band)
         BarPicker(plot, self._hover_key, self.describe_hover)
@@ -202,7 +202,7 @@ class RooflinePanel(AnalysisPanel):
                 x=_log([r.devices[i].ridge for i in ok]),
                 y=_log([r.devices[i].peak for i in ok]),
                 data=ok,
-                brush=[pg.mkBrush(device_color(i)) for i in ok],
+                colors=[pg.mkColor(device_color(i)).getRgb() for i in ok],
             )
         self._draw_points(r)
         self._label_ceilings(r.devices[d], d)  # after the points: the labels keep clear of them
@@ -295,21 +295,17 @@ class RooflinePanel(AnalysisPanel):
                             False))
         self.ceiling_labels.set_entries(entries)
 
-    def _brush(self, rgba) -> pg.QtGui.QBrush:
-        brush = self._brush_cache.get(rgba)
-        if brush is None:
-            brush = self._brush_cache[rgba] = pg.mkBrush(*rgba)
-        return brush
-
-    def point_colors(self) -> list[tuple]:
+    def point_colors(self) -> np.ndarray:
+        """RGBA (0-255) of each operator's point, n x 4."""
         p = self.result.points
         mode = self.color_by.currentText()
         if mode == "regime":
-            return [(*REGIME_COLORS[x], 190) for x in p.regime]
+            return np.array([(*REGIME_COLORS[x], 190) for x in p.regime], dtype=np.int16).reshape(-1, 4)
         if mode == "kind":
             kinds = sorted(set(p.kinds))
-            return [(*KIND_COLORS[kinds.index(k) % len(KIND_COLORS)], 190) for k in p.kinds]
-        return [BOUND_COLORS[b] for b in p.bound]
+            colors = [(*KIND_COLORS[kinds.index(k) % len(KIND_COLORS)], 190) for k in p.kinds]
+            return np.array(colors, dtype=np.int16).reshape(-1, 4)
+        return np.array([BOUND_COLORS[b] for b in p.bound], dtype=np.int16).reshape(-1, 4)
 
     def _draw_points(self, r) -> None:
         p = r.points
@@ -319,9 +315,8 @@ class RooflinePanel(AnalysisPanel):
         colors = self.point_colors()
         self._log_xy = _log(p.intensity), _log(p.attainable)
         self._point_sizes = sizes
-        if changed(self.points, "data", (p.intensity, p.attainable, p.rows, sizes, np.asarray(colors, np.int16))):
-            brushes = [self._brush(c) for c in colors]
-            self.points.setData(x=self._log_xy[0], y=self._log_xy[1], data=p.rows, size=sizes, brush=brushes)
+        if changed(self.points, "data", (p.intensity, p.attainable, p.rows, sizes, colors)):
+            self.points.setData(x=self._log_xy[0], y=self._log_xy[1], data=p.rows, size=sizes, colors=colors)
         self.redraw_focus(None)
 
     def redraw_focus(self, analysis) -> None:
@@ -334,9 +329,9 @@ class RooflinePanel(AnalysisPanel):
             self.focus_ring.setData(x=x, y=y, size=size)
 
     # -- interaction
-    def _points_clicked(self, _item, points, _ev) -> None:
-        if len(points):
-            self.select_row(int(points[0].data()))
+    def _points_clicked(self, _item, values, _ev) -> None:
+        if len(values):
+            self.select_row(int(values[-1]))  # the topmost
 
     def select_row(self, row: int) -> None:
         analysis = self.workspace.analysis
@@ -353,8 +348,8 @@ class RooflinePanel(AnalysisPanel):
             return measured
         for kind, item in (("point", self.points), ("ridge", self.ridges)):
             found = item.pointsAt(pos)
-            if len(found):
-                return kind, int(found[-1].data())
+            if found:
+                return kind, int(item.values[found[-1]])  # the topmost
         intensity = 10.0**x
         for i, b in enumerate(self.result.bands):
             if b.lo <= intensity < b.hi:

@@ -152,15 +152,13 @@ class CeilingLabels:
                 for item in self.items[: len(self.entries)] if item.isVisible()]
 
 
-def scatter_rects(item: pg.ScatterPlotItem, view_range, size) -> np.ndarray:
-    """Pixel boxes of a scatter's points (log10 view coordinates, sizes in pixels), as an n x 4 array."""
+def scatter_rects(item, view_range, size) -> np.ndarray:
+    """Pixel boxes of the points of a :class:`~.dots.Dots` (log10 view coordinates, sizes in pixels), as an
+    n x 4 array."""
     (x_lo, x_hi), (y_lo, y_hi) = view_range
     width, height = size
     x, y = item.getData()
-    if x is None or not len(x):
-        return np.empty((0, 4))
-    sizes = item.data["size"]
-    half = np.where(sizes >= 0, sizes, item.opts["size"]) / 2  # -1: the scatter's default
+    half = item.pixel_sizes() / 2
     px = (x - x_lo) / (x_hi - x_lo) * width
     py = (y_hi - y) / (y_hi - y_lo) * height
-    return np.column_stack([px - half, py - half, px + half, py + half])
+    return np.column_stack([px - half, py - half, px + half, py + half]).reshape(-1, 4)

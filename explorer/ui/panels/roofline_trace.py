@@ -17,6 +17,7 @@ from PySide6.QtCore import QPointF
 
 from explorer.core.analysis.roofline_measured import MeasuredRoofline, measured_roofline
 
+from .dots import Dots
 from .plotting import si
 
 CROSS_COLOR = (20, 20, 20)
@@ -29,8 +30,8 @@ class MeasuredLayer:
     def __init__(self, plot: pg.PlotItem):
         self.trace = None
         self.result: MeasuredRoofline | None = None
-        self.scatter = pg.ScatterPlotItem(symbol="x", size=CROSS_SIZE, pen=pg.mkPen(255, 255, 255, 200, width=0.8),
-                                          brush=pg.mkBrush(*CROSS_COLOR))
+        self.scatter = Dots(symbol="x", size=CROSS_SIZE, pen=pg.mkPen(255, 255, 255, 200, width=0.8),
+                            color=pg.mkColor(*CROSS_COLOR).getRgb())
         self.scatter.setZValue(12)  # above the operator points and the focus ring
         plot.addItem(self.scatter)
 
@@ -51,7 +52,7 @@ class MeasuredLayer:
         if self.result is None or not len(self.result):
             return None
         found = self.scatter.pointsAt(QPointF(x, y))
-        return ("measured", int(found[-1].data())) if len(found) else None
+        return ("measured", int(self.scatter.values[found[-1]])) if found else None
 
     def source(self) -> str:
         source = getattr(self.trace, "source", None)
