@@ -79,9 +79,8 @@ class _Stack:
         y = np.arange(n, dtype=float)
         for j, item in enumerate(self.items):
             if j < parts:
-                item.setOpts(
-                    x0=left.copy(), y=y, width=clean[:, j], height=height, brush=colors[j], pen=NO_PEN
-                )
+                style = {"brush": colors[j], "pen": NO_PEN} if changed(item, "style", colors[j]) else {}
+                item.setOpts(x0=left.copy(), y=y, width=clean[:, j], height=height, **style)
                 item.setVisible(True)
                 left += clean[:, j]
             else:

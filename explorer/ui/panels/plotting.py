@@ -63,6 +63,7 @@ class NoteLabel(QWidget):
     def __init__(self, lines: int, parent=None):
         super().__init__(parent)
         self.label = QLabel(self)
+        self.label.setTextFormat(Qt.TextFormat.PlainText)  # rich text lays out twice per change; no escaping
         self.label.setWordWrap(True)
         self.label.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
         self.setFixedHeight(self.label.fontMetrics().lineSpacing() * lines + 4)

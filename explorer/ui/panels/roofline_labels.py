@@ -109,14 +109,13 @@ class CeilingLabels:
             label.textItem.document().setDocumentMargin(1)  # tight boxes: close ceilings need every pixel
             self.plot.addItem(label, ignoreBounds=True)
             self.items.append(label)
-        key = [(text, x0, x1, y, c.name(pg.QtGui.QColor.NameFormat.HexArgb)) for text, x0, x1, y, c, _r in entries]
-        if changed(self, "entries_key", key):
-            for i, label in enumerate(self.items):
-                if i < len(entries):
-                    text, _x0, _x1, _y, colour, _required = entries[i]
+        for i, label in enumerate(self.items):  # typeset again only the labels whose text or colour changed
+            if i < len(entries):
+                text, _x0, _x1, _y, colour, _required = entries[i]
+                if changed(label, "text", (text, colour.rgba())):
                     label.setText(text, color=colour)
-                else:
-                    label.setVisible(False)
+            else:
+                label.setVisible(False)
         self.entries = entries
         self.layout()
 

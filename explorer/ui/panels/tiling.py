@@ -170,9 +170,11 @@ class TilingPanel(AnalysisPanel):
             return
         self._draw_sweep(v)
         self._draw_fold(v)
+        # plain text: a rich-text label lays its text out twice per change (its document asks for a second
+        # paint), and names need no escaping
         self.set_message(
-            f"<b>{v.row_name}</b> on {v.device_name}: {v.suggestion}<br><i>{v.note}. Times re-evaluate "
-            f"this GEMM with its operands scaled to the new size (an estimate).</i>"
+            f"{v.row_name} on {v.device_name}: {v.suggestion}\n{v.note}. Times re-evaluate this GEMM with its "
+            f"operands scaled to the new size (an estimate)."
         )
 
     def _tiling_view(self, analysis, row: int, d: int, sweep: str | None):
