@@ -36,6 +36,7 @@ from explorer.core.catalog_files import load_shipped_devices
 from explorer.core.commands import ReplaceLayer, SelectDevices, SetAssumptions
 from explorer.core.model import LayerSpec, Model
 from explorer.core.workspace import Assumptions, Workspace
+from explorer.ui.app import configure_qt_environment
 from explorer.ui.panels import PANELS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -213,6 +214,7 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="hwexplorer-bench-") as home:
         for var in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME"):  # the window's settings: not yours
             os.environ[var] = os.path.join(home, var)
+        configure_qt_environment()  # as the app does before its QApplication
         app = QApplication.instance() or QApplication([])
         four_panels(app, args.runs)
         main_window(app, args.runs)

@@ -33,6 +33,9 @@ import sys, time
 from PySide6.QtCore import QEvent, QObject, QTimer
 from PySide6.QtWidgets import QApplication, QMainWindow
 
+from explorer.ui.app import configure_qt_environment
+
+configure_qt_environment()  # as make_application() does before its QApplication
 app = QApplication(sys.argv[:1])  # make_application() reuses it; the filter sees the window's first paint
 
 

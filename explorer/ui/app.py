@@ -4,6 +4,7 @@ left by a session that crashed."""
 
 from __future__ import annotations
 
+import os
 import sys
 import warnings
 from collections.abc import Sequence
@@ -39,7 +40,20 @@ def device_lookup(repository):
     return lookup
 
 
+def configure_qt_environment(environ=os.environ, cpus: int | None = None) -> None:
+    """What Qt reads from the environment, set before the QApplication exists (a value the user set is kept).
+
+    On two CPUs or fewer, Qt's GUI thread pool (it splits some raster fills and image conversions over
+    threads) competes with the GUI thread for the same cores: an edit redrawing the four panels measured 10 %
+    faster without it on a 2-CPU machine, with less CPU time in all (docs/benchmarks.md). Larger machines keep
+    Qt's default."""
+    count = os.cpu_count() if cpus is None else cpus
+    if (count or 1) <= 2:
+        environ.setdefault("QT_NO_GUI_THREADPOOL", "1")
+
+
 def make_application(argv: Sequence[str] | None = None) -> QApplication:
+    configure_qt_environment()
     app = QApplication.instance() or QApplication(list(argv if argv is not None else sys.argv))
     if not QCoreApplication.organizationName():  # tests set their own names (settings under tmp_path)
         QCoreApplication.setOrganizationName(ORGANIZATION)

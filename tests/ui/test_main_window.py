@@ -189,3 +189,13 @@ def test_palette_double_click_inserts_after_the_selection(window):
     assert window.layer_view.selected_layers() == (1,)
     assert window.properties.currentIndex() == 1  # the inspector shows the new layer
     assert window.inspector.title.text().startswith("<b>layernorm_1</b>")
+
+
+def test_qt_gui_thread_pool_is_off_on_two_cpus_only():
+    from explorer.ui.app import configure_qt_environment
+
+    small, large, chosen = {}, {}, {"QT_NO_GUI_THREADPOOL": "0"}
+    configure_qt_environment(small, cpus=2)
+    configure_qt_environment(large, cpus=8)
+    configure_qt_environment(chosen, cpus=1)
+    assert small == {"QT_NO_GUI_THREADPOOL": "1"} and large == {} and chosen == {"QT_NO_GUI_THREADPOOL": "0"}
