@@ -15,6 +15,10 @@ from PySide6.QtCore import QPointF, QRectF, Signal
 from PySide6.QtGui import QBrush, QColor, QPixmap
 
 
+def _brush(rgba: tuple | None) -> QBrush:
+    return QBrush(QColor(*rgba)) if rgba is not None else QBrush()  # None: no fill
+
+
 class Dots(pg.GraphicsObject):
     """Points at view coordinates ``x``, ``y``; each with a size in pixels and an RGBA colour (or the item's
     defaults), one pen for all, and an optional data value. ``sigClicked(item, data values, event)`` is emitted
@@ -99,8 +103,7 @@ class Dots(pg.GraphicsObject):
         key = (size, rgba, ratio)
         pixmap = self._pixmaps.get(key)
         if pixmap is None:
-            brush = QBrush(QColor(*rgba)) if rgba is not None else QBrush()
-            image = renderSymbol(self.symbol, size * ratio, pg.mkPen(self.pen), brush)
+            image = renderSymbol(self.symbol, size * ratio, pg.mkPen(self.pen), _brush(rgba))
             pixmap = self._pixmaps[key] = QPixmap.fromImage(image)
             pixmap.setDevicePixelRatio(ratio)
         return pixmap
@@ -117,7 +120,7 @@ class Dots(pg.GraphicsObject):
                 size, rgba = self._styles[style]
                 painter.resetTransform()
                 painter.translate(x, y)
-                drawSymbol(painter, self.symbol, size, self.pen, QBrush(QColor(*rgba)) if rgba else QBrush())
+                drawSymbol(painter, self.symbol, size, self.pen, _brush(rgba))
             return
         ratio = widget.devicePixelRatioF() if widget is not None else 1.0
         pixmaps = [self._pixmap(i, ratio) for i in range(len(self._styles))]

@@ -280,8 +280,8 @@ class SiLogAxis(pg.AxisItem):
         x_min, x_max = sorted((lo * scale - offset, hi * scale - offset))
         positions, tick_specs = [], []
         for i, (_spacing, values) in enumerate(levels):
-            tick_length = style["tickLength"] / (i * 0.5 + 1.0)
-            pen = self._level_pen(i, length, len(values))
+            end = stop + style["tickLength"] / (i * 0.5 + 1.0) * direction  # shorter ticks at lower levels
+            pen = self._level_pen(i)
             shown = []
             for v in values:
                 x = v * scale - offset
@@ -289,7 +289,6 @@ class SiLogAxis(pg.AxisItem):
                     shown.append(None)
                     continue
                 shown.append(x)
-                end = stop + tick_length * direction
                 tick_specs.append((pen, QPointF(stop, x), QPointF(end, x)) if left
                                   else (pen, QPointF(x, stop), QPointF(x, end)))
             positions.append(shown)
@@ -346,7 +345,7 @@ class SiLogAxis(pg.AxisItem):
         self._updateMaxTextSize(last_size2)
         return axis_spec, tick_specs, text_specs
 
-    def _level_pen(self, level: int, length: float, count: int) -> QPen:
+    def _level_pen(self, level: int) -> QPen:
         """The tick pen of a tick level, with pyqtgraph's fading alpha (cached per level)."""
         alpha = self.style["tickAlpha"]
         if alpha is None:
