@@ -10,7 +10,8 @@ from explorer.core.catalog_files import load_shipped_devices
 from explorer.core.templates import get_template
 from explorer.core.workspace import Assumptions, Workspace
 from explorer.ui.panels import PANELS
-from explorer.ui.panels.plotting import SiLogAxis, new_plot, set_ticks
+from explorer.ui.panels.axis import SiLogAxis
+from explorer.ui.panels.plotting import new_plot, set_ticks
 
 IDS = ("nvidia-a100-sxm4-80gb", "nvidia-h100-sxm5", "google-tpu-v4")
 
