@@ -236,13 +236,13 @@ def test_device_selector_focuses_the_device_everywhere(qtbot, ws):
 def test_energy_bars_and_editable_table(qtbot, ws):
     panel = make(qtbot, EnergyPanel, ws)
     a = ws.analysis
-    stack = panel.layer_stack.items
-    widths = np.column_stack([item.opts["width"] for item in stack[:3]])  # HBM, L2, arithmetic
+    stack = panel.layer_stack
+    widths = stack.widths[:, :3]  # HBM, L2, arithmetic
     assert np.allclose(widths[:, 0], a.level_energy[:, 0, 0] * a.count)
     assert np.allclose(widths.sum(axis=1), a.energy[:, 0] * a.count)
-    assert np.allclose(stack[1].opts["x0"], widths[:, 0])  # stacked
-    totals = panel.total_stack.items
-    assert totals[0].opts["width"].sum() == pytest.approx(a.totals.energy_by_level[:, 0].sum())
+    assert np.allclose(stack.lefts[:, 1], widths[:, 0])  # stacked
+    assert np.allclose(stack.lefts[:, 2], widths[:, 0] + widths[:, 1])
+    assert panel.total_stack.widths[:, 0].sum() == pytest.approx(a.totals.energy_by_level[:, 0].sum())
     assert re.search(r"HBM: [\d.]+ [µmn]?J\n", panel._describe_bar(0))  # numbers with units
     ladder = dict(zip([e.label for e in panel._ladder_entries], panel.ladder_bars.opts["width"]))
     assert ladder["DRAM read"] == pytest.approx(math.log10(640) + 2)  # log10(pJ) above the 0.01 pJ baseline
@@ -259,7 +259,7 @@ def test_energy_bars_and_editable_table(qtbot, ws):
     assert panel.table.item(0, 1).text() == "320 pJ/B"
     panel.grouping.setCurrentText("per layer")
     settle(qtbot, panel)
-    assert len(panel.layer_stack.items[0].opts["y"]) == len(ws.model.layers)
+    assert len(panel.layer_stack.widths) == len(ws.model.layers)
 
 
 # ------------------------------------------------------------------------------------------------ tiling

@@ -47,17 +47,21 @@ class Dots(pg.GraphicsObject):
         n = len(self.x)
         self.sizes = np.broadcast_to(np.asarray(self.default_size if size is None else size, float), (n,)).copy()
         self.values = np.arange(n) if data is None else np.asarray(data)
-        if colors is None or not n:
-            keys = np.zeros((n, 5))
-            keys[:, 0] = self.sizes
-            rgba = [self.default_color]
-        else:
-            keys = np.column_stack([self.sizes, np.asarray(colors, float).reshape(n, 4)])
-            rgba = None
-        unique, self._style_of = np.unique(keys, axis=0, return_inverse=True)
-        self._style_of = self._style_of.ravel()
+        # distinct (size, colour) pairs as one integer each: the size's rank, then the RGBA bytes
+        sizes, size_rank = np.unique(self.sizes, return_inverse=True)
+        code = size_rank.ravel().astype(np.int64) << 32
+        if colors is not None and n:
+            rgba = np.asarray(colors).reshape(n, 4).astype(np.int64) & 0xFF
+            code |= (rgba[:, 0] << 24) | (rgba[:, 1] << 16) | (rgba[:, 2] << 8) | rgba[:, 3]
+        unique, style_of = np.unique(code, return_inverse=True)
+        self._style_of = style_of.ravel()
         self._styles = [
-            (float(k[0]), rgba[0] if rgba is not None else tuple(int(v) for v in k[1:])) for k in unique
+            (
+                float(sizes[c >> 32]),
+                self.default_color if colors is None or not n
+                else ((c >> 24) & 0xFF, (c >> 16) & 0xFF, (c >> 8) & 0xFF, c & 0xFF),
+            )
+            for c in unique.tolist()
         ]
         self.prepareGeometryChange()
         self._bounds = None

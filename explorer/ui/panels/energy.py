@@ -29,6 +29,7 @@ from explorer.core.analysis.energy_view import compute_energy_view, with_energy
 from explorer.core.units import UnitError, parse_si
 
 from .base import AnalysisPanel
+from .stacked_bars import StackedBars
 from .plotting import (
     NO_PEN,
     BarPicker,
@@ -58,33 +59,17 @@ def _ticks(names, limit: int = 40):
     return [[(i, elide(names[i], 20)) for i in range(0, len(names), step)]]
 
 
-class _Stack:
-    """Horizontal stacked bars: one BarGraphItem per segment (levels, then compute), reused across redraws."""
+class _Stack(StackedBars):
+    """The stacked bars of a plot, drawn again only when their segments or colours change."""
 
     def __init__(self, plot: pg.PlotItem):
-        self.plot = plot
-        self.items: list[Bars] = []
+        super().__init__()
+        plot.addItem(self, ignoreBounds=True)
 
     def set(self, segments: np.ndarray, colors: list[str], height: float = 0.7) -> None:
         """``segments`` is (bars, parts) in J; NaN parts draw nothing."""
-        n, parts = segments.shape
-        if not changed(self, "segments", (segments, tuple(colors), height)):
-            return  # unchanged bars keep their pictures
-        while len(self.items) < parts:
-            item = Bars(x0=[], y=[], width=[], height=height)
-            self.plot.addItem(item)
-            self.items.append(item)
-        clean = np.nan_to_num(segments, nan=0.0)
-        left = np.zeros(n)
-        y = np.arange(n, dtype=float)
-        for j, item in enumerate(self.items):
-            if j < parts:
-                style = {"brush": colors[j], "pen": NO_PEN} if changed(item, "style", colors[j]) else {}
-                item.setOpts(x0=left.copy(), y=y, width=clean[:, j], height=height, **style)
-                item.setVisible(True)
-                left += clean[:, j]
-            else:
-                item.setVisible(False)
+        if changed(self, "segments", (segments, tuple(colors), height)):
+            super().set(segments, colors, height)
 
 
 class EnergyPanel(AnalysisPanel):

@@ -25,6 +25,7 @@ from .plotting import (
     FOCUS_PEN,
     NO_PEN,
     BarPicker,
+    PinnedText,
     Bars,
     cached,
     changed,
@@ -90,9 +91,9 @@ class RooflinePanel(AnalysisPanel):
         self.bands.setZValue(-20)
         plot.addItem(self.bands, ignoreBounds=True)
         self._band_brushes = [pg.mkBrush(*opaque(color, 0.09)) for color in REGIME_COLORS.values()]
-        self.band_labels: list[pg.TextItem] = []
+        self.band_labels: list[PinnedText] = []
         for color in REGIME_COLORS.values():
-            label = pg.TextItem(color=pg.mkColor(*color), anchor=(0, 0))  # at the band's left edge
+            label = PinnedText(color=color, anchor=(0, 0))  # at the band's left edge
             plot.addItem(label, ignoreBounds=True)
             self.band_labels.append(label)
         # the decade lines as segments of one item (cheaper to paint than the axes' grid or a line each)

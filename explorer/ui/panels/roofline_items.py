@@ -10,7 +10,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QRectF
 from PySide6.QtGui import QPainterPath, QPen
 
-from .plotting import DASH, NO_PEN, cached, changed, device_color, opaque
+from .plotting import DASH, NO_PEN, PinnedText, changed, device_color, opaque
 
 
 class Line:
@@ -114,8 +114,8 @@ class DeviceItems:
         self.roof = lines.add()
         self.levels = lines.add(pairs=True)
         self.others = lines.add(pairs=True)
-        self.ridge_label = cached(pg.TextItem(anchor=(1.05, -0.1)))  # below and left of the ridge point
-        plot.addItem(self.ridge_label)
+        self.ridge_label = PinnedText(anchor=(1.05, -0.1))  # below and left of the ridge point
+        plot.addItem(self.ridge_label, ignoreBounds=True)
 
     def hide(self) -> None:
         for line in (self.roof, self.levels, self.others):

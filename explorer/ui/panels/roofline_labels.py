@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pyqtgraph as pg
 
-from .plotting import cached, changed
+from .plotting import PinnedText, changed
 
 GAP_PX = 6.0  # between labels side by side
 SLACK_PX = 2.0  # text boxes carry a margin: touching by this much is not an overlap
@@ -79,11 +79,20 @@ def _moved_down(line_y: float, right: float, w: float, h: float, height: float, 
     return (right - w, top, right, top + h)
 
 
-def pixel_rect(item: pg.TextItem, view_range, size) -> Rect:
-    """Where a text item anchored in view coordinates sits on a view of ``size`` (pixels)."""
+def box_size(item) -> tuple[float, float]:
+    """Pixel width and height of a ``pg.TextItem`` or a :class:`~.plotting.PinnedText` with its margin."""
+    if isinstance(item, PinnedText):
+        return item.box_size()
+    rect = item.textItem.boundingRect()
+    return rect.width(), rect.height()
+
+
+def pixel_rect(item, view_range, size) -> Rect:
+    """Where a text item (``pg.TextItem`` or ``PinnedText``) anchored in view coordinates sits on a view of
+    ``size`` (pixels)."""
     (x_lo, x_hi), (y_lo, y_hi) = view_range
     width, height = size
-    w, h = item.textItem.boundingRect().width(), item.textItem.boundingRect().height()
+    w, h = box_size(item)
     x = (item.pos().x() - x_lo) / (x_hi - x_lo) * width
     y = (y_hi - item.pos().y()) / (y_hi - y_lo) * height
     left, top = x - item.anchor[0] * w, y - item.anchor[1] * h
@@ -97,7 +106,7 @@ class CeilingLabels:
     def __init__(self, plot: pg.PlotItem, obstacles: Callable[..., Sequence[Rect]] = lambda *_: ()):
         self.plot = plot
         self.obstacles = obstacles
-        self.items: list[pg.TextItem] = []
+        self.items: list[PinnedText] = []
         self.entries: list[tuple[str, float, float, float, pg.QtGui.QColor, bool]] = []
         plot.vb.sigResized.connect(lambda *_: self.layout())
         plot.vb.sigRangeChanged.connect(lambda *_: self.layout())
@@ -105,8 +114,7 @@ class CeilingLabels:
     def set_entries(self, entries) -> None:
         entries = sorted(entries, key=lambda e: -e[3])  # highest ceiling first
         while len(self.items) < len(entries):
-            label = cached(pg.TextItem(anchor=(0, 0)))
-            label.textItem.document().setDocumentMargin(1)  # tight boxes: close ceilings need every pixel
+            label = PinnedText(anchor=(0, 0), margin=1)  # tight boxes: close ceilings need every pixel
             self.plot.addItem(label, ignoreBounds=True)
             self.items.append(label)
         for i, label in enumerate(self.items):  # typeset again only the labels whose text or colour changed
@@ -129,11 +137,10 @@ class CeilingLabels:
         items = self.items[: len(self.entries)]
         wanted = []
         for item, (_t, x_start, x_end, flops, _c, required) in zip(items, self.entries):
-            rect = item.textItem.boundingRect()
+            w, h = item.box_size()
             wanted.append(((y_hi - math.log10(flops)) / (y_hi - y_lo) * height,
                            (math.log10(x_start) - x_lo) / (x_hi - x_lo) * width,
-                           (math.log10(x_end) - x_lo) / (x_hi - x_lo) * width, rect.width(), rect.height(),
-                           required))
+                           (math.log10(x_end) - x_lo) / (x_hi - x_lo) * width, w, h, required))
         boxes = place_labels(wanted, width, height, self.obstacles(view, (width, height)))
         for item, box in zip(items, boxes):
             item.setVisible(box is not None)
@@ -147,7 +154,7 @@ class CeilingLabels:
         """(text, pixel box) of each label as laid out, for tests."""
         vb = self.plot.vb
         size = (vb.width(), vb.height())
-        return [(item.textItem.toPlainText(), pixel_rect(item, vb.viewRange(), size))
+        return [(item.toPlainText(), pixel_rect(item, vb.viewRange(), size))
                 for item in self.items[: len(self.entries)] if item.isVisible()]
 
 
