@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before any Qt import
@@ -31,7 +32,13 @@ def no_leftover_windows(qapp):
     from PySide6.QtWidgets import QApplication
 
     QApplication.processEvents()
-    left = [w for w in QApplication.topLevelWidgets() if w.isVisible()]
+    # No garbage collection while PySide wraps the list: a collection can delete a widget that only Python owned
+    # (pyqtgraph's plots keep parentless option widgets) between Qt building the list and PySide reading it.
+    gc.disable()
+    try:
+        left = [w for w in QApplication.topLevelWidgets() if w.isVisible()]
+    finally:
+        gc.enable()
     for w in left:
         w.close()
     assert not left, f"windows left open: {[type(w).__name__ for w in left]}"

@@ -74,7 +74,7 @@ def test_torch_trace_fills_the_dock_and_the_roofline(qtbot, window, monkeypatch)
     assert m.layers == ("conv1", "fc1", "fc2", "fc3") * 3
     assert np.allclose(10**x, m.intensity) and np.allclose(10**y, m.achieved)
     assert len(roof.points.getData()[0]) > 0  # the modelled operators are still there
-    assert "measured kernels (torch_cpu_trace.json): 12 of 12 placed" in roof.legend.toHtml()
+    assert "measured kernels (torch_cpu_trace.json): 12 of 12 placed" in roof.legend.toPlainText()
     assert "Crosses: 12 measured kernels" in roof.message.text()
     conv = m.layers.index("conv1")
     assert roof._hover_key(x[conv], y[conv])[0] == "measured"  # the crosses are above the operators' points

@@ -10,12 +10,14 @@ session's copy of the device) and shows where each figure comes from.
 
 from __future__ import annotations
 
+import functools
 import html
 import math
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QBrush
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -48,6 +50,12 @@ from .plotting import (
 LEVEL_COLORS = ("#d62728", "#ff7f0e", "#e7ba52", "#9edae5", "#c5b0d5")  # outermost (off-chip) first
 COMPUTE_COLOR = "#1f77b4"
 LADDER_BASE = -2.0  # log10 pJ where ladder bars start (0.01 pJ)
+FOCUS_OUTLINE = pg.mkPen("k", width=2)
+
+
+@functools.cache
+def _brush(color: str) -> QBrush:
+    return pg.mkBrush(color)
 
 
 def level_color(j: int) -> str:
@@ -111,9 +119,7 @@ class EnergyPanel(AnalysisPanel):
         self.total_stack = _Stack(self.totals)
         self.ladder_bars = Bars(x0=[], y=[], width=[], height=0.7)
         self.ladder.addItem(self.ladder_bars)
-        self.focus_bars = Bars(
-            x0=[], y=[], width=[], height=0.9, brush=None, pen=pg.mkPen("k", width=2)
-        )
+        self.focus_bars = Bars(x0=[], y=[], width=[], height=0.9, brush=None, pen=FOCUS_OUTLINE)
         self.focus_bars.setZValue(10)
         self.per_layer.addItem(self.focus_bars)
         BarPicker(self.per_layer, self._locate_bar, self._describe_bar, self._pick_bar)
@@ -166,7 +172,8 @@ class EnergyPanel(AnalysisPanel):
                 f"<span style='color:{level_color(j)}'>\u25a0</span> {html.escape(n)}"
                 for j, n in enumerate(v.level_names)
             ]
-            + [f"<span style='color:{COMPUTE_COLOR}'>\u25a0</span> arithmetic ({v.precision} MACs)"]
+            # no precision here (the ladder and the table name it): a precision change keeps the title as set
+            + [f"<span style='color:{COMPUTE_COLOR}'>\u25a0</span> arithmetic (MACs)"]
         )
         set_title(
             self.per_layer,
@@ -205,8 +212,8 @@ class EnergyPanel(AnalysisPanel):
         entries = self._ladder_entries = tuple(v.ladder) + tuple(v.device_ladder)
         logs = np.log10([e.energy * 1e12 for e in entries])
         own_levels = [e for e in v.device_ladder if e.per != "MAC"]
-        brushes = ["#9e9e9e"] * len(v.ladder) + [
-            COMPUTE_COLOR if e.per == "MAC" else level_color(own_levels.index(e)) for e in v.device_ladder
+        brushes = [_brush("#9e9e9e")] * len(v.ladder) + [
+            _brush(COMPUTE_COLOR if e.per == "MAC" else level_color(own_levels.index(e))) for e in v.device_ladder
         ]
         self.ladder_bars.setOpts(
             x0=np.full(len(entries), LADDER_BASE),
@@ -277,7 +284,7 @@ class EnergyPanel(AnalysisPanel):
             width=np.nansum(segments[idx], axis=1),
             height=0.9,
             brush=None,
-            pen=pg.mkPen("k", width=2),
+            pen=FOCUS_OUTLINE,
         )
 
     # -- interaction

@@ -80,15 +80,16 @@ def _moved_down(line_y: float, right: float, w: float, h: float, height: float, 
 
 
 def box_size(item) -> tuple[float, float]:
-    """Pixel width and height of a ``pg.TextItem`` or a :class:`~.plotting.PinnedText` with its margin."""
-    if isinstance(item, PinnedText):
+    """Pixel width and height of a ``pg.TextItem``, a :class:`~.plotting.PinnedText` with its margin or a
+    :class:`~.legend_box.LegendBox` with its frame."""
+    if hasattr(item, "box_size"):
         return item.box_size()
     rect = item.textItem.boundingRect()
     return rect.width(), rect.height()
 
 
 def pixel_rect(item, view_range, size) -> Rect:
-    """Where a text item (``pg.TextItem`` or ``PinnedText``) anchored in view coordinates sits on a view of
+    """Where a text item (``pg.TextItem``, ``PinnedText``, ``LegendBox``) anchored in view coordinates sits on a view of
     ``size`` (pixels)."""
     (x_lo, x_hi), (y_lo, y_hi) = view_range
     width, height = size

@@ -58,12 +58,13 @@ class MeasuredLayer:
         source = getattr(self.trace, "source", None)
         return Path(source).name if source else "trace"
 
-    def legend_row(self) -> str:
+    def legend_row(self, text_color) -> list:
+        """The legend's runs for the crosses (none without a trace)."""
         if self.result is None:
-            return ""
+            return []
         m = self.result
-        return (f"<span style='color:rgb{CROSS_COLOR}'>&#10006;</span> measured kernels "
-                f"({self.source()}): {len(m)} of {m.kernels} placed")
+        return [("\u2716 ", pg.mkColor(*CROSS_COLOR), False),
+                (f"measured kernels ({self.source()}): {len(m)} of {m.kernels} placed", text_color, False)]
 
     def message(self) -> str:
         if self.result is None:
