@@ -64,7 +64,7 @@ def test_only_the_analysis_tab_on_screen_draws_others_when_chosen(window, qtbot)
     assert behind.redraws == drawn[1] and not behind.pending  # a tab behind another draws for nobody
     window.panel_docks[1].raise_()  # choosing its tab brings it up to date
     qtbot.waitUntil(lambda: behind.redraws == drawn[1] + 1)
-    assert "batch 4" in behind.per_layer.titleLabel.text
+    assert "batch 4" in behind.per_layer.plot_title.text
 
 
 def test_title_shows_the_file_and_unsaved_changes(window, tmp_path):

@@ -111,11 +111,11 @@ def test_a_hidden_panel_draws_when_shown_and_is_current_when_read(qtbot, ws):
     settle(qtbot, shown, hidden)
     assert (shown.redraws, hidden.redraws) == (before[0] + 1, before[1])  # only what one can see is drawn
     hidden.csv_text()  # reading its data draws it first
-    assert hidden.redraws == before[1] + 1 and "batch 4" in hidden.per_layer.titleLabel.text
+    assert hidden.redraws == before[1] + 1 and "batch 4" in hidden.per_layer.plot_title.text
     ws.set_assumptions(batch=8)
     hidden.show()
     settle(qtbot, hidden)
-    assert hidden.redraws == before[1] + 2 and "batch 8" in hidden.per_layer.titleLabel.text
+    assert hidden.redraws == before[1] + 2 and "batch 8" in hidden.per_layer.plot_title.text
 
 
 def test_export_png_svg_and_copy_csv(qtbot, ws, tmp_path):

@@ -97,6 +97,11 @@ def _decade_ceil(v: float) -> float:
     return 10.0 ** math.ceil(math.log10(v))
 
 
+def _pick(values: tuple, rows: np.ndarray) -> tuple:
+    """``values`` at ``rows`` (all of them, usually: every operator with a known intensity is placed)."""
+    return tuple(values) if len(rows) == len(values) else tuple(values[i] for i in rows.tolist())
+
+
 def _finite_positive(a) -> np.ndarray:
     a = np.asarray(a, dtype=float).ravel()
     return a[np.isfinite(a) & (a > 0)]
@@ -232,16 +237,16 @@ def compute_roofline(
     points = RooflinePoints(
         rows=rows,
         layer=table.layer_index[rows],
-        names=tuple(table.names[i] for i in rows),
-        kinds=tuple(table.kinds[i] for i in rows),
+        names=_pick(table.names, rows),
+        kinds=_pick(table.kinds, rows),
         intensity=intensity[rows],
         attainable=attainable[rows],
         achieved=achieved,
         time=(analysis.count[rows] * analysis.time[rows, d]) if n_dev else np.zeros(len(rows)),
         time_share=share,
         size=size,
-        bound=tuple(str(b) for b in bound),
-        regime=tuple(REGIMES[int(r)] for r in analysis.regime[rows]),
+        bound=tuple(bound.tolist()),
+        regime=tuple(np.array(REGIMES)[analysis.regime[rows]].tolist()),
         focused=table.layer_index[rows] == focused_layer if focused_layer >= 0 else np.zeros(len(rows), bool),
     )
     devices = tuple(_device_roofline(analysis, i, x_lo, x_hi) for i in range(n_dev))

@@ -99,9 +99,7 @@ class CostPanel(AnalysisPanel):
                 item = Bars(x0=[], y=[], width=[], height=0.34, brush=color, pen=NO_PEN)
                 plot.addItem(item)
                 self.bars[key] = item
-            self._keys[id(plot)] = "  ".join(
-                f"<span style='color:{c}'>\u25a0</span> {n}" for _, c, n in specs
-            )
+            self._keys[id(plot)] = [(c, n) for _, c, n in specs]
         self.notes: dict[str, list[PinnedText]] = {"per_tflops": [], "tco": [], "million": []}
         BarPicker(self.per_tflops, self._locate, lambda i: self._describe(i, "per_tflops"))
         BarPicker(self.tco_plot, self._locate, lambda i: self._describe(i, "tco"))
@@ -156,7 +154,7 @@ class CostPanel(AnalysisPanel):
             (self.tco_plot, f"TCO over {c.years:g} years (USD)"),
             (self.million, f"USD per million {c.unit}s"),
         ):
-            set_title(plot, f"{title}<br><span style='font-size:8pt'>{self._keys[id(plot)]}</span>")
+            set_title(plot, title, self._keys[id(plot)])
         ticks = [[(i, elide(name, 24)) for i, name in enumerate(c.names)]]
         for key, plot, values, metrics in (
             (

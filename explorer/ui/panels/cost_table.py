@@ -138,7 +138,8 @@ class CostTable(QTableWidget):
     def _cell(
         self, c, i: int, col: tuple[str, str, float], item: QTableWidgetItem | None
     ) -> QTableWidgetItem:
-        """Create or update one cell (only what changed is set: every setter notifies the view)."""
+        """Create or update one cell (only what changed is set: every setter notifies the view; what a cell shows
+        is kept on the item, cheaper to compare than asking Qt for its text, value and tooltip)."""
         header, field, scale = col
         fresh = item is None
         item = item or _NumberItem()
@@ -154,12 +155,14 @@ class CostTable(QTableWidget):
                     text += " *"
                     reason = "entered by hand, not from a cited source (a what-if)"
                 tip = (reason + "; " if reason else "") + "double-click to enter a price (a what-if)"
-        if fresh or item.text() != text:
+        shown = None if fresh else item.__dict__.get("shown")
+        if shown is None or item.text() != text:  # the text is asked: typing in a price cell changes it
             item.setText(text)
-        if fresh or not _same(item.data(Qt.ItemDataRole.UserRole), value):
+        if shown is None or not _same(shown[1], value):
             item.setData(Qt.ItemDataRole.UserRole, value)
-        if fresh or item.toolTip() != tip:
+        if shown is None or shown[2] != tip:
             item.setToolTip(tip)
+        item.shown = (text, value, tip)
         if fresh:
             item.setData(ID_ROLE, c.ids[i])
             if field != "names":

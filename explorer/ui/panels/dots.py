@@ -47,9 +47,8 @@ class Dots(pg.GraphicsObject):
         n = len(self.x)
         self.sizes = np.broadcast_to(np.asarray(self.default_size if size is None else size, float), (n,)).copy()
         self.values = np.arange(n) if data is None else np.asarray(data)
-        # distinct (size, colour) pairs as one integer each: the size's rank, then the RGBA bytes
-        sizes, size_rank = np.unique(self.sizes, return_inverse=True)
-        code = size_rank.ravel().astype(np.int64) << 32
+        # distinct (size, colour) pairs as one integer each: the size in 1/64 px, then the RGBA bytes
+        code = np.round(self.sizes * 64).astype(np.int64) << 32
         if colors is not None and n:
             rgba = np.asarray(colors).reshape(n, 4).astype(np.int64) & 0xFF
             code |= (rgba[:, 0] << 24) | (rgba[:, 1] << 16) | (rgba[:, 2] << 8) | rgba[:, 3]
@@ -57,7 +56,7 @@ class Dots(pg.GraphicsObject):
         self._style_of = style_of.ravel()
         self._styles = [
             (
-                float(sizes[c >> 32]),
+                (c >> 32) / 64,
                 self.default_color if colors is None or not n
                 else ((c >> 24) & 0xFF, (c >> 16) & 0xFF, (c >> 8) & 0xFF, c & 0xFF),
             )

@@ -11,7 +11,6 @@ session's copy of the device) and shows where each figure comes from.
 from __future__ import annotations
 
 import functools
-import html
 import math
 
 import numpy as np
@@ -167,19 +166,13 @@ class EnergyPanel(AnalysisPanel):
         colors = [level_color(j) for j in range(len(v.level_names))] + [COMPUTE_COLOR]
         self.layer_stack.set(segments, colors)
         set_ticks(self.per_layer.getAxis("left"), _ticks(names))
-        key = "  ".join(
-            [
-                f"<span style='color:{level_color(j)}'>\u25a0</span> {html.escape(n)}"
-                for j, n in enumerate(v.level_names)
-            ]
-            # no precision here (the ladder and the table name it): a precision change keeps the title as set
-            + [f"<span style='color:{COMPUTE_COLOR}'>\u25a0</span> arithmetic (MACs)"]
-        )
+        # no precision in the key (the ladder and the table name it): a precision change keeps the title as set
+        key = [(level_color(j), n) for j, n in enumerate(v.level_names)] + [(COMPUTE_COLOR, "arithmetic (MACs)")]
         set_title(
             self.per_layer,
-            f"Energy {self.grouping.currentText()} on {html.escape(v.device_name)} "
-            f"(J per pass of batch {analysis.ctx.batch}, repeats included)"
-            f"<br><span style='font-size:8pt'>{key}</span>",
+            f"Energy {self.grouping.currentText()} on {v.device_name} "
+            f"(J per pass of batch {analysis.ctx.batch}, repeats included)",
+            key,
         )
         set_range(
             self.per_layer,

@@ -7,7 +7,7 @@ QStaticText, laid out once per text and font, and a row is the runs side by side
 
 from __future__ import annotations
 
-from PySide6.QtCore import QPointF, QRectF
+from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPen, QStaticText
 from PySide6.QtWidgets import QGraphicsItem
 
@@ -28,16 +28,18 @@ def _merged(row) -> tuple[Run, ...]:
 
 class LegendBox(QGraphicsItem):
     """Rows of ``(text, colour, bold)`` runs at screen size (the view's zoom does not scale it), with its
-    ``anchor`` (fractions of its width and height, as ``pg.TextItem``'s) at its position."""
+    ``anchor`` (fractions of its width and height, as ``pg.TextItem``'s) at its position; framed unless
+    ``fill`` and ``border`` are None."""
 
-    PAD = 4.0  # pixels between the frame and the text
     MAX_CACHED = 256  # laid-out runs kept
 
     def __init__(self, anchor=(1.0, 1.0), point_size: float = 8.0, fill=QColor(255, 255, 255),
-                 border=QColor(190, 190, 190)):
+                 border=QColor(190, 190, 190), pad: float = 4.0):
         super().__init__()
         self.anchor = anchor
-        self.fill, self.border = QColor(fill), QPen(QColor(border))
+        self.PAD = pad  # pixels between the frame and the text
+        self.fill = QColor(fill) if fill is not None else None
+        self.border = QPen(QColor(border)) if border is not None else None
         self.fonts = {False: QFont(), True: QFont()}
         for bold, font in self.fonts.items():
             font.setPointSizeF(point_size)
@@ -87,9 +89,10 @@ class LegendBox(QGraphicsItem):
         if not self.rows:
             return
         box = self._box
-        painter.setPen(self.border)
-        painter.setBrush(self.fill)
-        painter.drawRect(box.adjusted(0.5, 0.5, -0.5, -0.5))
+        if self.fill is not None or self.border is not None:
+            painter.setPen(self.border if self.border is not None else Qt.PenStyle.NoPen)
+            painter.setBrush(self.fill if self.fill is not None else Qt.BrushStyle.NoBrush)
+            painter.drawRect(box.adjusted(0.5, 0.5, -0.5, -0.5))
         y = box.top() + self.PAD
         for row, widths in zip(self.rows, self._widths):
             x = box.left() + self.PAD

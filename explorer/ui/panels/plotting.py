@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 from explorer.core.units import format_si
 
 from .axis import SiLogAxis
+from .title import PlotTitle
 
 DASH = "\u2014"
 DEVICE_COLORS = (
@@ -200,7 +201,7 @@ def new_plot(title: str = "", log_x: bool = False, log_y: bool = False, grid: bo
         plot.getAxis(side).setStyle(maxTickLevel=1)
     for side in ("top", "right"):  # hidden, but they follow every range change: no label to re-typeset
         plot.getAxis(side).enableAutoSIPrefix(False)
-    plot.setTitle(title, size="10pt")
+    PlotTitle(plot).set(title)
     if grid:
         plot.showGrid(x=True, y=True, alpha=0.15)
     plot.setMenuEnabled(False)
@@ -266,9 +267,9 @@ def set_range(plot: pg.PlotItem, x=None, y=None, padding: float = 0.0) -> None:
         plot.vb.updateMatrix()
 
 
-def set_title(plot: pg.PlotItem, title: str) -> None:
-    if changed(plot, "title", title):
-        plot.setTitle(title, size="10pt")
+def set_title(plot: pg.PlotItem, title: str, key=()) -> None:
+    """The plot's title (plain text) and its key: ``[(colour, name), ...]`` shown as coloured squares."""
+    plot.plot_title.set(title, key)
 
 
 def nice_ceil(value: float) -> float:

@@ -141,6 +141,12 @@ def _pen(color, width: float, dashed: bool = False) -> QPen:
     return pen
 
 
+@functools.cache
+def _faint_pen(color) -> QPen:
+    """The pen of another precision's ceiling: the device's colour, pale (opaque: cheap to paint)."""
+    return _pen(opaque(pg.mkColor(color).getRgb()[:3], 0.4), 1.0)
+
+
 def draw_device(items: DeviceItems, dr, index: int, focused: bool) -> None:
     """Draw one device's roof, on-chip slopes, other precisions' ceilings and ridge label."""
     color = device_color(index)
@@ -165,7 +171,7 @@ def draw_device(items: DeviceItems, dr, index: int, focused: bool) -> None:
     lines.show(items.levels, len(lx) > 0)
     ox, oy = segments([(c.x, c.y) for c in dr.other_ceilings])
     if changed(items, "others", (ox, oy, color)):
-        lines.set(items.others, ox, oy, _pen(opaque(pg.mkColor(color).getRgb()[:3], 0.4), 1.0))  # faint: pale
+        lines.set(items.others, ox, oy, _faint_pen(color))
     lines.show(items.others, len(ox) > 0)
     # only the device in focus labels its ridge (every ridge is in the legend and the hover): the others' labels
     # are not typeset until their device comes into focus

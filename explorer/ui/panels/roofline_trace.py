@@ -42,7 +42,8 @@ class MeasuredLayer:
     def draw(self, analysis, device_index: int) -> None:
         if self.trace is None or device_index < 0:
             self.result = None
-            self.scatter.setData(x=[], y=[])
+            if len(self.scatter.x):
+                self.scatter.setData(x=[], y=[])
             return
         m = self.result = measured_roofline(self.trace, analysis, device_index)
         with np.errstate(divide="ignore", invalid="ignore"):
