@@ -1,4 +1,4 @@
-"""LegendBox: the roofline legend's rows of coloured text runs."""
+"""LegendBox (the roofline legend's rows of coloured text runs) and PlotTitle (a plot's title and key)."""
 
 from __future__ import annotations
 
@@ -28,3 +28,28 @@ def test_rows_join_runs_of_one_style_and_size_the_box(qapp):
     assert (box.right(), box.bottom()) == (0, 0)  # anchored at its bottom-right corner
     legend.set_rows([])
     assert legend.boundingRect().isNull() and legend.toPlainText() == ""
+
+
+def test_plot_title_line_key_and_elision(qtbot):
+    import pyqtgraph as pg
+
+    from explorer.ui.panels.plotting import new_plot, set_title
+
+    view = pg.GraphicsLayoutWidget()
+    qtbot.addWidget(view)
+    plot = new_plot("first")
+    view.addItem(plot)
+    view.resize(500, 300)
+    view.show()
+    qtbot.waitExposed(view)
+    title = plot.plot_title
+    assert title.line.toPlainText() == "first" and title.key_line.toPlainText() == ""
+    set_title(plot, "Energy on GPU A", [("#d62728", "HBM"), ("#1f77b4", "arithmetic (MACs)")])
+    assert title.key_line.toPlainText() == "\u25a0 HBM   \u25a0 arithmetic (MACs)"
+    assert title.key_line.rows[0][0][1] == QColor("#d62728")  # the square in the level's colour
+    assert plot.titleLabel.text == ""  # pyqtgraph's own title stays empty: its row, 30 px, is kept
+    long = "A title far longer than the plot is wide, " * 4
+    set_title(plot, long)
+    shown = title.line.toPlainText()
+    assert shown.endswith("\u2026") and long.startswith(shown[:-1]) and title.line.toolTip() == long
+    assert title.line.box_size()[0] <= plot.titleLabel.size().width()
