@@ -7,7 +7,7 @@ import math
 
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPaintEngine, QPen, QPicture, QStaticText
+from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPaintEngine, QPen, QPicture, QPolygonF, QStaticText
 
 
 _PREFIX = (
@@ -153,8 +153,8 @@ class SiLogAxis(pg.AxisItem):
         else:
             span = [QPointF(bounds.left() - 1, bounds.top() + 1), QPointF(bounds.right() + 1, bounds.top() + 1)]
             stop, direction, extent = bounds.top(), 1, bounds.width()
-        ends = [self.mapToDevice(point) for point in span]
-        if None in ends:
+        ends = self.mapToDevice(QPolygonF(span))  # one mapping for both ends
+        if ends is None:
             return None
         length = math.hypot(ends[1].x() - ends[0].x(), ends[1].y() - ends[0].y())
         if length == 0:
@@ -232,24 +232,28 @@ class SiLogAxis(pg.AxisItem):
                 if box.intersected(rect) != rect:
                     continue
                 text_specs.append((rect, _LEFT_TEXT if left else _BOTTOM_TEXT, text))
-        self._updateMaxTextSize(last_size2)
+        if last_size2 != self.__dict__.get("_last_text_size"):  # the same size again would change nothing
+            self._last_text_size = last_size2
+            self._updateMaxTextSize(last_size2)
         return axis_spec, tick_specs, text_specs
 
     def _level_pen(self, level: int) -> QPen:
-        """The tick pen of a tick level, with pyqtgraph's fading alpha (cached per level)."""
+        """The tick pen of a tick level, with pyqtgraph's fading alpha (cached per level and per pen set: the
+        axis's pens are replaced, never changed in place, by ``setPen`` and ``setTickPen``)."""
         alpha = self.style["tickAlpha"]
         if alpha is None:
             alpha = 255 / (level + 1)
         elif isinstance(alpha, float):
             alpha = min(255, max(0, int(round(alpha * 255))))
-        pen = self.tickPen()
-        key = (level, int(alpha), pen.color().rgba(), pen.widthF(), pen.style())
+        source = (self._tickPen, self._pen)
+        key = (level, int(alpha), id(source[0]), id(source[1]))
         cache = self.__dict__.setdefault("_level_pens", {})
         if key not in cache:
+            pen = self.tickPen()
             if pen.brush().style() == Qt.BrushStyle.SolidPattern:
                 pen = QPen(pen)
                 color = QColor(pen.color())
                 color.setAlpha(int(alpha))
                 pen.setColor(color)
-            cache[key] = pen
-        return cache[key]
+            cache[key] = (pen, source)  # the source pens stay referenced: their ids stay theirs
+        return cache[key][0]
