@@ -51,6 +51,21 @@ class SiLogAxis(pg.AxisItem):
         if getattr(self, "range", None) != [mn, mx]:
             super().setRange(mn, mx)
 
+    def boundingRect(self):
+        """pyqtgraph's, computed again only when the axis' geometry or style changes (Qt asks for it dozens of
+        times per repaint of a panel, and pyqtgraph computes it in Python each time)."""
+        if self.grid is not False:
+            return super().boundingRect()
+        geometry = self.geometry()
+        cached = self.__dict__.get("_bounds")
+        if cached is None or cached[0] != geometry:
+            cached = self._bounds = (geometry, super().boundingRect())
+        return QRectF(cached[1])
+
+    def setStyle(self, **kwargs):
+        self._bounds = None
+        super().setStyle(**kwargs)
+
     def _updateLabel(self):
         text = self.labelString()
         if text != self.__dict__.get("_label_html"):
