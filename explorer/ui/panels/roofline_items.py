@@ -125,11 +125,9 @@ class DeviceItems:
 
 def segments(pieces) -> tuple[np.ndarray, np.ndarray]:
     """Concatenate 2-point segments for a ``connect='pairs'`` curve."""
-    if not pieces:
-        return np.empty(0), np.empty(0)
     return (
-        np.concatenate([np.asarray(x, float)[[0, -1]] for x, _ in pieces]),
-        np.concatenate([np.asarray(y, float)[[0, -1]] for _, y in pieces]),
+        np.array([float(v) for x, _ in pieces for v in (x[0], x[-1])]),
+        np.array([float(v) for _, y in pieces for v in (y[0], y[-1])]),
     )
 
 
