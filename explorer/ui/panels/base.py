@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QApplication,
     QFileDialog,
     QGraphicsItem,
+    QGraphicsView,
     QHBoxLayout,
     QLabel,
     QPushButton,
@@ -100,6 +101,9 @@ class AnalysisPanel(QWidget):
             self.header.addWidget(button)
         self.graphics = pg.GraphicsLayoutWidget()
         self.graphics.setBackground("w")
+        # a plain white background is filled faster than pyqtgraph's cached background pixmap is copied (the whole
+        # canvas, on every repaint): 0.3-0.45 ms per precision change over the four panels
+        self.graphics.setCacheMode(QGraphicsView.CacheModeFlag.CacheNone)
         self.graphics.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
         outer.addWidget(self.graphics, 1)
         self.message = NoteLabel(3)
