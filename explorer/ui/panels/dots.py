@@ -3,7 +3,7 @@
 pyqtgraph's ScatterPlotItem keeps a Python record per point and rebuilds it on every ``setData`` (styles, atlas
 keys, per-point brushes): 0.3-0.6 ms for the roofline's 200 operators, on every precision change or model edit.
 ``Dots`` keeps numpy arrays, renders one pixmap per distinct (size, colour) with pyqtgraph's own symbol shapes,
-and paints a loop of ``drawPixmap``; when exported (SVG, PNG), symbols are drawn as vectors as pyqtgraph does.
+and paints them all with one ``drawPixmapFragments`` from a pixmap of those symbols; when exported (SVG, PNG), symbols are drawn as vectors as pyqtgraph does.
 """
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from pyqtgraph.graphicsItems.ScatterPlotItem import drawSymbol, renderSymbol
-from PySide6.QtCore import QPointF, QRectF, Signal
-from PySide6.QtGui import QBrush, QColor, QPixmap
+import shiboken6
+from PySide6.QtCore import QPointF, QRectF, Qt, Signal
+from PySide6.QtGui import QBrush, QColor, QPainter, QPixmap
 
 
 def _brush(rgba: tuple | None) -> QBrush:
@@ -101,38 +102,60 @@ class Dots(pg.GraphicsObject):
         return np.flatnonzero(hit).tolist()
 
     # -- painting
-    def _pixmap(self, style: int, ratio: float) -> QPixmap:
-        size, rgba = self._styles[style]
-        key = (size, rgba, ratio)
-        pixmap = self._pixmaps.get(key)
-        if pixmap is None:
-            image = renderSymbol(self.symbol, size * ratio, pg.mkPen(self.pen), _brush(rgba))
-            pixmap = self._pixmaps[key] = QPixmap.fromImage(image)
-            pixmap.setDevicePixelRatio(ratio)
-        return pixmap
+    def _atlas(self, ratio: float) -> tuple[QPixmap, np.ndarray]:
+        """Every style's symbol side by side in one pixmap (rendered at ``ratio`` device pixels per pixel), and
+        each style's source rectangle in it (device pixels): x, y, width, height."""
+        key = (tuple(self._styles), ratio)
+        if self.__dict__.get("_atlas_key") != key:
+            pixmaps = []
+            for size, rgba in self._styles:
+                pixmap = self._pixmaps.get((size, rgba, ratio))
+                if pixmap is None:
+                    image = renderSymbol(self.symbol, size * ratio, pg.mkPen(self.pen), _brush(rgba))
+                    pixmap = self._pixmaps[(size, rgba, ratio)] = QPixmap.fromImage(image)
+                pixmaps.append(pixmap)
+            width = sum(p.width() for p in pixmaps)
+            atlas = QPixmap(max(width, 1), max((p.height() for p in pixmaps), default=1))
+            atlas.fill(Qt.GlobalColor.transparent)
+            rects, left = np.zeros((len(pixmaps), 4)), 0
+            painter = QPainter(atlas)
+            for i, p in enumerate(pixmaps):
+                painter.drawPixmap(left, 0, p)
+                rects[i] = (left, 0, p.width(), p.height())
+                left += p.width()
+            painter.end()
+            self._atlas_key, self._atlas_pixmap, self._atlas_rects = key, atlas, rects
+        return self._atlas_pixmap, self._atlas_rects
 
     def paint(self, painter, _option, widget=None) -> None:
         if not len(self.x):
             return
         t = painter.transform()
-        xs = (t.m11() * self.x + t.m21() * self.y + t.dx()).tolist()
-        ys = (t.m12() * self.x + t.m22() * self.y + t.dy()).tolist()
+        xs = t.m11() * self.x + t.m21() * self.y + t.dx()
+        ys = t.m12() * self.x + t.m22() * self.y + t.dy()
         painter.resetTransform()
         if self._exportOpts is not False:  # exports keep vector symbols
-            for x, y, style in zip(xs, ys, self._style_of.tolist()):
+            for x, y, style in zip(xs.tolist(), ys.tolist(), self._style_of.tolist()):
                 size, rgba = self._styles[style]
                 painter.resetTransform()
                 painter.translate(x, y)
                 drawSymbol(painter, self.symbol, size, self.pen, _brush(rgba))
             return
+        # one drawPixmapFragments call, in the points' order (the last on top), from one pixmap of the styles
         ratio = widget.devicePixelRatioF() if widget is not None else 1.0
-        pixmaps = [self._pixmap(i, ratio) for i in range(len(self._styles))]
-        halves = [p.width() / ratio / 2 for p in pixmaps]
-        draw = painter.drawPixmap
-        for x, y, style in zip(xs, ys, self._style_of.tolist()):
-            if x == x and y == y:  # NaN: not drawn
-                h = halves[style]
-                draw(QPointF(x - h, y - h), pixmaps[style])
+        atlas, rects = self._atlas(ratio)
+        shown = np.isfinite(xs) & np.isfinite(ys)  # NaN: not drawn
+        n = int(shown.sum())
+        if not n:
+            return
+        fragments = np.empty((n, 10))  # QPainter.PixmapFragment: x, y (centre), source rect, scale x/y, angle, alpha
+        fragments[:, 0], fragments[:, 1] = xs[shown], ys[shown]
+        fragments[:, 2:6] = rects[self._style_of[shown]]
+        fragments[:, 6:8] = 1.0 / ratio
+        fragments[:, 8], fragments[:, 9] = 0.0, 1.0
+        self._fragments = fragments  # the memory Qt reads during the call
+        first = shiboken6.wrapInstance(fragments.ctypes.data, QPainter.PixmapFragment)
+        painter.drawPixmapFragments(first, n, atlas)
 
     # -- interaction
     def mouseClickEvent(self, ev) -> None:
