@@ -221,7 +221,7 @@ class EnergyPanel(AnalysisPanel):
         ]
         set_ticks(self.ladder.getAxis("left"), [[(i, t) for i, t in enumerate(labels)]])
         set_title(
-            self.ladder, f"Energy ladder: Horowitz 45 nm (grey) and {elide(v.device_name, 26)} (\u25b8)"
+            self.ladder, "Energy ladder: Horowitz 45 nm (grey) and the device in focus (\u25b8)"
         )
         set_range(
             self.ladder,

@@ -81,7 +81,7 @@ class NoteLabel(QWidget):
     def setText(self, text: str) -> None:
         if text != self._text:
             self._text = text
-            self._static.setText(text)
+            self._static.setText(text.replace("\n", "\u2028"))  # a text layout breaks lines at U+2028, not at \n
             self.update()
 
     def paintEvent(self, _event) -> None:
