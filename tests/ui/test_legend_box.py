@@ -53,3 +53,9 @@ def test_plot_title_line_key_and_elision(qtbot):
     shown = title.line.toPlainText()
     assert shown.endswith("\u2026") and long.startswith(shown[:-1]) and title.line.toolTip() == long
     assert title.line.box_size()[0] <= plot.titleLabel.size().width()
+    names = ["DRAM (weights and feature maps; a long level name)", "dedicated SRAM (staging, also long)", "MACs"]
+    set_title(plot, "short", [("#d62728", names[0]), ("#ff7f0e", names[1]), ("#1f77b4", names[2])])
+    assert title.key_line.box_size()[0] <= plot.titleLabel.size().width()  # each name elided to a share
+    shown = [run[0].strip() for run in title.key_line.rows[0][1::2]]
+    assert shown[2] == "MACs" and shown[0].endswith("\u2026") and names[0].startswith(shown[0][:-1])
+    assert all(n in title.key_line.toolTip() for n in names)

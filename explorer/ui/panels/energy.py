@@ -99,7 +99,7 @@ class EnergyPanel(AnalysisPanel):
         self.per_layer.setLabel("bottom", "energy", units="J")
         self.per_layer.vb.invertY(True)
         g.addItem(self.per_layer, row=0, col=0, colspan=2)
-        self.totals = new_plot("Energy per inference, every selected device")
+        self.totals = new_plot("Energy per inference, by device")
         self.totals.setLabel("bottom", "energy", units="J")
         self.totals.vb.invertY(True)
         g.addItem(self.totals, row=1, col=0)
@@ -183,7 +183,7 @@ class EnergyPanel(AnalysisPanel):
         totals = np.column_stack([v.device_levels, v.device_compute])
         self.total_stack.set(totals, [level_color(j) for j in range(depth)] + [COMPUTE_COLOR], height=0.6)
         set_ticks(self.totals.getAxis("left"), [[(i, elide(n, 24)) for i, n in enumerate(v.device_names)]])
-        set_title(self.totals, f"Energy per {v.unit}, every selected device")
+        set_title(self.totals, f"Energy per {v.unit}, by device")
         set_range(
             self.totals,
             (0, nice_ceil(float(np.nanmax(v.device_total, initial=0.0)))),
@@ -221,7 +221,7 @@ class EnergyPanel(AnalysisPanel):
         ]
         set_ticks(self.ladder.getAxis("left"), [[(i, t) for i, t in enumerate(labels)]])
         set_title(
-            self.ladder, "Energy ladder: Horowitz 45 nm (grey) and the device in focus (\u25b8)"
+            self.ladder, "Energy ladder: Horowitz (grey), \u25b8 this device"
         )
         set_range(
             self.ladder,

@@ -23,7 +23,7 @@ class PlotTitle:
     ``set(text, key)`` where ``key`` is ``[(colour, name), ...]``."""
 
     def __init__(self, plot: pg.PlotItem):
-        self.text, self.key = "", ()
+        self.text, self.key, self._key_elided = "", (), False
         plot.setTitle("")  # pyqtgraph's title row, shown and empty
         self.label = plot.titleLabel
         self.line = LegendBox(anchor=(0.5, 0.0), point_size=10, fill=None, border=None, pad=0)
@@ -38,23 +38,38 @@ class PlotTitle:
         if (text, key) == (self.text, self.key):
             return
         self.text, self.key = text, key
-        runs = []
-        for i, (color, name) in enumerate(key):
-            runs += [("\u25a0 ", color, False), (name + ("   " if i < len(key) - 1 else ""), TITLE_COLOR, False)]
-        self.key_line.set_rows([runs] if runs else [])
         self._place()
 
     def _place(self) -> None:
-        """Centred in pyqtgraph's title row (elided to its width, the whole title in the tooltip); one line sits
-        in its middle, two fill it."""
-        width = self.label.size().width()
+        """Centred in pyqtgraph's title row, each line elided to its width (the whole title and key in the
+        tooltip); one line sits in the middle of the row, two fill it."""
+        width = max(self.label.size().width() - 4, 0.0)
         metrics = QFontMetricsF(self.line.fonts[False])
-        shown = metrics.elidedText(self.text, Qt.TextElideMode.ElideRight, max(width - 4, 0)) if width > 0 else self.text
+        shown = metrics.elidedText(self.text, Qt.TextElideMode.ElideRight, width) if width else self.text
         self.line.set_rows([[(shown, TITLE_COLOR, False)]] if shown else [])
-        self.line.setToolTip(self.text if shown != self.text else "")
-        middle = width / 2
+        self.key_line.set_rows([self._key_runs(width)] if self.key else [])
+        whole = self.text + ("\n" + "   ".join(n for _c, n in self.key) if self.key else "")
+        elided = shown != self.text or self._key_elided
+        for item in (self.line, self.key_line):
+            item.setToolTip(whole if elided else "")
+        middle = self.label.size().width() / 2
         first = self.line.box_size()[1]
         second = self.key_line.box_size()[1]
         top = max((ROW_HEIGHT - first - second) / 2, 0.0)
         self.line.setPos(middle, top)
         self.key_line.setPos(middle, top + first)
+
+    def _key_runs(self, width: float) -> list:
+        """■ name   ■ name ...; when wider than ``width``, each name is elided to an equal share of it."""
+        metrics = QFontMetricsF(self.key_line.fonts[False])
+        names = [n for _c, n in self.key]
+        gaps = metrics.horizontalAdvance("\u25a0 ") * len(names) + metrics.horizontalAdvance("   ") * (len(names) - 1)
+        full = gaps + sum(metrics.horizontalAdvance(n) for n in names)
+        self._key_elided = bool(width) and full > width
+        if self._key_elided:
+            share = max((width - gaps) / len(names), metrics.horizontalAdvance("\u2026"))
+            names = [metrics.elidedText(n, Qt.TextElideMode.ElideRight, share) for n in names]
+        runs = []
+        for i, ((color, _n), name) in enumerate(zip(self.key, names)):
+            runs += [("\u25a0 ", color, False), (name + ("   " if i < len(names) - 1 else ""), TITLE_COLOR, False)]
+        return runs
