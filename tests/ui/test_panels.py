@@ -133,6 +133,31 @@ def test_export_png_svg_and_copy_csv(qtbot, ws, tmp_path):
     assert "intensity (FLOP/byte)" in roofline_csv and "attainable (FLOP/s)" in roofline_csv
 
 
+def _ink_span(image, rect, scale: float) -> tuple[int, int]:
+    """First and last column with ink (darker than the white background) inside ``rect`` (scene coordinates)
+    of an image of the canvas at ``scale`` device pixels per pixel."""
+    top, bottom = int(rect.top() * scale) + 1, int(rect.bottom() * scale) - 1
+    columns = [x for x in range(int(rect.left() * scale), int(rect.right() * scale))
+               if any(image.pixelColor(x, y).lightness() < 200 for y in range(top, bottom, 2))]
+    return columns[0], columns[-1]
+
+
+def test_png_export_scales_text_drawn_at_screen_size(qtbot, ws, tmp_path):
+    """Titles, legends and labels ignore the view's zoom; at twice the resolution they are twice as wide."""
+    from PySide6.QtGui import QImage
+
+    panel = make(qtbot, EnergyPanel, ws)
+    band = panel.per_layer.titleLabel.sceneBoundingRect()  # the title and its key
+    shot = panel.graphics.grab().toImage()
+    panel.export_png(tmp_path / "energy.png")
+    image = QImage(str(tmp_path / "energy.png"))
+    assert (image.width(), image.height()) == (2 * shot.width(), 2 * shot.height())
+    left, right = _ink_span(shot, band, 1)
+    left2, right2 = _ink_span(image, band, 2)
+    assert right2 - left2 == pytest.approx(2 * (right - left), rel=0.06)
+    assert left2 == pytest.approx(2 * left, abs=6)  # in the same place
+
+
 # ------------------------------------------------------------------------------------------------ roofline
 def test_roofline_curves_are_the_analysis(qtbot, ws):
     panel = make(qtbot, RooflinePanel, ws)

@@ -36,6 +36,7 @@ def short_si(x: float) -> str:
 _LEFT_TEXT = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter | Qt.TextFlag.TextDontClip
 _BOTTOM_TEXT = Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignTop | Qt.TextFlag.TextDontClip
 _MEASURE = QRectF(0, 0, 100, 100)
+_MAX_TEXTS = 512  # tick texts whose layout an axis keeps
 _LAID_OUT = QPicture()  # AxisItem.picture when the tick layout in ``_specs`` is current
 
 
@@ -113,7 +114,10 @@ class SiLogAxis(pg.AxisItem):
         for rect, _flags, text in text_specs:
             st = static.get(text)
             if st is None:
+                if len(static) > _MAX_TEXTS:  # tick texts of a long session (names among them): start again
+                    static.clear()
                 st = static[text] = QStaticText(text)
+                st.setTextFormat(Qt.TextFormat.PlainText)  # a name like "a<b>" is text, not markup
                 st.setPerformanceHint(QStaticText.PerformanceHint.AggressiveCaching)
                 st.prepare(p.transform(), font)
             w = st.size().width()
@@ -213,7 +217,7 @@ class SiLogAxis(pg.AxisItem):
         measured_sizes: list[tuple[float, float]] = []
         last_size2 = 0.0
         font = p.font()
-        if self.__dict__.get("_text_font") != font:  # text sizes of this font, by text (tick labels recur)
+        if self.__dict__.get("_text_font") != font or len(self._text_sizes) > _MAX_TEXTS:  # sizes by text
             self._text_font, self._text_sizes = QFont(font), {}
         known = self._text_sizes
         for i in range(min(len(levels), style["maxTextLevel"] + 1)):

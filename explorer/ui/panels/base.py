@@ -17,6 +17,8 @@ from collections.abc import Sequence
 
 import pyqtgraph as pg
 import pyqtgraph.exporters  # registers ImageExporter and SVGExporter
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QRectF
+from PySide6.QtGui import QImage, QPainter
 from PySide6.QtWidgets import (
     QApplication,
     QFileDialog,
@@ -29,6 +31,8 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+
+from explorer.core.model import atomic_write_bytes
 
 from ..widgets.on_screen import OnScreenUpdate
 from .plotting import CACHED_TYPES, DeviceCombo, NoteLabel, cached, changed
@@ -208,12 +212,36 @@ class AnalysisPanel(QWidget):
                 item.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
 
     def export_png(self, path: str) -> None:
-        """The charts at twice the on-screen resolution (pyqtgraph's ImageExporter)."""
+        """The charts at twice the on-screen resolution (at least 800 pixels wide), written atomically.
+
+        Rendered into an image of device pixel ratio 2, as on a high-density screen, rather than with pyqtgraph's
+        ImageExporter, which scales the painter: text drawn at screen size (titles, legend, labels) ignores the
+        painter's scale and came out at half size."""
         self._up_to_date()
+        scene = self.graphics.scene()
         with self._uncached():
-            exporter = pg.exporters.ImageExporter(self.graphics.scene())
-            exporter.parameters()["width"] = max(int(self.graphics.width()) * 2, 800)
-            exporter.export(str(path))
+            exporter = pg.exporters.ImageExporter(scene)
+            source = exporter.getSourceRect()
+            ratio = max(2.0, 800 / max(source.width(), 1.0))
+            image = QImage(round(source.width() * ratio), round(source.height() * ratio),
+                           QImage.Format.Format_ARGB32)
+            image.setDevicePixelRatio(ratio)
+            image.fill(self.graphics.backgroundBrush().color())
+            painter = QPainter(image)
+            try:  # pyqtgraph's export mode (items draw vector symbols, no caches), at the screen's scale
+                exporter.setExportMode(True, {"antialias": True, "background": self.graphics.backgroundBrush(),
+                                              "painter": painter, "resolutionScale": 1.0})
+                painter.setRenderHint(QPainter.RenderHint.Antialiasing, True)
+                scene.render(painter, QRectF(0, 0, source.width(), source.height()), source)
+            finally:
+                exporter.setExportMode(False)
+                painter.end()
+        data = QByteArray()
+        buffer = QBuffer(data)
+        buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+        if not image.save(buffer, "PNG"):
+            raise OSError(f"{path}: the image could not be encoded as PNG")
+        atomic_write_bytes(path, bytes(data))
 
     def export_svg(self, path: str) -> None:
         """The charts as vector SVG (pyqtgraph's SVGExporter; Qt 6's closed paths made readable to it)."""

@@ -71,6 +71,7 @@ class LegendBox(QGraphicsItem):
         static = self._static.get(key)
         if static is None:
             static = self._static[key] = QStaticText(text)
+            static.setTextFormat(Qt.TextFormat.PlainText)  # names are text, not markup
             static.setPerformanceHint(QStaticText.PerformanceHint.AggressiveCaching)
             static.prepare(font=self.fonts[bold])
         return static

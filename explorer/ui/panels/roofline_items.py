@@ -167,7 +167,8 @@ def draw_device(items: DeviceItems, dr, index: int, focused: bool) -> None:
     if changed(items, "levels", (lx, ly, color)):
         lines.set(items.levels, lx, ly, _pen(color, 1.0, dashed=True))
     lines.show(items.levels, len(lx) > 0)
-    ox, oy = segments([(c.x, c.y) for c in dr.other_ceilings])
+    # a precision with the same peak lies under the roof: drawn pale over it, it would split the roof's line
+    ox, oy = segments([(c.x, c.y) for c in dr.other_ceilings if c.flops != dr.peak])
     if changed(items, "others", (ox, oy, color)):
         lines.set(items.others, ox, oy, _faint_pen(color))
     lines.show(items.others, len(ox) > 0)
