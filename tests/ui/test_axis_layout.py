@@ -98,3 +98,30 @@ def test_named_ticks(qtbot):
     plot.setYRange(-0.5, 39.5, padding=0)
     plot.vb.updateMatrix()
     assert_same_layout(plot.getAxis("left"))
+
+
+def test_a_name_wider_than_its_fixed_width_axis_is_elided_not_dropped(qtbot):
+    """pyqtgraph leaves out a tick label that does not fit; on a category axis of fixed width (``name_axis``)
+    that left a device's bar without a name. Ours elides it; everything else is laid out as pyqtgraph does."""
+    from explorer.ui.panels.plotting import name_axis
+
+    widget = pg.GraphicsLayoutWidget()
+    qtbot.addWidget(widget)
+    plot = new_plot()
+    widget.addItem(plot)
+    widget.resize(500, 300)
+    widget.show()
+    qtbot.waitExposed(widget)
+    axis = name_axis(plot, 90)
+    qtbot.waitUntil(lambda: axis.geometry().width() == 90, timeout=2000)  # the plot laid out again
+    set_ticks(axis, [[(0, "GPU A"), (1, "NVIDIA Tesla V100 SXM2 (32 GB)")]])
+    plot.setYRange(-0.5, 1.5, padding=0)
+    plot.vb.updateMatrix()
+    ours = specs(axis, SiLogAxis.generateDrawSpecs)
+    theirs = specs(axis, pg.AxisItem.generateDrawSpecs)
+    assert [t[2] for t in theirs[2]] == ["GPU A"]  # pyqtgraph: the long name is not drawn at all
+    texts = [t[2] for t in ours[2]]
+    assert texts[0] == "GPU A" and texts[1].endswith("\u2026") and "NVIDIA Tesla V100 SXM2".startswith(texts[1][:6])
+    box = axis.boundingRect()
+    assert all(box.contains(pg.QtCore.QRectF(*rect)) for rect, _f, _t in ours[2])
+    assert ours[:2] == theirs[:2]  # same axis line and ticks

@@ -247,6 +247,11 @@ class SiLogAxis(pg.AxisItem):
                 if rects[j] is None:
                     continue
                 x, (w, h) = positions[i][j], rects[j]
+                room = stop - gap - box.left()
+                if left and strings is not None and self.fixedWidth is not None and w > room > 0:
+                    # a name wider than its fixed-width axis: elided (pyqtgraph leaves its bar unnamed)
+                    text = self._elided(p, text, room)
+                    w = min(w, room)
                 rect = (QRectF(stop - gap - w, x - h / 2, w, h) if left else QRectF(x - w / 2, stop + gap, w, h))
                 if box.intersected(rect) != rect:
                     continue
@@ -255,6 +260,10 @@ class SiLogAxis(pg.AxisItem):
             self._last_text_size = last_size2
             self._updateMaxTextSize(last_size2)
         return axis_spec, tick_specs, text_specs
+
+    @staticmethod
+    def _elided(p, text: str, width: float) -> str:
+        return QFontMetricsF(p.font()).elidedText(text, Qt.TextElideMode.ElideRight, width)
 
     def _level_pen(self, level: int) -> QPen:
         """The tick pen of a tick level, with pyqtgraph's fading alpha (cached per level and per pen set: the
