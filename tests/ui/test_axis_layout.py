@@ -86,7 +86,8 @@ def test_ranges_and_sizes(qtbot, lo, hi, log, side):
     assert_same_layout(axis)
 
 
-def test_named_ticks(qtbot):
+def plot_on_screen(qtbot) -> tuple[pg.GraphicsLayoutWidget, pg.PlotItem]:
+    """A panel-style plot in a 500 x 300 window on screen (keep the window: it owns the plot)."""
     widget = pg.GraphicsLayoutWidget()
     qtbot.addWidget(widget)
     plot = new_plot()
@@ -94,6 +95,11 @@ def test_named_ticks(qtbot):
     widget.resize(500, 300)
     widget.show()
     qtbot.waitExposed(widget)
+    return widget, plot
+
+
+def test_named_ticks(qtbot):
+    _window, plot = plot_on_screen(qtbot)
     set_ticks(plot.getAxis("left"), [[(i, f"layer number {i}") for i in range(40)]])
     plot.setYRange(-0.5, 39.5, padding=0)
     plot.vb.updateMatrix()
@@ -105,13 +111,7 @@ def test_a_name_wider_than_its_fixed_width_axis_is_elided_not_dropped(qtbot):
     that left a device's bar without a name. Ours elides it; everything else is laid out as pyqtgraph does."""
     from explorer.ui.panels.plotting import name_axis
 
-    widget = pg.GraphicsLayoutWidget()
-    qtbot.addWidget(widget)
-    plot = new_plot()
-    widget.addItem(plot)
-    widget.resize(500, 300)
-    widget.show()
-    qtbot.waitExposed(widget)
+    _window, plot = plot_on_screen(qtbot)
     axis = name_axis(plot, 90)
     qtbot.waitUntil(lambda: axis.geometry().width() == 90, timeout=2000)  # the plot laid out again
     set_ticks(axis, [[(0, "GPU A"), (1, "NVIDIA Tesla V100 SXM2 (32 GB)")]])
