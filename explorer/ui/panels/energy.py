@@ -32,11 +32,13 @@ from explorer.core.units import UnitError, parse_si
 from .base import AnalysisPanel
 from .stacked_bars import StackedBars
 from .plotting import (
+    BAR_OUTLINE,
     NO_PEN,
     BarPicker,
     Bars,
     changed,
     elide,
+    forget,
     name_axis,
     new_plot,
     nice_ceil,
@@ -49,7 +51,6 @@ from .plotting import (
 LEVEL_COLORS = ("#d62728", "#ff7f0e", "#e7ba52", "#9edae5", "#c5b0d5")  # outermost (off-chip) first
 COMPUTE_COLOR = "#1f77b4"
 LADDER_BASE = -2.0  # log10 pJ where ladder bars start (0.01 pJ)
-FOCUS_OUTLINE = pg.mkPen("k", width=2)
 
 
 @functools.cache
@@ -103,7 +104,7 @@ class EnergyPanel(AnalysisPanel):
         self.totals.setLabel("bottom", "energy", units="J")
         self.totals.vb.invertY(True)
         g.addItem(self.totals, row=1, col=0)
-        self.ladder = new_plot("Energy ladder (pJ, log scale)")
+        self.ladder = new_plot("Energy ladder: Horowitz (grey), \u25b8 this device")
         self.ladder.getAxis("bottom").setLogMode(True)
         self.ladder.getAxis("bottom").enableAutoSIPrefix(False)
         self.ladder.setLabel("bottom", "pJ per operation or per 32-bit access")
@@ -118,7 +119,7 @@ class EnergyPanel(AnalysisPanel):
         self.total_stack = _Stack(self.totals)
         self.ladder_bars = Bars(x0=[], y=[], width=[], height=0.7)
         self.ladder.addItem(self.ladder_bars)
-        self.focus_bars = Bars(x0=[], y=[], width=[], height=0.9, brush=None, pen=FOCUS_OUTLINE)
+        self.focus_bars = Bars(x0=[], y=[], width=[], height=0.9, brush=None, pen=BAR_OUTLINE)
         self.focus_bars.setZValue(10)
         self.per_layer.addItem(self.focus_bars)
         BarPicker(self.per_layer, self._locate_bar, self._describe_bar, self._pick_bar)
@@ -157,7 +158,7 @@ class EnergyPanel(AnalysisPanel):
             self.total_stack.set(np.zeros((0, 0)), [])
             self.ladder_bars.setOpts(x0=[], y=[], width=[])
             self.focus_bars.setOpts(x0=[], y=[], width=[])
-            self.focus_bars.__dict__.get("_last_keys", {}).clear()
+            forget(self.focus_bars)
             self.table.setRowCount(0)
             self.set_message("Select one or more devices to see where the energy goes.")
             return
@@ -220,9 +221,6 @@ class EnergyPanel(AnalysisPanel):
             e.label if i < len(v.ladder) else f"\u25b8 {elide(e.label, 17)}" for i, e in enumerate(entries)
         ]
         set_ticks(self.ladder.getAxis("left"), [[(i, t) for i, t in enumerate(labels)]])
-        set_title(
-            self.ladder, "Energy ladder: Horowitz (grey), \u25b8 this device"
-        )
         set_range(
             self.ladder,
             (LADDER_BASE, max(3.0, float(np.nanmax(logs, initial=0.0)) + 0.2)),
@@ -277,7 +275,7 @@ class EnergyPanel(AnalysisPanel):
             width=np.nansum(segments[idx], axis=1),
             height=0.9,
             brush=None,
-            pen=FOCUS_OUTLINE,
+            pen=BAR_OUTLINE,
         )
 
     # -- interaction

@@ -45,6 +45,7 @@ DEVICE_COLORS = (
     "#637939",
 )
 FOCUS_PEN = pg.mkPen("#000000", width=2.5)
+BAR_OUTLINE = pg.mkPen("k", width=2)  # the focused layer's bars
 NO_PEN = pg.mkPen(None)
 
 
@@ -224,6 +225,12 @@ def changed(obj, name: str, key) -> bool:
         return False
     store[name] = key
     return True
+
+
+def forget(obj) -> None:
+    """Forget the keys ``changed`` stored on ``obj``: its next update is applied whatever it is (after the
+    item was cleared by other means)."""
+    obj.__dict__.get("_last_keys", {}).clear()
 
 
 _NAN = ("nan",)

@@ -29,6 +29,7 @@ from .plotting import (
     Bars,
     changed,
     device_color,
+    forget,
     new_plot,
     opaque,
     set_range,
@@ -155,7 +156,7 @@ class RooflinePanel(AnalysisPanel):
                 items.hide()
             for item in (self.points, self.focus_ring, self.ridges):
                 item.setData(x=[], y=[])
-                item.__dict__.get("_last_keys", {}).clear()  # drawn again in full when devices come back
+                forget(item)  # drawn again in full when devices come back
             self.measured.draw(analysis, -1)
             self.focus_note.setVisible(False)
             self.set_message("Select one or more devices to place the model on their rooflines.")

@@ -19,12 +19,14 @@ from explorer.core.analysis.tiling_view import compute_tiling_view, default_row
 
 from .base import AnalysisPanel
 from .plotting import (
+    BAR_OUTLINE,
     NO_PEN,
     BarPicker,
     Bars,
     cached,
     changed,
     elide,
+    forget,
     name_axis,
     new_plot,
     opaque,
@@ -101,7 +103,7 @@ class TilingPanel(AnalysisPanel):
         self.bars = Bars(x0=[], y=[], width=[], height=0.7)
         b.addItem(self.bars)
         self.focus_bars = Bars(
-            x0=[], y=[], width=[], height=0.9, brush=None, pen=pg.mkPen("k", width=2)
+            x0=[], y=[], width=[], height=0.9, brush=None, pen=BAR_OUTLINE
         )
         self.focus_bars.setZValue(10)
         b.addItem(self.focus_bars)
@@ -197,12 +199,12 @@ class TilingPanel(AnalysisPanel):
             line.setVisible(False)
         self.fold_image.clear()
         for item in (self.curve, self.fold_image, self.bars):
-            item.__dict__.get("_last_keys", {}).clear()
+            forget(item)
         set_title(self.fold_plot, "Last (fringe) fold")
         if not keep_bars:
             self.bars.setOpts(x0=[], y=[], width=[])
             self.focus_bars.setOpts(x0=[], y=[], width=[])
-            self.focus_bars.__dict__.get("_last_keys", {}).clear()  # drawn again when bars come back
+            forget(self.focus_bars)  # drawn again when bars come back
 
     def _draw_sweep(self, v) -> None:
         x, y = v.sweep_values, v.sweep_efficiency * 100
@@ -294,7 +296,7 @@ class TilingPanel(AnalysisPanel):
             width=eff,
             height=0.9,
             brush=None,
-            pen=pg.mkPen("k", width=2),
+            pen=BAR_OUTLINE,
         )
 
     # -- hover and click
