@@ -22,8 +22,8 @@ def test_rows_join_runs_of_one_style_and_size_the_box(qapp):
     )
     w, h = legend.box_size()
     plain = QFontMetricsF(legend.fonts[False])
-    assert h == 2 * plain.height() + 2 * legend.PAD
-    assert w >= plain.horizontalAdvance("\u2501\u2501\u2501 GPU B \u2014 ridge 295 FLOP/B") + 2 * legend.PAD - 1
+    assert h == 2 * plain.height() + 2 * legend.pad
+    assert w >= plain.horizontalAdvance("\u2501\u2501\u2501 GPU B \u2014 ridge 295 FLOP/B") + 2 * legend.pad - 1
     box = legend.boundingRect()
     assert (box.right(), box.bottom()) == (0, 0)  # anchored at its bottom-right corner
     legend.set_rows([])

@@ -153,7 +153,6 @@ class Dots(pg.GraphicsObject):
         fragments[:, 2:6] = rects[self._style_of[shown]]
         fragments[:, 6:8] = 1.0 / ratio
         fragments[:, 8], fragments[:, 9] = 0.0, 1.0
-        self._fragments = fragments  # the memory Qt reads during the call
         first = shiboken6.wrapInstance(fragments.ctypes.data, QPainter.PixmapFragment)
         painter.drawPixmapFragments(first, n, atlas)
 

@@ -37,7 +37,7 @@ class LegendBox(QGraphicsItem):
                  border=QColor(190, 190, 190), pad: float = 4.0):
         super().__init__()
         self.anchor = anchor
-        self.PAD = pad  # pixels between the frame and the text
+        self.pad = pad  # pixels between the frame and the text
         self.fill = QColor(fill) if fill is not None else None
         self.border = QPen(QColor(border)) if border is not None else None
         self.fonts = {False: QFont(), True: QFont()}
@@ -60,8 +60,8 @@ class LegendBox(QGraphicsItem):
             self._static.clear()
         self.rows = rows
         self._widths = [[self._text(text, bold).size().width() for text, _c, bold in row] for row in rows]
-        width = max((sum(w) for w in self._widths), default=0.0) + 2 * self.PAD
-        height = len(rows) * self.line_height + 2 * self.PAD
+        width = max((sum(w) for w in self._widths), default=0.0) + 2 * self.pad
+        height = len(rows) * self.line_height + 2 * self.pad
         self.prepareGeometryChange()
         self._box = QRectF(-self.anchor[0] * width, -self.anchor[1] * height, width, height) if rows else QRectF()
         self.update()
@@ -94,9 +94,9 @@ class LegendBox(QGraphicsItem):
             painter.setPen(self.border if self.border is not None else Qt.PenStyle.NoPen)
             painter.setBrush(self.fill if self.fill is not None else Qt.BrushStyle.NoBrush)
             painter.drawRect(box.adjusted(0.5, 0.5, -0.5, -0.5))
-        y = box.top() + self.PAD
+        y = box.top() + self.pad
         for row, widths in zip(self.rows, self._widths):
-            x = box.left() + self.PAD
+            x = box.left() + self.pad
             for (text, color, bold), width in zip(row, widths):
                 painter.setFont(self.fonts[bold])
                 painter.setPen(color)

@@ -79,21 +79,12 @@ def _moved_down(line_y: float, right: float, w: float, h: float, height: float, 
     return (right - w, top, right, top + h)
 
 
-def box_size(item) -> tuple[float, float]:
-    """Pixel width and height of a ``pg.TextItem``, a :class:`~.plotting.PinnedText` with its margin or a
-    :class:`~.legend_box.LegendBox` with its frame."""
-    if hasattr(item, "box_size"):
-        return item.box_size()
-    rect = item.textItem.boundingRect()
-    return rect.width(), rect.height()
-
-
 def pixel_rect(item, view_range, size) -> Rect:
-    """Where a text item (``pg.TextItem``, ``PinnedText``, ``LegendBox``) anchored in view coordinates sits on a view of
-    ``size`` (pixels)."""
+    """Where a text item anchored in view coordinates (a ``PinnedText`` or a ``LegendBox``: anything with
+    ``pos``, ``anchor`` and ``box_size``) sits on a view of ``size`` (pixels)."""
     (x_lo, x_hi), (y_lo, y_hi) = view_range
     width, height = size
-    w, h = box_size(item)
+    w, h = item.box_size()
     x = (item.pos().x() - x_lo) / (x_hi - x_lo) * width
     y = (y_hi - item.pos().y()) / (y_hi - y_lo) * height
     left, top = x - item.anchor[0] * w, y - item.anchor[1] * h

@@ -23,7 +23,7 @@ class PlotTitle:
     ``set(text, key)`` where ``key`` is ``[(colour, name), ...]``."""
 
     def __init__(self, plot: pg.PlotItem):
-        self.text, self.key, self._key_elided = "", (), False
+        self.text, self.key = "", ()
         plot.setTitle("")  # pyqtgraph's title row, shown and empty
         self.label = plot.titleLabel
         self.line = LegendBox(anchor=(0.5, 0.0), point_size=10, fill=None, border=None, pad=0)
@@ -47,9 +47,10 @@ class PlotTitle:
         metrics = QFontMetricsF(self.line.fonts[False])
         shown = metrics.elidedText(self.text, Qt.TextElideMode.ElideRight, width) if width else self.text
         self.line.set_rows([[(shown, TITLE_COLOR, False)]] if shown else [])
-        self.key_line.set_rows([self._key_runs(width)] if self.key else [])
+        runs, key_elided = self._key_runs(width)
+        self.key_line.set_rows([runs] if runs else [])
         whole = self.text + ("\n" + "   ".join(n for _c, n in self.key) if self.key else "")
-        elided = shown != self.text or self._key_elided
+        elided = shown != self.text or key_elided
         for item in (self.line, self.key_line):
             item.setToolTip(whole if elided else "")
         middle = self.label.size().width() / 2
@@ -59,17 +60,20 @@ class PlotTitle:
         self.line.setPos(middle, top)
         self.key_line.setPos(middle, top + first)
 
-    def _key_runs(self, width: float) -> list:
-        """■ name   ■ name ...; when wider than ``width``, each name is elided to an equal share of it."""
+    def _key_runs(self, width: float) -> tuple[list, bool]:
+        """■ name   ■ name ... (no runs without a key), and whether the names were elided: when wider than
+        ``width``, each name is elided to an equal share of it."""
+        if not self.key:
+            return [], False
         metrics = QFontMetricsF(self.key_line.fonts[False])
         names = [n for _c, n in self.key]
         gaps = metrics.horizontalAdvance("\u25a0 ") * len(names) + metrics.horizontalAdvance("   ") * (len(names) - 1)
         full = gaps + sum(metrics.horizontalAdvance(n) for n in names)
-        self._key_elided = bool(width) and full > width
-        if self._key_elided:
+        elided = bool(width) and full > width
+        if elided:
             share = max((width - gaps) / len(names), metrics.horizontalAdvance("\u2026"))
             names = [metrics.elidedText(n, Qt.TextElideMode.ElideRight, share) for n in names]
         runs = []
         for i, ((color, _n), name) in enumerate(zip(self.key, names)):
             runs += [("\u25a0 ", color, False), (name + ("   " if i < len(names) - 1 else ""), TITLE_COLOR, False)]
-        return runs
+        return runs, elided
