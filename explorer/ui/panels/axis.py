@@ -7,8 +7,9 @@ import math
 
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPaintEngine, QPen, QPicture, QPolygonF, QStaticText
+from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPaintEngine, QPen, QPicture, QPolygonF
 
+from .static_texts import StaticTexts
 
 _PREFIX = (
     (1e18, "E"),
@@ -106,20 +107,12 @@ class SiLogAxis(pg.AxisItem):
             for rect, flags, text in text_specs:
                 p.drawText(rect, int(flags), text)
             return
-        font = p.font()
-        if self.__dict__.get("_static_font") != font:
-            self._static_font, self._static = QFont(font), {}
-            self._line_height = QFontMetricsF(font).height()  # drawText's, unrounded (QStaticText's is rounded up)
-        static, left, h = self._static, self.orientation == "left", self._line_height
+        texts = self.__dict__.get("_static")
+        if texts is None or texts.font != p.font():
+            texts = self._static = StaticTexts(p.font(), _MAX_TEXTS)
+        left, h = self.orientation == "left", texts.line_height
         for rect, _flags, text in text_specs:
-            st = static.get(text)
-            if st is None:
-                if len(static) > _MAX_TEXTS:  # tick texts of a long session (names among them): start again
-                    static.clear()
-                st = static[text] = QStaticText(text)
-                st.setTextFormat(Qt.TextFormat.PlainText)  # a name like "a<b>" is text, not markup
-                st.setPerformanceHint(QStaticText.PerformanceHint.AggressiveCaching)
-                st.prepare(p.transform(), font)
+            st = texts.get(text, p.transform())
             w = st.size().width()
             if left:  # right-aligned, centred vertically (as drawText's AlignRight | AlignVCenter)
                 p.drawStaticText(QPointF(rect.right() - w, rect.center().y() - h / 2), st)
@@ -214,6 +207,8 @@ class SiLogAxis(pg.AxisItem):
             return axis_spec, tick_specs, text_specs
         gap = max(0, style["tickLength"]) + style["tickTextOffset"][0 if left else 1]
         box = self.boundingRect()
+        # names on a category axis of fixed width (name_axis) are elided to the room left of the ticks
+        elide_to = stop - gap - box.left() if left and strings is not None and self.fixedWidth is not None else None
         measured_sizes: list[tuple[float, float]] = []
         last_size2 = 0.0
         font = p.font()
@@ -247,11 +242,10 @@ class SiLogAxis(pg.AxisItem):
                 if rects[j] is None:
                     continue
                 x, (w, h) = positions[i][j], rects[j]
-                room = stop - gap - box.left()
-                if left and strings is not None and self.fixedWidth is not None and w > room > 0:
+                if elide_to is not None and w > elide_to > 0:
                     # a name wider than its fixed-width axis: elided (pyqtgraph leaves its bar unnamed)
-                    text = self._elided(p, text, room)
-                    w = min(w, room)
+                    text = QFontMetricsF(p.font()).elidedText(text, Qt.TextElideMode.ElideRight, elide_to)
+                    w = elide_to
                 rect = (QRectF(stop - gap - w, x - h / 2, w, h) if left else QRectF(x - w / 2, stop + gap, w, h))
                 if box.intersected(rect) != rect:
                     continue
@@ -260,10 +254,6 @@ class SiLogAxis(pg.AxisItem):
             self._last_text_size = last_size2
             self._updateMaxTextSize(last_size2)
         return axis_spec, tick_specs, text_specs
-
-    @staticmethod
-    def _elided(p, text: str, width: float) -> str:
-        return QFontMetricsF(p.font()).elidedText(text, Qt.TextElideMode.ElideRight, width)
 
     def _level_pen(self, level: int) -> QPen:
         """The tick pen of a tick level, with pyqtgraph's fading alpha (cached per level and per pen set: the

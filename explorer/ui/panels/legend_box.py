@@ -8,8 +8,10 @@ QStaticText, laid out once per text and font, and a row is the runs side by side
 from __future__ import annotations
 
 from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPen, QStaticText
+from PySide6.QtGui import QColor, QFont, QPen
 from PySide6.QtWidgets import QGraphicsItem
+
+from .static_texts import StaticTexts
 
 Run = tuple[str, QColor, bool]  # text, colour, bold
 
@@ -31,8 +33,6 @@ class LegendBox(QGraphicsItem):
     ``anchor`` (fractions of its width and height, as ``pg.TextItem``'s) at its position; framed unless
     ``fill`` and ``border`` are None."""
 
-    MAX_CACHED = 256  # laid-out runs kept
-
     def __init__(self, anchor=(1.0, 1.0), point_size: float = 8.0, fill=QColor(255, 255, 255),
                  border=QColor(190, 190, 190), pad: float = 4.0):
         super().__init__()
@@ -44,10 +44,10 @@ class LegendBox(QGraphicsItem):
         for bold, font in self.fonts.items():
             font.setPointSizeF(point_size)
             font.setBold(bold)
-        self.line_height = QFontMetricsF(self.fonts[False]).height()
+        self.texts = {bold: StaticTexts(font, limit=256) for bold, font in self.fonts.items()}
+        self.line_height = self.texts[False].line_height
         self.rows: tuple[tuple[Run, ...], ...] = ()
         self._widths: list[list[float]] = []
-        self._static: dict[tuple[str, bool], QStaticText] = {}
         self._box = QRectF()
         self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIgnoresTransformations)
         self.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
@@ -56,25 +56,13 @@ class LegendBox(QGraphicsItem):
         rows = tuple(_merged(row) for row in rows)
         if rows == self.rows:
             return
-        if len(self._static) > self.MAX_CACHED:
-            self._static.clear()
         self.rows = rows
-        self._widths = [[self._text(text, bold).size().width() for text, _c, bold in row] for row in rows]
+        self._widths = [[self.texts[bold].get(text).size().width() for text, _c, bold in row] for row in rows]
         width = max((sum(w) for w in self._widths), default=0.0) + 2 * self.pad
         height = len(rows) * self.line_height + 2 * self.pad
         self.prepareGeometryChange()
         self._box = QRectF(-self.anchor[0] * width, -self.anchor[1] * height, width, height) if rows else QRectF()
         self.update()
-
-    def _text(self, text: str, bold: bool) -> QStaticText:
-        key = (text, bold)
-        static = self._static.get(key)
-        if static is None:
-            static = self._static[key] = QStaticText(text)
-            static.setTextFormat(Qt.TextFormat.PlainText)  # names are text, not markup
-            static.setPerformanceHint(QStaticText.PerformanceHint.AggressiveCaching)
-            static.prepare(font=self.fonts[bold])
-        return static
 
     def box_size(self) -> tuple[float, float]:
         """Width and height in pixels, frame included."""
@@ -100,6 +88,6 @@ class LegendBox(QGraphicsItem):
             for (text, color, bold), width in zip(row, widths):
                 painter.setFont(self.fonts[bold])
                 painter.setPen(color)
-                painter.drawStaticText(QPointF(x, y), self._text(text, bold))
+                painter.drawStaticText(QPointF(x, y), self.texts[bold].get(text))
                 x += width
             y += self.line_height
