@@ -143,7 +143,6 @@ class PlannerPanel(QWidget):
     def schedule(self, *_args) -> None:
         self.updates.request()
 
-
     def _on_analysis(self, _analysis) -> None:
         self._sync_quote_rows()
         self.schedule()

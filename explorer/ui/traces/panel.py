@@ -94,7 +94,6 @@ class TracePanel(QWidget):
         if self.trace is not None:
             self.updates.request()
 
-
     def _device_index(self, analysis) -> int:
         if analysis is None or not len(analysis.devices):
             return -1
