@@ -20,13 +20,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _common import report
 from sqlalchemy import delete
 
 from explorer.store.engine import open_catalog, redact_url
 from explorer.store.query import DeviceFilter
 from explorer.store.repository import DEVICES
 from explorer.store.synthetic import synthetic_devices
-from _common import report
 
 QUERIES = {
     "vendor + min fp16 peak + min bandwidth": DeviceFilter(

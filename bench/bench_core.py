@@ -15,9 +15,9 @@ from _common import report
 
 from explorer.core.analysis.device_arrays import device_arrays
 from explorer.core.analysis.evaluate import evaluate
-from explorer.core.device_file import device_from_dict
-from explorer.core.layers import Context
-from explorer.core.model import LayerSpec, Model, build_table
+from explorer.core.hardware.device_file import device_from_dict
+from explorer.core.workload.layers import Context
+from explorer.core.workload.model import LayerSpec, Model, build_table
 
 
 def make_model(n_layers: int, with_attention: bool = False) -> Model:

@@ -47,8 +47,8 @@ def check_analysis(analysis) -> None:
 
 def child_core() -> dict:
     from explorer.core.analysis.panels import compute_cost, compute_energy_view, compute_roofline
-    from explorer.core.templates import get_template
-    from explorer.core.workspace import Assumptions, Workspace
+    from explorer.core.session.workspace import Assumptions, Workspace
+    from explorer.core.workload.templates import get_template
     from explorer.store.engine import open_catalog
 
     repository = open_catalog(os.environ["HWEXPLORER_DB"])

@@ -32,10 +32,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from PySide6.QtCore import QEvent, QObject
 from PySide6.QtWidgets import QApplication
 
-from explorer.core.catalog_files import load_shipped_devices
-from explorer.core.commands import ReplaceLayer, SelectDevices, SetAssumptions
-from explorer.core.model import LayerSpec, Model
-from explorer.core.workspace import Assumptions, Workspace
+from explorer.core.hardware.catalog_files import load_shipped_devices
+from explorer.core.session.commands import ReplaceLayer, SelectDevices, SetAssumptions
+from explorer.core.session.workspace import Assumptions, Workspace
+from explorer.core.workload.model import LayerSpec, Model
 from explorer.ui.app import configure_qt_environment
 from explorer.ui.panels import PANELS
 

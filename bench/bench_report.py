@@ -13,9 +13,9 @@ from _common import median_p95, report, samples
 
 from explorer.core.analysis.evaluate import evaluate
 from explorer.core.analysis.procurement import Requirements
-from explorer.core.device_file import load_device_file
-from explorer.core.templates import get_template
-from explorer.core.workspace import Assumptions
+from explorer.core.hardware.device_file import load_device_file
+from explorer.core.session.workspace import Assumptions
+from explorer.core.workload.templates import get_template
 from explorer.report import export_report
 
 CATALOG = Path(__file__).resolve().parents[1] / "catalog"

@@ -17,7 +17,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from PySide6.QtWidgets import QApplication
 
-from explorer.core.workspace import Workspace
+from explorer.core.session.workspace import Workspace
 from explorer.store.engine import open_catalog
 from explorer.store.query import DeviceFilter
 from explorer.ui.catalog.proxy import CatalogFilterProxy

@@ -24,9 +24,9 @@ sys.path.insert(0, str(ROOT))
 from PySide6.QtWidgets import QApplication
 
 from explorer.core.analysis.cost import with_price
-from explorer.core.catalog_files import load_shipped_devices
-from explorer.core.templates import get_template
-from explorer.core.workspace import Assumptions, Workspace
+from explorer.core.hardware.catalog_files import load_shipped_devices
+from explorer.core.session.workspace import Assumptions, Workspace
+from explorer.core.workload.templates import get_template
 from explorer.ui.panels import CostPanel, EnergyPanel, RooflinePanel, TilingPanel
 
 SIZE = (1280, 760)

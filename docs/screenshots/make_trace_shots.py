@@ -27,11 +27,11 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from explorer.core.analysis.evaluate import evaluate
-from explorer.core.device_file import device_from_dict
-from explorer.core.layers import Context
-from explorer.core.model import load_model_file
+from explorer.core.hardware.device_file import device_from_dict
 from explorer.core.traces import layer_work, load_trace, overlap_summary, roofline_points, top_kernels
 from explorer.core.units import format_si
+from explorer.core.workload.layers import Context
+from explorer.core.workload.model import load_model_file
 from explorer.ui.traces import KernelTableModel, TimelineView
 
 FIXTURES = ROOT / "tests" / "fixtures" / "traces"

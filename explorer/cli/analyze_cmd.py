@@ -6,8 +6,9 @@ import math
 
 import numpy as np
 
+from explorer.core.workload.layers import Context
+
 from ..core.analysis.evaluate import ModelAnalysis, evaluate
-from ..core.layers import Context
 from ..core.precision import PRECISIONS
 from ..core.units import format_bytes, format_si
 from .common import CliError, print_json

@@ -12,9 +12,14 @@ import math
 import sys
 from pathlib import Path
 
-from explorer.core.catalog_files import shipped_catalog_dir, validate_catalog
-from explorer.core.device import KINDS, TIERS
-from explorer.core.device_file import DeviceFileError, check_device_dict, device_to_dict, dump_device_yaml
+from explorer.core.hardware.catalog_files import shipped_catalog_dir, validate_catalog
+from explorer.core.hardware.device import KINDS, TIERS
+from explorer.core.hardware.device_file import (
+    DeviceFileError,
+    check_device_dict,
+    device_to_dict,
+    dump_device_yaml,
+)
 from explorer.core.precision import PRECISIONS
 from explorer.core.units import UnitError, format_bytes, format_si, parse_si
 

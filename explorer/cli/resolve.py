@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..core.device_file import DeviceFileError, load_device_file
-from ..core.model import ModelError, load_model_file
+from explorer.core.hardware.device_file import DeviceFileError, load_device_file
+from explorer.core.workload.model import ModelError, load_model_file
+
 from ..core.units import UnitError
 from .common import CliError, is_path
 
@@ -18,13 +19,13 @@ def load_model_arg(spec: str):
             raise CliError(f"MODEL: no such file: {spec}")
         try:
             if path.suffix.lower() == ".onnx":
-                from ..core.onnx_import import import_onnx
+                from explorer.core.importers.onnx.convert import import_onnx
 
                 return import_onnx(path).model, "prefill"
             return load_model_file(path), "prefill"
         except (ModelError, ValueError) as exc:
             raise CliError(str(exc)) from None
-    from ..core.templates import get_template
+    from explorer.core.workload.templates import get_template
 
     try:
         template = get_template(spec)

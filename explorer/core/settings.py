@@ -18,7 +18,8 @@ import warnings
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
-from .model import atomic_write_text
+from explorer.core.files import atomic_write_text
+
 from .precision import check_precision
 
 APP_NAME = "hwexplorer"

@@ -17,9 +17,8 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from tokenize import TokenError
-
 from pathlib import Path
+from tokenize import TokenError
 
 import pint
 

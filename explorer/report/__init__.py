@@ -10,10 +10,11 @@ import os
 from pathlib import Path
 from typing import Callable
 
+from explorer.core.files import atomic_write_bytes, atomic_write_text
+
 from ..core.analysis.cost import CostAssumptionsLike
 from ..core.analysis.evaluate import ModelAnalysis
 from ..core.analysis.procurement import Requirements
-from ..core.model import atomic_write_bytes, atomic_write_text
 from .build import ReportData, build_report
 
 FORMATS = {".pdf": "pdf", ".html": "html", ".htm": "html", ".csv": "csv"}

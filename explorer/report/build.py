@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from explorer.core.hardware.device import Cited, Device
+
 from .. import __version__
 from ..core.analysis.cost import CostAssumptionsLike, CostResult
 from ..core.analysis.energy_view import EnergyView, energy_table
@@ -21,7 +23,6 @@ from ..core.analysis.panels import compute_energy_view, compute_roofline, comput
 from ..core.analysis.procurement import PlanResult, Requirements, format_usd, plan
 from ..core.analysis.roofline_view import RooflineResult
 from ..core.analysis.tiling_view import TilingView
-from ..core.device import Cited, Device
 from ..core.units import format_bytes, format_si
 
 _PDF_MAP = str.maketrans({"\u2264": "<=", "\u2265": ">=", "\u2308": "ceil(", "\u2309": ")", "\u03b7": "eta",

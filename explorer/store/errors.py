@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from .overrides import describe_value
 
 if TYPE_CHECKING:
-    from explorer.core.device import Device
+    from explorer.core.hardware.device import Device
 
 
 class CatalogError(ValueError):

@@ -20,8 +20,8 @@ from typing import Any
 
 import yaml
 
-from explorer.core.device import Device
-from explorer.core.device_file import FORMAT, check_device_dict, device_to_dict
+from explorer.core.hardware.device import Device
+from explorer.core.hardware.device_file import FORMAT, check_device_dict, device_to_dict
 
 from .csv_columns import devices_to_csv, read_csv
 from .repository import CatalogRepository

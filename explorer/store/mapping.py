@@ -6,7 +6,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from explorer.core.device import Cited, Conflict, Device, Link, MatrixEngine, MemoryLevel, Source
+from explorer.core.hardware.device import Cited, Conflict, Device, Link, MatrixEngine, MemoryLevel, Source
 from explorer.core.precision import PRECISIONS
 
 Row = dict[str, Any]

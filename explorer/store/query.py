@@ -12,7 +12,7 @@ from types import MappingProxyType
 from sqlalchemy import func, or_, select
 from sqlalchemy.engine import Connection
 
-from explorer.core.device import KINDS, TIERS
+from explorer.core.hardware.device import KINDS, TIERS
 from explorer.core.precision import PRECISIONS, check_precision
 
 from .schema import TABLES

@@ -18,8 +18,13 @@ from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
-from explorer.core.device import Device
-from explorer.core.device_file import DeviceFileError, check_device_dict, device_from_dict, device_to_dict
+from explorer.core.hardware.device import Device
+from explorer.core.hardware.device_file import (
+    DeviceFileError,
+    check_device_dict,
+    device_from_dict,
+    device_to_dict,
+)
 
 from .errors import (
     ConflictError,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from explorer.core.device import Device
-from explorer.core.device_file import load_device_file
+from explorer.core.hardware.device import Device
+from explorer.core.hardware.device_file import load_device_file
 
 from .engine import open_catalog
 from .errors import UnknownDeviceError

@@ -22,9 +22,9 @@ from pathlib import Path
 from sqlalchemy import delete, insert, select, update
 from sqlalchemy.engine import Engine
 
-from explorer.core.catalog_files import catalog_files, load_shipped_devices, shipped_catalog_dir
-from explorer.core.device import Device
-from explorer.core.device_file import check_device_dict, device_to_dict
+from explorer.core.hardware.catalog_files import catalog_files, load_shipped_devices, shipped_catalog_dir
+from explorer.core.hardware.device import Device
+from explorer.core.hardware.device_file import check_device_dict, device_to_dict
 
 from .overrides import canonical_hash, changed_fields, copy_fields, referenced_sources
 from .repository import DEVICES, META, _insert_many, _load, _now, _rewrite, lock_for_writing

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import random
 
-from explorer.core.device import Cited, Device, MemoryLevel, Source
+from explorer.core.hardware.device import Cited, Device, MemoryLevel, Source
 
 VENDORS = ("Acme", "Borealis", "Cobalt", "Dynamo", "Ember", "Fathom", "Gantry", "Helix")
 KIND_TIERS = (

@@ -8,7 +8,7 @@ from PySide6.QtCore import QObject, Qt
 from PySide6.QtGui import QAction, QIcon, QKeySequence
 from PySide6.QtWidgets import QApplication, QMainWindow, QMenu, QStyle, QToolBar
 
-from explorer.core.templates import TEMPLATES
+from explorer.core.workload.templates import TEMPLATES
 
 Key = QKeySequence.StandardKey
 

@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from PySide6.QtCore import QCoreApplication, QTimer
 from PySide6.QtWidgets import QApplication, QMessageBox
 
-from explorer.core.device import Device
+from explorer.core.hardware.device import Device
+from explorer.core.session.workspace import Assumptions, Workspace
 from explorer.core.settings import load_preferences
-from explorer.core.workspace import Assumptions, Workspace
 
 ORGANIZATION = "hwexplorer"
 APPLICATION = "hwexplorer"

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from PySide6.QtWidgets import QDockWidget, QScrollArea, QWidget
 
 from explorer.core.calculators.batch_sweep import CHAPTER_DEVICES, DeviceRidge
-from explorer.core.device import Device
+from explorer.core.hardware.device import Device
 
 
 def ridge_devices(devices: Sequence[Device], precision: str) -> list[DeviceRidge]:

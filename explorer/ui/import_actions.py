@@ -12,7 +12,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject, Qt
 from PySide6.QtWidgets import QDockWidget, QFileDialog, QInputDialog, QMessageBox
 
-from explorer.core.commands import SetModel
+from explorer.core.session.commands import SetModel
 
 ONNX_FILTER = "ONNX models (*.onnx);;All files (*)"
 TRACE_FILTER = ("Profiler traces (*.json *.csv *.txt);;Chrome / PyTorch trace (*.json);;"
@@ -35,7 +35,10 @@ class Importer(QObject):
     def import_model(self, path: str | Path | None = None) -> bool:
         """Ask for an ONNX file (unless given), import it and make it the workspace's model (Undo restores
         the previous one). Symbolic input sizes other than the batch are asked for. False if nothing changed."""
-        from explorer.core.onnx_import import OnnxImportError, import_onnx  # imported on use: onnx is large
+        from explorer.core.importers.onnx.convert import (  # imported on use: onnx is large
+            OnnxImportError,
+            import_onnx,
+        )
 
         if path is None:
             path, _ = QFileDialog.getOpenFileName(self.window, "Import ONNX model", "", ONNX_FILTER)

@@ -18,9 +18,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from explorer.core.commands import SetAssumptions
+from explorer.core.session.commands import SetAssumptions
+from explorer.core.session.workspace import Workspace
 from explorer.core.settings import Preferences, save_preferences
-from explorer.core.workspace import Workspace
 
 from .actions import MainActions
 from .builder import LayerInspector, LayerPalette, LayerStackView, ModelSettings

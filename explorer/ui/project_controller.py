@@ -1,7 +1,7 @@
 """Project files in the window: New, New from template, Open, Save, Save As, recent files, the dirty title,
 the close prompt, and crash recovery.
 
-Reading and writing go through ``explorer.core.project`` (validated before anything changes; atomic save).
+Reading and writing go through ``explorer.core.session.project`` (validated before anything changes; atomic save).
 Recovery: a few seconds after an unsaved edit the project is written to
 ``user_data_dir("hwexplorer")/recovery/session-<pid>-<n>.json``, held by a lock file while this session
 runs. Saving, returning to the saved state or closing normally deletes it; a file whose lock is stale was
@@ -22,12 +22,13 @@ from pathlib import Path
 from PySide6.QtCore import QLockFile, QObject, QSettings, QTimer, Signal
 from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
 
-from explorer.core.commands import Composite, SelectDevices, SetAssumptions, SetModel
-from explorer.core.model import Model, atomic_write_text
-from explorer.core.project import Project, ProjectError, load_project, save_project
+from explorer.core.files import atomic_write_text
+from explorer.core.session.commands import Composite, SelectDevices, SetAssumptions, SetModel
+from explorer.core.session.project import Project, ProjectError, load_project, save_project
+from explorer.core.session.workspace import Assumptions, Workspace
 from explorer.core.settings import Preferences
-from explorer.core.templates import get_template
-from explorer.core.workspace import Assumptions, Workspace
+from explorer.core.workload.model import Model
+from explorer.core.workload.templates import get_template
 
 APP_TITLE = "Hardware Explorer"
 SUFFIX = ".hwproj"

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 import numpy as np
 from PySide6.QtWidgets import QLabel
 
-from explorer.core.model import LayerTable
 from explorer.core.precision import BYTES_PER_ELEMENT
+from explorer.core.session.workspace import Workspace
 from explorer.core.units import format_bytes, format_si
-from explorer.core.workspace import Workspace
+from explorer.core.workload.model import LayerTable
 
 
 @dataclass(frozen=True)

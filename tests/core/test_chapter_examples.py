@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from explorer.core.analysis.evaluate import evaluate
-from explorer.core.layers import Context
-from explorer.core.model import LayerSpec, Model, build_table
+from explorer.core.workload.layers import Context
+from explorer.core.workload.model import LayerSpec, Model, build_table
 
 
 def one_layer(input_, spec, batch):

@@ -17,9 +17,9 @@ from explorer.core.analysis.cost import (
     compute_cost,
 )
 from explorer.core.analysis.evaluate import evaluate
-from explorer.core.device_file import device_from_dict
-from explorer.core.layers import Context
-from explorer.core.model import LayerSpec, Model
+from explorer.core.hardware.device_file import device_from_dict
+from explorer.core.workload.layers import Context
+from explorer.core.workload.model import LayerSpec, Model
 
 MODEL = Model.make(
     "mlp",

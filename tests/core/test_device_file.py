@@ -3,9 +3,14 @@ import json
 import pytest
 import yaml
 
-from explorer.core.catalog_files import validate_catalog
-from explorer.core.device_file import (DeviceFileError, device_from_dict, device_to_dict, dump_device_yaml,
-                                       load_device_file)
+from explorer.core.hardware.catalog_files import validate_catalog
+from explorer.core.hardware.device_file import (
+    DeviceFileError,
+    device_from_dict,
+    device_to_dict,
+    dump_device_yaml,
+    load_device_file,
+)
 
 SOURCED = {
     "format": 1, "id": "acme-x1", "name": "Acme X1", "vendor": "Acme", "kind": "npu", "tier": "edge",

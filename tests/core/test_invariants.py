@@ -6,9 +6,9 @@ from hypothesis import strategies as st
 
 from explorer.core.analysis.evaluate import evaluate
 from explorer.core.analysis.tiling import systolic_arrays, systolic_mapping
-from explorer.core.device_file import device_from_dict
-from explorer.core.layers import Context
-from explorer.core.model import LayerSpec, Model
+from explorer.core.hardware.device_file import device_from_dict
+from explorer.core.workload.layers import Context
+from explorer.core.workload.model import LayerSpec, Model
 
 dims = st.integers(min_value=1, max_value=5000)
 arrays = st.sampled_from([8, 16, 32, 128, 256])

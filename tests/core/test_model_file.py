@@ -2,8 +2,16 @@ import json
 
 import pytest
 
-from explorer.core.layers import Context
-from explorer.core.model import LayerSpec, Model, ModelError, build_table, dumps_model, load_model_file, save_model_file
+from explorer.core.workload.layers import Context
+from explorer.core.workload.model import (
+    LayerSpec,
+    Model,
+    ModelError,
+    build_table,
+    dumps_model,
+    load_model_file,
+    save_model_file,
+)
 
 GOOD = {"format": 1, "name": "tiny", "input": {"channels": 3, "height": 32, "width": 32},
         "layers": [{"kind": "conv2d", "name": "c1", "out_channels": 16, "kernel_size": 3, "padding": 1},
@@ -84,7 +92,7 @@ def test_attention_decode_reads_the_kv_cache():
 def test_every_layer_kind_is_documented():
     from pathlib import Path
 
-    from explorer.core.layers import REGISTRY
+    from explorer.core.workload.layers import REGISTRY
 
     doc = (Path(__file__).resolve().parents[2] / "docs" / "model-file.md").read_text()
     assert [k for k in REGISTRY if f"| `{k}` |" not in doc] == []

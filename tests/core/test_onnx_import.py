@@ -11,9 +11,9 @@ from onnx import helper as h
 from onnx import numpy_helper as nh
 
 from explorer.__main__ import main
-from explorer.core.layers import Context
-from explorer.core.model import Model, ModelError, build_table
-from explorer.core.onnx_import import OnnxImportError, import_onnx
+from explorer.core.importers.onnx.convert import OnnxImportError, import_onnx
+from explorer.core.workload.layers import Context
+from explorer.core.workload.model import Model, ModelError, build_table
 
 RNG = np.random.default_rng(0)
 BN_BUFFERS = ("mean", "var")  # running statistics: buffers, not parameters (the batchnorm kind's convention)

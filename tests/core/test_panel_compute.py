@@ -15,9 +15,9 @@ from explorer.core.analysis.panels import (
     energy_table,
     with_energy,
 )
-from explorer.core.device_file import device_from_dict
-from explorer.core.layers import Context
-from explorer.core.model import LayerSpec, Model
+from explorer.core.hardware.device_file import device_from_dict
+from explorer.core.workload.layers import Context
+from explorer.core.workload.model import LayerSpec, Model
 
 
 def gpu(id_="a100", extra_levels=(), **extra):

@@ -6,11 +6,20 @@ import pytest
 
 from explorer.core.analysis.cost import SECONDS_PER_YEAR, CostAssumptions
 from explorer.core.analysis.evaluate import evaluate
-from explorer.core.analysis.procurement import (HOURS_PER_MONTH, Requirements, bandwidth_check, compute_check,
-                                                format_usd, memory_check, parse_latency, parse_rate, plan)
-from explorer.core.device_file import device_from_dict
-from explorer.core.model import LayerSpec, Model
+from explorer.core.analysis.procurement import (
+    HOURS_PER_MONTH,
+    Requirements,
+    bandwidth_check,
+    compute_check,
+    format_usd,
+    memory_check,
+    parse_latency,
+    parse_rate,
+    plan,
+)
+from explorer.core.hardware.device_file import device_from_dict
 from explorer.core.units import UnitError
+from explorer.core.workload.model import LayerSpec, Model
 
 COSTS = CostAssumptions(years=3.0, electricity_usd_per_kwh=0.10, pue=1.5, utilization=0.5)
 
@@ -215,8 +224,8 @@ def test_bad_requirements_name_the_field():
 
 
 def test_decode_counts_tokens_and_plan_takes_workspace_assumptions():
-    from explorer.core.templates import get_template
-    from explorer.core.workspace import Assumptions
+    from explorer.core.session.workspace import Assumptions
+    from explorer.core.workload.templates import get_template
 
     template = get_template("gpt2")
     analysis = evaluate(template.build(), [device("a", tdp="400 W")], "fp16", template.context(phase="decode"))

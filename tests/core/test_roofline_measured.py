@@ -12,10 +12,10 @@ import pytest
 from explorer.core.analysis.evaluate import evaluate
 from explorer.core.analysis.roofline_measured import measured_roofline, measured_top_kernels
 from explorer.core.analysis.roofline_view import compute_roofline, missing_peak_note
-from explorer.core.device_file import device_from_dict
-from explorer.core.layers import Context
-from explorer.core.model import LayerSpec, Model, load_model_file
+from explorer.core.hardware.device_file import device_from_dict
 from explorer.core.traces import load_trace
+from explorer.core.workload.layers import Context
+from explorer.core.workload.model import LayerSpec, Model, load_model_file
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "traces"
 

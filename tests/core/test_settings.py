@@ -5,6 +5,7 @@ import os
 
 import pytest
 
+from explorer.core.session.workspace import Assumptions
 from explorer.core.settings import (
     Preferences,
     PreferencesWarning,
@@ -12,7 +13,6 @@ from explorer.core.settings import (
     load_preferences,
     save_preferences,
 )
-from explorer.core.workspace import Assumptions
 
 
 @pytest.fixture(autouse=True)

@@ -8,10 +8,10 @@ half.
 
 import pytest
 
-from explorer.core.layers import Context, ParamError, ShapeError
-from explorer.core.layers.base import run
-from explorer.core.model import Model, build_table
-from explorer.core.templates import TEMPLATES, PublishedFigure, UnknownTemplateError, get_template
+from explorer.core.workload.layers import Context, ParamError, ShapeError
+from explorer.core.workload.layers.base import run
+from explorer.core.workload.model import Model, build_table
+from explorer.core.workload.templates import TEMPLATES, PublishedFigure, UnknownTemplateError, get_template
 
 IDS = ("resnet50", "mobilenetv2", "vit-b16", "bert-base", "gpt2", "llama2-7b", "dlrm-small", "kws-dscnn")
 

@@ -103,9 +103,9 @@ def test_torch_trace_points_use_measured_flops_and_modeled_intensity():
 def small_net_analysis():
     """The analytical model of the network make_torch_trace.py profiles (batch 4, fp32)."""
     from explorer.core.analysis.evaluate import evaluate
-    from explorer.core.device_file import device_from_dict
-    from explorer.core.layers import Context
-    from explorer.core.model import load_model_file
+    from explorer.core.hardware.device_file import device_from_dict
+    from explorer.core.workload.layers import Context
+    from explorer.core.workload.model import load_model_file
 
     cpu = device_from_dict({"id": "cpu", "name": "one core", "vendor": "test", "kind": "cpu",
                             "peak": {"fp32": "100 GFLOP/s"},

@@ -1,9 +1,9 @@
 import pytest
 
-from explorer.core.commands import AddLayers, MoveLayers, RemoveLayers, ReplaceLayer, SetModel
-from explorer.core.model import LayerSpec, Model
-from explorer.core.project import Project, ProjectError, load_project, save_project
-from explorer.core.workspace import Assumptions, Workspace
+from explorer.core.session.commands import AddLayers, MoveLayers, RemoveLayers, ReplaceLayer, SetModel
+from explorer.core.session.project import Project, ProjectError, load_project, save_project
+from explorer.core.session.workspace import Assumptions, Workspace
+from explorer.core.workload.model import LayerSpec, Model
 
 
 @pytest.fixture

@@ -6,9 +6,9 @@ import pyqtgraph as pg
 import pytest
 from PySide6.QtGui import QPainter, QPicture
 
-from explorer.core.catalog_files import load_shipped_devices
-from explorer.core.templates import get_template
-from explorer.core.workspace import Assumptions, Workspace
+from explorer.core.hardware.catalog_files import load_shipped_devices
+from explorer.core.session.workspace import Assumptions, Workspace
+from explorer.core.workload.templates import get_template
 from explorer.ui.panels import PANELS
 from explorer.ui.panels.axis import SiLogAxis
 from explorer.ui.panels.plotting import new_plot, set_ticks

@@ -9,10 +9,10 @@ from PySide6.QtCore import QMimeData, QModelIndex, QPoint, QPointF, Qt
 from PySide6.QtGui import QDragEnterEvent, QDragMoveEvent, QDropEvent
 from PySide6.QtWidgets import QApplication
 
-from explorer.core.commands import ReplaceLayer
-from explorer.core.layers import format_shape
-from explorer.core.model import LayerSpec, Model
-from explorer.core.workspace import Workspace
+from explorer.core.session.commands import ReplaceLayer
+from explorer.core.session.workspace import Workspace
+from explorer.core.workload.layers import format_shape
+from explorer.core.workload.model import LayerSpec, Model
 from explorer.ui.builder import mime
 from explorer.ui.builder.layer_model import COL_MACS, COL_NAME, COL_REPEAT, COL_SHAPE, LayerStackModel
 from explorer.ui.builder.layer_view import LayerStackView
@@ -164,7 +164,7 @@ def test_rows_follow_the_batch_and_ignore_precision_and_devices(ws, model):
 
 def test_a_layer_that_does_not_fit_is_flagged_not_dropped(ws, model):
     bad = L("batchnorm", "bn", num_features=8)  # c1 outputs 16 channels
-    from explorer.core.commands import AddLayers
+    from explorer.core.session.commands import AddLayers
 
     ws.execute(AddLayers(1, (bad,)))
     assert names(ws) == ["c1", "bn", "r1", "c2", "r2"]

@@ -9,9 +9,9 @@ import pytest
 import yaml
 from PySide6.QtCore import QEvent, QObject, QPoint, QRect, Qt
 
-from explorer.core.device import Cited
-from explorer.core.device_file import device_to_dict
-from explorer.core.workspace import Workspace
+from explorer.core.hardware.device import Cited
+from explorer.core.hardware.device_file import device_to_dict
+from explorer.core.session.workspace import Workspace
 from explorer.store.engine import open_catalog
 from explorer.store.query import DeviceFilter
 from explorer.ui.catalog.detail import device_html

@@ -11,10 +11,10 @@ import pytest
 from PySide6.QtCore import Qt
 from sqlalchemy import create_engine, text
 
-from explorer.core.catalog_files import shipped_catalog_dir
-from explorer.core.device import Cited
-from explorer.core.device_file import device_to_dict, load_device_file
-from explorer.core.workspace import Workspace
+from explorer.core.hardware.catalog_files import shipped_catalog_dir
+from explorer.core.hardware.device import Cited
+from explorer.core.hardware.device_file import device_to_dict, load_device_file
+from explorer.core.session.workspace import Workspace
 from explorer.store.engine import open_catalog, parse_url
 from explorer.store.errors import ConflictError
 from explorer.ui.catalog.conflict import ConflictChoice, ConflictDialog

@@ -13,7 +13,7 @@ from onnx import numpy_helper as nh
 from PySide6.QtWidgets import QDockWidget, QFileDialog, QInputDialog, QMessageBox
 
 from explorer.core.calculators.batch_sweep import CHAPTER_DEVICES
-from explorer.core.workspace import Workspace
+from explorer.core.session.workspace import Workspace
 from explorer.store.engine import open_catalog
 from explorer.ui import report_export
 from explorer.ui.app import device_lookup

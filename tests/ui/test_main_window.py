@@ -8,9 +8,9 @@ from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QDockWidget, QMessageBox
 
 from explorer import __version__
+from explorer.core.session.workspace import Workspace
 from explorer.core.settings import Preferences, default_path
-from explorer.core.templates import TEMPLATES
-from explorer.core.workspace import Workspace
+from explorer.core.workload.templates import TEMPLATES
 from explorer.store.engine import default_database_path
 from explorer.ui.app import build_window, device_lookup
 from explorer.ui.builder import LayerStackView
@@ -109,7 +109,7 @@ def test_status_bar_counts_layers_that_do_not_fit(window):
     window.new_from_template("resnet50")
     from dataclasses import replace
 
-    from explorer.core.commands import SetModel
+    from explorer.core.session.commands import SetModel
 
     ws = window.workspace
     ws.execute(SetModel(replace(ws.model, input=(("features", 512),))))

@@ -10,10 +10,10 @@ import pytest
 from PySide6.QtCore import QPointF, Qt
 from PySide6.QtWidgets import QApplication
 
-from explorer.core.commands import ReplaceLayer, SelectDevices
-from explorer.core.device_file import device_from_dict
-from explorer.core.model import LayerSpec, Model
-from explorer.core.workspace import Assumptions, Workspace
+from explorer.core.hardware.device_file import device_from_dict
+from explorer.core.session.commands import ReplaceLayer, SelectDevices
+from explorer.core.session.workspace import Assumptions, Workspace
+from explorer.core.workload.model import LayerSpec, Model
 from explorer.ui.panels import PANELS, AnalysisControls, CostPanel, EnergyPanel, RooflinePanel, TilingPanel
 
 GPU = {

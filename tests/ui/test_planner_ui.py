@@ -9,9 +9,9 @@ import pytest
 from PySide6.QtGui import QColor
 
 from explorer.core.analysis.procurement import Requirements, plan
-from explorer.core.device_file import load_device_file
-from explorer.core.templates import get_template
-from explorer.core.workspace import Assumptions, Workspace
+from explorer.core.hardware.device_file import load_device_file
+from explorer.core.session.workspace import Assumptions, Workspace
+from explorer.core.workload.templates import get_template
 from explorer.ui.planner.planner_panel import STATUS_COLORS, PlannerPanel
 from explorer.ui.report_export import run_with_progress, start_export
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from PySide6.QtWidgets import QMessageBox
 
-from explorer.core.commands import RemoveLayers
-from explorer.core.project import load_project
-from explorer.core.templates import get_template
-from explorer.core.workspace import Workspace
+from explorer.core.session.commands import RemoveLayers
+from explorer.core.session.project import load_project
+from explorer.core.session.workspace import Workspace
+from explorer.core.workload.templates import get_template
 from explorer.ui.main_window import MainWindow
 from explorer.ui.project_controller import recovery_dir
 
@@ -278,7 +278,7 @@ import os, sys
 os.environ["QT_QPA_PLATFORM"] = "offscreen"
 from PySide6.QtWidgets import QApplication
 app = QApplication([])
-from explorer.core.workspace import Workspace
+from explorer.core.session.workspace import Workspace
 from explorer.ui.main_window import MainWindow
 window = MainWindow(Workspace(), None, panels=())
 window.new_from_template("resnet50")

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from explorer.core.catalog_files import load_shipped_devices
-from explorer.core.templates import get_template
-from explorer.core.workspace import Assumptions, Workspace
+from explorer.core.hardware.catalog_files import load_shipped_devices
+from explorer.core.session.workspace import Assumptions, Workspace
+from explorer.core.workload.templates import get_template
 from explorer.ui.panels import RooflinePanel
 from explorer.ui.panels.roofline_labels import place_labels
 

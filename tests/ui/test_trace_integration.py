@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from PySide6.QtWidgets import QDockWidget, QFileDialog, QInputDialog, QMessageBox
 
-from explorer.core.commands import SetModel
-from explorer.core.device_file import device_from_dict
-from explorer.core.model import Model, load_model_file
-from explorer.core.workspace import Assumptions, Workspace
+from explorer.core.hardware.device_file import device_from_dict
+from explorer.core.session.commands import SetModel
+from explorer.core.session.workspace import Assumptions, Workspace
+from explorer.core.workload.model import Model, load_model_file
 from explorer.ui.app import device_lookup
 from explorer.ui.main_window import MainWindow
 from explorer.ui.panels import RooflinePanel

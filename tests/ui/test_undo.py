@@ -7,8 +7,8 @@ from PySide6.QtCore import QModelIndex, Qt
 from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import QMessageBox
 
-from explorer.core.model import LayerSpec, Model
-from explorer.core.workspace import Workspace
+from explorer.core.session.workspace import Workspace
+from explorer.core.workload.model import LayerSpec, Model
 from explorer.ui.builder import mime
 from explorer.ui.main_window import MainWindow
 

@@ -28,7 +28,8 @@ from typing import Protocol
 
 import numpy as np
 
-from ..device import Cited, Device
+from explorer.core.hardware.device import Cited, Device
+
 from .evaluate import ModelAnalysis
 
 SECONDS_PER_YEAR = 365.25 * 24 * 3600.0  # Julian year

@@ -12,7 +12,8 @@ from typing import Sequence
 
 import numpy as np
 
-from ..device import Device
+from explorer.core.hardware.device import Device
+
 from ..precision import BYTES_PER_ELEMENT, check_precision
 
 HOROWITZ = "Horowitz, 'Computing's energy problem', ISSCC 2014 (45 nm)"

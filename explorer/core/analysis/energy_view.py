@@ -16,7 +16,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..device import Cited, Device
+from explorer.core.hardware.device import Cited, Device
+
 from .device_arrays import DEFAULT_MAC_ENERGY, DRAM_ENERGY_PER_BYTE, HOROWITZ, default_sram_energy
 from .evaluate import ModelAnalysis
 

@@ -19,9 +19,10 @@ from typing import Sequence
 
 import numpy as np
 
-from ..device import Device
-from ..layers import Context
-from ..model import LayerTable, Model, build_table
+from explorer.core.hardware.device import Device
+from explorer.core.workload.layers import Context
+from explorer.core.workload.model import LayerTable, Model, build_table
+
 from .device_arrays import DeviceArrays, device_arrays
 from .tiling import systolic_arrays, tensor_core_arrays
 

@@ -192,7 +192,7 @@ def _device_roofline(analysis: ModelAnalysis, d: int, x_lo: float, x_hi: float) 
 
 
 def missing_peak_note(device, precision: str) -> str:
-    """What to tell the user when ``device`` (a :class:`~explorer.core.device.Device`) has no dense peak at
+    """What to tell the user when ``device`` (a :class:`~explorer.core.hardware.device.Device`) has no dense peak at
     ``precision``: which precisions the catalog lists instead ('' when it has the peak)."""
     value = device.peak_flops(precision)
     if math.isfinite(value) and value > 0:

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..model import LayerTable
+from explorer.core.workload.model import LayerTable
+
 from .evaluate import ModelAnalysis, evaluate
 from .tiling import DATAFLOW_MAPS, padding_options, systolic_arrays, tensor_core_arrays
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from explorer.core.layers import REGISTRY, Shape
-from explorer.core.model import LayerSpec, Model
+from explorer.core.workload.layers import REGISTRY, Shape
+from explorer.core.workload.model import LayerSpec, Model
 
 FALLBACK_FEATURES = 512
 FALLBACK_CHANNELS = 64

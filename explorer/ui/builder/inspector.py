@@ -24,10 +24,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from explorer.core.commands import ReplaceLayer
-from explorer.core.layers import REGISTRY, Param, format_shape
-from explorer.core.model import LayerSpec
-from explorer.core.workspace import Workspace
+from explorer.core.session.commands import ReplaceLayer
+from explorer.core.session.workspace import Workspace
+from explorer.core.workload.layers import REGISTRY, Param, format_shape
+from explorer.core.workload.model import LayerSpec
 
 from .defaults import layer_names
 

@@ -14,10 +14,10 @@ import numpy as np
 from PySide6.QtCore import QAbstractItemModel, QMimeData, QModelIndex, QPersistentModelIndex, Qt
 from PySide6.QtGui import QBrush, QColor
 
-from explorer.core.commands import AddLayers, MoveLayers, ReplaceLayer
-from explorer.core.layers import REGISTRY, format_shape
+from explorer.core.session.commands import AddLayers, MoveLayers, ReplaceLayer
+from explorer.core.session.workspace import Workspace
 from explorer.core.units import format_si
-from explorer.core.workspace import Workspace
+from explorer.core.workload.layers import REGISTRY, format_shape
 
 from ..icons import group_icon, warning_icon
 from . import mime

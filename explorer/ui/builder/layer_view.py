@@ -8,8 +8,8 @@ from PySide6.QtCore import QItemSelection, QItemSelectionModel, QModelIndex, Qt
 from PySide6.QtGui import QPainter
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTreeView
 
-from explorer.core.commands import AddLayers, RemoveLayers
-from explorer.core.workspace import Workspace
+from explorer.core.session.commands import AddLayers, RemoveLayers
+from explorer.core.session.workspace import Workspace
 
 from .defaults import duplicates, new_layer
 from .layer_model import (

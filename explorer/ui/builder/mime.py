@@ -13,7 +13,7 @@ import json
 
 from PySide6.QtCore import QMimeData
 
-from explorer.core.layers import REGISTRY
+from explorer.core.workload.layers import REGISTRY
 
 LAYER_KIND = "application/x-hwexplorer-layer-kind"
 LAYER_ROWS = "application/x-hwexplorer-layer-rows"

@@ -17,10 +17,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from explorer.core.commands import SetAssumptions, SetModel
-from explorer.core.model import INPUT_FORMS
 from explorer.core.precision import BYTES_PER_ELEMENT, PRECISIONS
-from explorer.core.workspace import PHASES, Workspace
+from explorer.core.session.commands import SetAssumptions, SetModel
+from explorer.core.session.workspace import PHASES, Workspace
+from explorer.core.workload.model import INPUT_FORMS
 
 FORM_LABELS = ("Image (C, H, W)", "Token embeddings (S, H)", "Token ids (S)", "Feature vector (F)")
 INPUT_DEFAULTS = {"channels": 3, "height": 224, "width": 224, "tokens": 128, "hidden": 768, "features": 512}

@@ -6,7 +6,7 @@ from __future__ import annotations
 from PySide6.QtCore import QMimeData, Qt, Signal
 from PySide6.QtWidgets import QAbstractItemView, QLineEdit, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
 
-from explorer.core.layers import GROUPS, REGISTRY, LayerKind
+from explorer.core.workload.layers import GROUPS, REGISTRY, LayerKind
 
 from ..icons import group_icon
 from . import mime

@@ -11,7 +11,7 @@ from html import escape
 
 from PySide6.QtWidgets import QTextBrowser, QWidget
 
-from explorer.core.device import Cited, Device
+from explorer.core.hardware.device import Cited, Device
 from explorer.core.precision import PRECISIONS
 from explorer.core.units import KINDS
 

@@ -29,10 +29,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from explorer.core.commands import SelectDevices
-from explorer.core.device import Device
-from explorer.core.device_file import DeviceFileError
-from explorer.core.workspace import Workspace
+from explorer.core.hardware.device import Device
+from explorer.core.hardware.device_file import DeviceFileError
+from explorer.core.session.commands import SelectDevices
+from explorer.core.session.workspace import Workspace
 from explorer.store.errors import CatalogError, ConflictError, DuplicateDeviceError, UnknownDeviceError
 from explorer.store.io import ImportFileError
 from explorer.store.repository import CatalogRepository

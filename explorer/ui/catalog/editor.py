@@ -2,7 +2,7 @@
 
 Every numeric field is a :class:`QuantityEdit` ("3.35 TB/s" and "3350 GB/s" both read as 3.35e12 B/s;
 "3.35 kg" is refused inline with the reason), and OK stays disabled while any field is invalid. The result
-is built with :func:`explorer.core.device_file.device_from_dict`, so the dialog and device files share
+is built with :func:`explorer.core.hardware.device_file.device_from_dict`, so the dialog and device files share
 one validation. Fields the form does not show (sources, interconnects, MAC energies, tiles...) are kept
 from the device being edited; a figure whose text is unchanged keeps its source and note, an edited one
 drops them (the user's number is no longer the cited one).
@@ -29,8 +29,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from explorer.core.device import DATAFLOWS, ENGINE_TYPES, KINDS, TIERS, Device
-from explorer.core.device_file import ID_PATTERN, DeviceFileError, device_from_dict, device_to_dict
+from explorer.core.hardware.device import DATAFLOWS, ENGINE_TYPES, KINDS, TIERS, Device
+from explorer.core.hardware.device_file import ID_PATTERN, DeviceFileError, device_from_dict, device_to_dict
 from explorer.core.precision import PRECISIONS
 from explorer.ui.catalog.fields import cited_text, combo, merge_cited
 from explorer.ui.catalog.memory_levels import MemoryLevelsEditor

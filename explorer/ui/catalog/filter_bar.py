@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QLineEdit, QVBoxLayout, QWidget
 
-from explorer.core.device import KINDS, TIERS
+from explorer.core.hardware.device import KINDS, TIERS
 from explorer.core.precision import PRECISIONS
 from explorer.store.query import DeviceFilter
 

@@ -12,7 +12,7 @@ from typing import Any
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QGridLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget
 
-from explorer.core.device import ROLES
+from explorer.core.hardware.device import ROLES
 from explorer.ui.catalog.fields import cited_text, combo, merge_cited
 from explorer.ui.widgets.quantity_edit import ERROR_STYLE, QuantityEdit
 

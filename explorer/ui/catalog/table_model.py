@@ -15,8 +15,8 @@ from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, QPersistentModelIndex, Qt, Signal
 
-from explorer.core.commands import SelectDevices
-from explorer.core.workspace import Workspace
+from explorer.core.session.commands import SelectDevices
+from explorer.core.session.workspace import Workspace
 from explorer.store.query import DeviceRow
 
 DASH = "\u2014"

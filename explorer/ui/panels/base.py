@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from explorer.core.model import atomic_write_bytes
+from explorer.core.files import atomic_write_bytes
 
 from ..widgets.on_screen import OnScreenUpdate
 from .plotting import CACHED_TYPES, DeviceCombo, NoteLabel, cached, changed

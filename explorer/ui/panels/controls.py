@@ -11,7 +11,7 @@ import functools
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QWidget
 
 from explorer.core.precision import PRECISIONS
-from explorer.core.workspace import PHASES
+from explorer.core.session.workspace import PHASES
 
 
 def _disconnect(signal, slot, *_):

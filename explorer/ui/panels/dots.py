@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from pyqtgraph.graphicsItems.ScatterPlotItem import drawSymbol, renderSymbol
 import shiboken6
+from pyqtgraph.graphicsItems.ScatterPlotItem import drawSymbol, renderSymbol
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QPainter, QPixmap
 

@@ -21,12 +21,14 @@ from PySide6.QtWidgets import QComboBox, QLabel
 from explorer.core.analysis.roofline_view import compute_roofline
 
 from .base import AnalysisPanel
+from .dots import Dots
+from .legend_box import LegendBox
 from .plotting import (
     FOCUS_PEN,
     NO_PEN,
     BarPicker,
-    PinnedText,
     Bars,
+    PinnedText,
     changed,
     device_color,
     forget,
@@ -35,8 +37,6 @@ from .plotting import (
     set_range,
     si,
 )
-from .dots import Dots
-from .legend_box import LegendBox
 from .roofline_items import DeviceItems, LogLines, draw_device, roofline_csv
 from .roofline_labels import CeilingLabels, pixel_rect, scatter_rects
 from .roofline_trace import MeasuredLayer

@@ -11,7 +11,7 @@ from __future__ import annotations
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QLabel, QLineEdit, QSizePolicy, QVBoxLayout, QWidget
 
-from explorer.core.device_file import RANGES
+from explorer.core.hardware.device_file import RANGES
 from explorer.core.units import KINDS, UnitError, parse_si
 
 COUNT = "count"  # a positive whole number (tensor cores, SMs, array rows): no unit

@@ -1,0 +1,72 @@
+"""The curated device files shipped in ``catalog/``: where they are, loading them, validating them."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from explorer.core.hardware.device import Device
+from explorer.core.hardware.device_file import DeviceFileError, check_device_dict, read_device_data
+
+SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def shipped_catalog_dir() -> Path:
+    """``$HWEXPLORER_CATALOG_DIR``, else the bundle's ``catalog/`` (PyInstaller), else the source tree's."""
+    env = os.environ.get("HWEXPLORER_CATALOG_DIR")
+    if env:
+        return Path(env)
+    bundle = getattr(sys, "_MEIPASS", None)
+    if bundle:
+        return Path(bundle) / "catalog"
+    return Path(__file__).resolve().parents[3] / "catalog"
+
+
+def catalog_files(folder: Path | None = None) -> list[Path]:
+    folder = folder or shipped_catalog_dir()
+    return sorted(p for p in folder.iterdir() if p.suffix.lower() in SUFFIXES and not p.name.startswith("."))
+
+
+@dataclass(frozen=True)
+class ValidationReport:
+    devices: tuple[Device, ...]
+    problems: tuple[str, ...]
+    files: int
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def validate_catalog(folder: Path | None = None, require_sources: bool = True) -> ValidationReport:
+    """Check every file: dimensions, ranges, required fields, sources, duplicate ids, file named after its id."""
+    files = catalog_files(folder)
+    devices, problems, seen = [], [], {}
+    for path in files:
+        try:
+            data = read_device_data(path)
+        except DeviceFileError as exc:
+            problems.extend(exc.problems)
+            continue
+        device, found = check_device_dict(data, str(path.name), require_sources)
+        problems.extend(found)
+        if device is None:
+            continue
+        if device.id in seen:
+            problems.append(f"{path.name}: {device.id}: id: duplicate of the id in {seen[device.id]}")
+            continue
+        if path.stem != device.id:
+            problems.append(f"{path.name}: {device.id}: id: the file should be named {device.id}{path.suffix}")
+        seen[device.id] = path.name
+        if not found:
+            devices.append(device)
+    return ValidationReport(tuple(devices), tuple(problems), len(files))
+
+
+def load_shipped_devices(folder: Path | None = None) -> tuple[Device, ...]:
+    """All valid shipped devices, marked ``origin='shipped'`` (invalid files are skipped: validate reports them)."""
+    from dataclasses import replace
+
+    return tuple(replace(d, origin="shipped") for d in validate_catalog(folder).devices)

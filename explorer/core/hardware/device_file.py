@@ -1,0 +1,424 @@
+"""Read and write device files (``docs/device-file.md``), reporting every problem with file, device and field."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from explorer.core.hardware.device import (
+    DATAFLOWS,
+    DIRECTIONS,
+    ENGINE_TYPES,
+    KINDS,
+    ROLES,
+    TIERS,
+    Cited,
+    Conflict,
+    Device,
+    Link,
+    MatrixEngine,
+    MemoryLevel,
+    Source,
+)
+from explorer.core.precision import PRECISIONS
+from explorer.core.units import UnitError, parse_si
+
+FORMAT = 1
+ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+TOP_LEVEL = {
+    "format", "id", "name", "vendor", "kind", "tier", "family", "year", "sources", "peak", "peak_sparse",
+    "memory", "energy_per_mac", "matrix_engine", "clock", "tdp", "price", "cloud_price", "host_link",
+    "interconnects", "efficiency", "notes", "conflicts",
+}
+# (field, unit kind, plausible range in SI) for range checks
+RANGES = {
+    "throughput": (1e3, 1e19),
+    "bytes": (1.0, 1e16),
+    "bandwidth": (1e3, 1e17),
+    "energy_per_byte": (1e-16, 1e-8),
+    "energy": (1e-16, 1e-8),
+    "time": (1e-12, 1.0),
+    "frequency": (1e3, 1e11),
+    "power": (1e-4, 1e6),
+    "money": (0.01, 1e8),
+    "money_rate": (1e-7, 1.0),
+}
+
+
+class DeviceFileError(ValueError):
+    """One or more problems in a device file; ``problems`` lists ``file: device: field: message`` lines."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__(problems[0] if len(problems) == 1 else f"{len(problems)} problems:\n  " + "\n  ".join(problems))
+
+
+class _Reader:
+    def __init__(self, where: str, require_sources: bool):
+        self.where = where
+        self.device = "?"
+        self.require_sources = require_sources
+        self.problems: list[str] = []
+        self.source_keys: set[str] = set()
+
+    def problem(self, field: str, message: str) -> None:
+        self.problems.append(f"{self.where}: {self.device}: {field}: {message}")
+
+    def text(self, data: dict, key: str, field: str, required: bool = False) -> str | None:
+        value = data.get(key)
+        if value is None:
+            if required:
+                self.problem(field, "is required")
+            return None
+        if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+            self.problem(field, f"expected text, got {type(value).__name__}")
+            return None
+        return str(value)
+
+    def choice(self, data: dict, key: str, field: str, options: tuple, required: bool = False) -> str | None:
+        value = self.text(data, key, field, required)
+        if value is not None and value not in options:
+            self.problem(field, f"'{value}' is not one of {', '.join(options)}")
+            return None
+        return value
+
+    def cited(self, raw: Any, kind: str | None, field: str) -> Cited | None:
+        """``kind`` None means a positive count."""
+        if raw is None:
+            return None
+        source = note = None
+        if isinstance(raw, dict):
+            unknown = set(raw) - {"value", "source", "note", "date"}
+            if unknown:
+                self.problem(field, f"unknown keys {sorted(unknown)}")
+            source, note, value = raw.get("source"), raw.get("note"), raw.get("value")
+            if value is None:
+                self.problem(f"{field}.value", "is required")
+                return None
+        else:
+            value = raw
+        if source is None and self.require_sources:
+            self.problem(field, "has no source (every figure in the catalog must cite one)")
+        elif source is not None and str(source) not in self.source_keys:
+            self.problem(f"{field}.source", f"'{source}' is not a key of 'sources'")
+        if kind is None:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0 or value != int(value):
+                self.problem(field, f"expected a positive whole number, got {value!r}")
+                return None
+            return Cited(float(value), str(value), None if source is None else str(source), note)
+        try:
+            si = parse_si(value, kind, field)
+        except UnitError as exc:
+            self.problems.append(f"{self.where}: {self.device}: {exc}")
+            return None
+        low, high = RANGES.get(kind, (-math.inf, math.inf))
+        if not (low <= si <= high):
+            self.problem(field, f"'{value}' is outside the plausible range for a {kind}")
+            return None
+        return Cited(si, str(value), None if source is None else str(source), note)
+
+
+def _dims(reader: _Reader, raw: Any, keys: tuple[str, ...], field: str) -> tuple[int, ...] | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or any(k not in raw for k in keys):
+        reader.problem(field, f"expected a mapping with {', '.join(keys)}")
+        return None
+    out = []
+    for k in keys:
+        v = raw[k]
+        if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+            reader.problem(f"{field}.{k}", f"expected a positive whole number, got {v!r}")
+            return None
+        out.append(v)
+    return tuple(out)
+
+
+def _link(reader: _Reader, raw: Any, field: str) -> Link | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        reader.problem(field, "expected a mapping with name, bandwidth, direction")
+        return None
+    name = reader.text(raw, "name", f"{field}.name", required=True) or "?"
+    direction = reader.choice(raw, "direction", f"{field}.direction", DIRECTIONS) or "per_direction"
+    return Link(name, reader.cited(raw.get("bandwidth"), "bandwidth", f"{field}.bandwidth"), direction)
+
+
+def _memory(reader: _Reader, raw: Any) -> tuple[MemoryLevel, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        reader.problem("memory", "expected a list of levels, off-chip first")
+        return ()
+    levels = []
+    for i, item in enumerate(raw):
+        f = f"memory[{i}]"
+        if not isinstance(item, dict):
+            reader.problem(f, "expected a mapping")
+            continue
+        unknown = set(item) - {"name", "role", "capacity", "bandwidth", "energy", "latency", "instances", "note"}
+        if unknown:
+            reader.problem(f, f"unknown keys {sorted(unknown)}")
+        instances = item.get("instances", 1)
+        if isinstance(instances, bool) or not isinstance(instances, int) or instances < 1:
+            reader.problem(f"{f}.instances", f"expected a whole number >= 1, got {instances!r}")
+            instances = 1
+        levels.append(
+            MemoryLevel(
+                name=reader.text(item, "name", f"{f}.name", required=True) or f"level {i}",
+                role=reader.choice(item, "role", f"{f}.role", ROLES) or "offchip",
+                capacity=reader.cited(item.get("capacity"), "bytes", f"{f}.capacity"),
+                bandwidth=reader.cited(item.get("bandwidth"), "bandwidth", f"{f}.bandwidth"),
+                energy=reader.cited(item.get("energy"), "energy_per_byte", f"{f}.energy"),
+                latency=reader.cited(item.get("latency"), "time", f"{f}.latency"),
+                instances=instances,
+            )
+        )
+    return tuple(levels)
+
+
+def _engine(reader: _Reader, raw: Any) -> MatrixEngine | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        reader.problem("matrix_engine", "expected a mapping")
+        return None
+    etype = reader.choice(raw, "type", "matrix_engine.type", ENGINE_TYPES, required=True)
+    if etype is None:
+        return None
+    engine = MatrixEngine(
+        type=etype,
+        rows=reader.cited(raw.get("rows"), None, "matrix_engine.rows"),
+        cols=reader.cited(raw.get("cols"), None, "matrix_engine.cols"),
+        dataflow=reader.choice(raw, "dataflow", "matrix_engine.dataflow", DATAFLOWS),
+        tile=_dims(reader, raw.get("tile"), ("m", "n", "k"), "matrix_engine.tile"),
+        units=reader.cited(raw.get("units"), None, "matrix_engine.units"),
+        sm_count=reader.cited(raw.get("sm_count"), None, "matrix_engine.sm_count"),
+        block_tile=_dims(reader, raw.get("block_tile"), ("m", "n"), "matrix_engine.block_tile"),
+    )
+    if etype == "systolic" and (engine.rows is None or engine.cols is None):
+        reader.problem("matrix_engine", "a systolic array needs rows and cols")
+    return engine
+
+
+def _per_precision(reader: _Reader, raw: Any, kind: str, field: str) -> dict[str, Cited]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        reader.problem(field, "expected a mapping from precision to value")
+        return {}
+    out = {}
+    for key, value in raw.items():
+        if key not in PRECISIONS:
+            reader.problem(f"{field}.{key}", f"unknown precision; expected one of {', '.join(PRECISIONS)}")
+            continue
+        c = reader.cited(value, kind, f"{field}.{key}")
+        if c is not None:
+            out[key] = c
+    return out
+
+
+def check_device_dict(data: Any, where: str = "<data>", require_sources: bool = False) -> tuple[Device | None, list[str]]:
+    """Parse a device mapping; return the device (None if unusable) and every problem found."""
+    r = _Reader(where, require_sources)
+    if not isinstance(data, dict):
+        r.problem("(file)", "expected a mapping at the top level")
+        return None, r.problems
+    r.device = str(data.get("id", "?"))
+    if data.get("format", FORMAT) != FORMAT:
+        r.problem("format", f"this version reads format {FORMAT}, the file says {data.get('format')!r}")
+        return None, r.problems
+    unknown = set(data) - TOP_LEVEL
+    if unknown:
+        r.problem("(top level)", f"unknown keys {sorted(unknown)}")
+    device_id = r.text(data, "id", "id", required=True)
+    if device_id is not None and not ID_PATTERN.match(device_id):
+        r.problem("id", f"'{device_id}' must be lowercase letters, digits and '-'")
+    sources = {}
+    raw_sources = data.get("sources") or {}
+    if not isinstance(raw_sources, dict):
+        r.problem("sources", "expected a mapping from key to {title, url, date}")
+        raw_sources = {}
+    for key, s in raw_sources.items():
+        if not isinstance(s, dict) or not all(s.get(k) for k in ("title", "url", "date")):
+            r.problem(f"sources.{key}", "needs title, url and date")
+            continue
+        sources[str(key)] = Source(str(key), str(s["title"]), str(s["url"]), str(s["date"]))
+    r.source_keys = set(sources)
+    efficiency = data.get("efficiency") or {}
+    etas = {}
+    for k in ("compute", "memory"):
+        v = efficiency.get(k, 1.0) if isinstance(efficiency, dict) else 1.0
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1:
+            r.problem(f"efficiency.{k}", f"expected a number in (0, 1], got {v!r}")
+            v = 1.0
+        etas[k] = float(v)
+    year = data.get("year")
+    if year is not None and (isinstance(year, bool) or not isinstance(year, int) or not 1950 <= year <= 2100):
+        r.problem("year", f"expected a year, got {year!r}")
+        year = None
+    price = data.get("price")
+    conflicts = []
+    for i, c in enumerate(data.get("conflicts") or []):
+        if not isinstance(c, dict) or "field" not in c or "note" not in c:
+            r.problem(f"conflicts[{i}]", "needs field and note")
+            continue
+        conflicts.append(Conflict(str(c["field"]), str(c["note"])))
+    interconnects = data.get("interconnects") or []
+    if not isinstance(interconnects, list):
+        r.problem("interconnects", "expected a list")
+        interconnects = []
+    device = Device(
+        id=device_id or "?",
+        name=r.text(data, "name", "name", required=True) or "?",
+        vendor=r.text(data, "vendor", "vendor", required=True) or "?",
+        kind=r.choice(data, "kind", "kind", KINDS, required=True) or "other",
+        tier=r.choice(data, "tier", "tier", TIERS),
+        family=r.text(data, "family", "family"),
+        year=year,
+        sources=sources,
+        peak=_per_precision(r, data.get("peak"), "throughput", "peak"),
+        peak_sparse=_per_precision(r, data.get("peak_sparse"), "throughput", "peak_sparse"),
+        memory=_memory(r, data.get("memory")),
+        energy_per_mac=_per_precision(r, data.get("energy_per_mac"), "energy", "energy_per_mac"),
+        matrix_engine=_engine(r, data.get("matrix_engine")),
+        clock=r.cited(data.get("clock"), "frequency", "clock"),
+        tdp=r.cited(data.get("tdp"), "power", "tdp"),
+        price=r.cited(price, "money", "price"),
+        price_date=str(price["date"]) if isinstance(price, dict) and price.get("date") else None,
+        cloud_price=r.cited(data.get("cloud_price"), "money_rate", "cloud_price"),
+        host_link=_link(r, data.get("host_link"), "host_link"),
+        interconnects=tuple(
+            link for i, x in enumerate(interconnects) if (link := _link(r, x, f"interconnects[{i}]")) is not None
+        ),
+        efficiency_compute=etas["compute"],
+        efficiency_memory=etas["memory"],
+        notes=str(data.get("notes") or ""),
+        conflicts=tuple(conflicts),
+    )
+    return device, r.problems
+
+
+def device_from_dict(data: Any, where: str = "<data>", require_sources: bool = False) -> Device:
+    device, problems = check_device_dict(data, where, require_sources)
+    if problems or device is None:
+        raise DeviceFileError(problems)
+    return device
+
+
+def read_device_data(path: str | Path) -> Any:
+    """Parse a YAML or JSON file into plain data; syntax errors name the file and line."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise DeviceFileError([f"{path}: cannot read ({exc.strerror})"]) from None
+    try:
+        if path.suffix.lower() == ".json":
+            return json.loads(text)
+        return yaml.safe_load(text)
+    except json.JSONDecodeError as exc:
+        raise DeviceFileError([f"{path}: line {exc.lineno}: invalid JSON ({exc.msg})"]) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f"line {mark.line + 1}: " if mark is not None else ""
+        raise DeviceFileError([f"{path}: {line}invalid YAML ({getattr(exc, 'problem', exc)})"]) from None
+
+
+def load_device_file(path: str | Path, require_sources: bool = False) -> Device:
+    return device_from_dict(read_device_data(path), str(path), require_sources)
+
+
+# ----------------------------------------------------------------------------------------------- writing
+def _cited_out(c: Cited | None, count: bool = False) -> Any:
+    if c is None:
+        return None
+    value: Any = int(c.value) if count else c.text
+    if c.source is None and c.note is None:
+        return value
+    out: dict[str, Any] = {"value": value}
+    if c.source is not None:
+        out["source"] = c.source
+    if c.note is not None:
+        out["note"] = c.note
+    return out
+
+
+def _link_out(link: Link | None) -> Any:
+    if link is None:
+        return None
+    return _drop_none({"name": link.name, "bandwidth": _cited_out(link.bandwidth), "direction": link.direction})
+
+
+def _drop_none(d: dict) -> dict:
+    return {k: v for k, v in d.items() if v is not None and v != {} and v != [] and v != ""}
+
+
+def device_to_dict(device: Device) -> dict:
+    """The inverse of :func:`device_from_dict`: values keep the text the vendor wrote."""
+    engine = device.matrix_engine
+    engine_out = None
+    if engine is not None:
+        engine_out = _drop_none({
+            "type": engine.type,
+            "rows": _cited_out(engine.rows, True),
+            "cols": _cited_out(engine.cols, True),
+            "dataflow": engine.dataflow,
+            "tile": dict(zip("mnk", engine.tile)) if engine.tile else None,
+            "units": _cited_out(engine.units, True),
+            "sm_count": _cited_out(engine.sm_count, True),
+            "block_tile": dict(zip("mn", engine.block_tile)) if engine.block_tile else None,
+        })
+    price = _cited_out(device.price)
+    if price is not None and device.price_date:
+        price = {"value": price} if not isinstance(price, dict) else dict(price)
+        price["date"] = device.price_date
+    efficiency = None
+    if device.efficiency_compute != 1.0 or device.efficiency_memory != 1.0:
+        efficiency = {"compute": device.efficiency_compute, "memory": device.efficiency_memory}
+    return _drop_none({
+        "format": FORMAT,
+        "id": device.id,
+        "name": device.name,
+        "vendor": device.vendor,
+        "kind": device.kind,
+        "tier": device.tier,
+        "family": device.family,
+        "year": device.year,
+        "sources": {k: {"title": s.title, "url": s.url, "date": s.date} for k, s in device.sources.items()},
+        "peak": {k: _cited_out(v) for k, v in device.peak.items()},
+        "peak_sparse": {k: _cited_out(v) for k, v in device.peak_sparse.items()},
+        "memory": [
+            _drop_none({
+                "name": m.name,
+                "role": m.role,
+                "capacity": _cited_out(m.capacity),
+                "bandwidth": _cited_out(m.bandwidth),
+                "energy": _cited_out(m.energy),
+                "latency": _cited_out(m.latency),
+                "instances": m.instances if m.instances != 1 else None,
+            })
+            for m in device.memory
+        ],
+        "energy_per_mac": {k: _cited_out(v) for k, v in device.energy_per_mac.items()},
+        "matrix_engine": engine_out,
+        "clock": _cited_out(device.clock),
+        "tdp": _cited_out(device.tdp),
+        "price": price,
+        "cloud_price": _cited_out(device.cloud_price),
+        "host_link": _link_out(device.host_link),
+        "interconnects": [_link_out(x) for x in device.interconnects],
+        "efficiency": efficiency,
+        "notes": device.notes,
+        "conflicts": [{"field": c.field, "note": c.note} for c in device.conflicts],
+    })
+
+
+def dump_device_yaml(device: Device) -> str:
+    return yaml.safe_dump(device_to_dict(device), sort_keys=False, allow_unicode=True, width=110)

@@ -1,0 +1,20 @@
+"""Layer kinds, registered on import. ``REGISTRY`` maps a kind name to its schema and expansion."""
+
+# registration side effects:
+from explorer.core.workload.layers import attention, blocks, conv, elementwise, linear, opaque, recommendation  # noqa: F401
+from explorer.core.workload.layers.base import (
+           REGISTRY,
+           Context,
+           LayerKind,
+           Param,
+           ParamError,
+           Row,
+           Shape,
+           ShapeError,
+           format_shape,
+)
+
+GROUPS = ("linear algebra", "convolution", "normalization", "activation", "attention", "blocks", "other")
+
+__all__ = ["REGISTRY", "GROUPS", "Context", "LayerKind", "Param", "ParamError", "Row", "Shape", "ShapeError",
+           "format_shape"]
