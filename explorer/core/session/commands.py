@@ -1,34 +1,34 @@
-"""Undoable edits. Every change to a workspace is a Command pushed on its CommandStack.
+"""Undoable edits. Every change to a workspace is a Command: a pure map from one frozen :class:`State` to the next.
 
-A command is a small object with ``do(ws)`` and ``undo(ws)``; it reports what it changed through
-``changes`` (a set of names: "layers", "devices", "assumptions", "input", "model"), so views refresh only
-what they must. The stack is Qt-free; the UI shows it in its Edit menu.
+A command reports what it changed through ``changes`` (names from :data:`.state.PARTS`), so views refresh only
+what they must and the results bundle recomputes only what depends on it. ``apply`` raises ``ValueError`` for an
+edit that would make the state invalid, before anything changes. The :class:`CommandStack` keeps the states
+before and after each command, so undo and redo swap a whole state back in. Qt-free; the UI shows the stack in
+its Edit menu.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Sequence
 
+from explorer.core.analysis.procurement import Requirements
+from explorer.core.traces.model import Trace
 from explorer.core.workload.model import LayerSpec, Model
 
-if TYPE_CHECKING:  # pragma: no cover
-    from explorer.core.session.workspace import Workspace
+from .state import State
 
 
 class Command:
     text = "edit"
     changes: frozenset[str] = frozenset({"layers"})
 
-    def do(self, ws: "Workspace") -> None:  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def undo(self, ws: "Workspace") -> None:  # pragma: no cover - abstract
+    def apply(self, state: State) -> State:  # pragma: no cover - abstract
         raise NotImplementedError
 
 
-def _set_layers(ws: "Workspace", layers: Sequence[LayerSpec]) -> None:
-    ws._model = replace(ws._model, layers=tuple(layers))
+def _with_layers(state: State, layers: Sequence[LayerSpec]) -> State:
+    return state.with_(model=replace(state.model, layers=tuple(layers)))
 
 
 @dataclass
@@ -37,36 +37,21 @@ class AddLayers(Command):
     specs: tuple[LayerSpec, ...]
     text: str = "add layer"
 
-    def do(self, ws):
-        layers = list(ws.model.layers)
-        self.index = max(0, min(self.index, len(layers)))
-        layers[self.index:self.index] = self.specs
-        _set_layers(ws, layers)
-
-    def undo(self, ws):
-        layers = list(ws.model.layers)
-        del layers[self.index:self.index + len(self.specs)]
-        _set_layers(ws, layers)
+    def apply(self, state):
+        layers = list(state.model.layers)
+        index = max(0, min(self.index, len(layers)))
+        layers[index:index] = self.specs
+        return _with_layers(state, layers)
 
 
 @dataclass
 class RemoveLayers(Command):
     indices: tuple[int, ...]
     text: str = "delete layers"
-    removed: list[tuple[int, LayerSpec]] = field(default_factory=list)
 
-    def do(self, ws):
-        layers = list(ws.model.layers)
-        self.removed = [(i, layers[i]) for i in sorted(set(self.indices))]
-        for i, _ in reversed(self.removed):
-            del layers[i]
-        _set_layers(ws, layers)
-
-    def undo(self, ws):
-        layers = list(ws.model.layers)
-        for i, spec in self.removed:
-            layers.insert(i, spec)
-        _set_layers(ws, layers)
+    def apply(self, state):
+        gone = set(self.indices)
+        return _with_layers(state, [spec for i, spec in enumerate(state.model.layers) if i not in gone])
 
 
 @dataclass
@@ -76,20 +61,15 @@ class MoveLayers(Command):
     indices: tuple[int, ...]
     dest: int
     text: str = "move layers"
-    before: tuple[LayerSpec, ...] = ()
 
-    def do(self, ws):
-        self.before = ws.model.layers
-        layers = list(self.before)
+    def apply(self, state):
+        layers = state.model.layers
         chosen = sorted(set(self.indices))
         moving = [layers[i] for i in chosen]
         dest = self.dest - sum(1 for i in chosen if i < self.dest)
         rest = [spec for i, spec in enumerate(layers) if i not in set(chosen)]
         dest = max(0, min(dest, len(rest)))
-        _set_layers(ws, rest[:dest] + moving + rest[dest:])
-
-    def undo(self, ws):
-        _set_layers(ws, self.before)
+        return _with_layers(state, rest[:dest] + moving + rest[dest:])
 
 
 @dataclass
@@ -99,18 +79,11 @@ class ReplaceLayer(Command):
     index: int
     spec: LayerSpec
     text: str = "edit layer"
-    old: LayerSpec | None = None
 
-    def do(self, ws):
-        layers = list(ws.model.layers)
-        self.old = layers[self.index]
+    def apply(self, state):
+        layers = list(state.model.layers)
         layers[self.index] = self.spec
-        _set_layers(ws, layers)
-
-    def undo(self, ws):
-        layers = list(ws.model.layers)
-        layers[self.index] = self.old
-        _set_layers(ws, layers)
+        return _with_layers(state, layers)
 
 
 @dataclass
@@ -120,14 +93,9 @@ class SetModel(Command):
     model: Model
     text: str = "replace model"
     changes: frozenset[str] = frozenset({"layers", "input", "model"})
-    old: Model | None = None
 
-    def do(self, ws):
-        self.old = ws.model
-        ws._model = self.model
-
-    def undo(self, ws):
-        ws._model = self.old
+    def apply(self, state):
+        return state.with_(model=self.model)
 
 
 @dataclass
@@ -135,14 +103,9 @@ class SelectDevices(Command):
     device_ids: tuple[str, ...]
     text: str = "select devices"
     changes: frozenset[str] = frozenset({"devices"})
-    old: tuple[str, ...] = ()
 
-    def do(self, ws):
-        self.old = ws.device_ids
-        ws._device_ids = tuple(dict.fromkeys(self.device_ids))
-
-    def undo(self, ws):
-        ws._device_ids = self.old
+    def apply(self, state):
+        return state.with_(device_ids=tuple(self.device_ids))
 
 
 @dataclass
@@ -150,14 +113,33 @@ class SetAssumptions(Command):
     values: dict[str, Any]
     text: str = "change assumptions"
     changes: frozenset[str] = frozenset({"assumptions"})
-    old: Any = None
 
-    def do(self, ws):
-        self.old = ws.assumptions
-        ws._assumptions = replace(ws.assumptions, **self.values).checked()
+    def apply(self, state):
+        return state.with_(assumptions=replace(state.assumptions, **self.values).checked())
 
-    def undo(self, ws):
-        ws._assumptions = self.old
+
+@dataclass
+class SetTrace(Command):
+    """Load a profiler trace into the session (None clears it)."""
+
+    trace: Trace | None
+    text: str = "load trace"
+    changes: frozenset[str] = frozenset({"trace"})
+
+    def apply(self, state):
+        return state.with_(trace=self.trace)
+
+
+@dataclass
+class SetRequirements(Command):
+    """Replace the procurement planner's requirements and quotes."""
+
+    requirements: Requirements
+    text: str = "edit requirements"
+    changes: frozenset[str] = frozenset({"requirements"})
+
+    def apply(self, state):
+        return state.with_(requirements=self.requirements)
 
 
 @dataclass
@@ -169,27 +151,32 @@ class Composite(Command):
     def changes(self) -> frozenset[str]:  # type: ignore[override]
         return frozenset().union(*(c.changes for c in self.commands))
 
-    def do(self, ws):
+    def apply(self, state):
         for c in self.commands:
-            c.do(ws)
+            state = c.apply(state)
+        return state
 
-    def undo(self, ws):
-        for c in reversed(self.commands):
-            c.undo(ws)
+
+@dataclass(frozen=True)
+class Step:
+    """One entry of the history: the command and the states on either side of it."""
+
+    command: Command
+    before: State
+    after: State
 
 
 class CommandStack:
-    """Linear undo history with a clean mark (saved state)."""
+    """Linear undo history of :class:`Step` entries with a clean mark (saved state)."""
 
     def __init__(self, limit: int = 500):
-        self._done: list[Command] = []
-        self._undone: list[Command] = []
+        self._done: list[Step] = []
+        self._undone: list[Step] = []
         self._clean: int | None = 0
         self.limit = limit
 
-    def push(self, command: Command, ws: "Workspace") -> None:
-        command.do(ws)
-        self._done.append(command)
+    def push(self, command: Command, before: State, after: State) -> None:
+        self._done.append(Step(command, before, after))
         self._undone.clear()
         if self._clean is not None and self._clean > len(self._done) - 1:
             self._clean = None  # the saved state is no longer reachable
@@ -197,21 +184,19 @@ class CommandStack:
             self._done.pop(0)
             self._clean = None if self._clean in (None, 0) else self._clean - 1
 
-    def undo(self, ws: "Workspace") -> Command | None:
+    def undo(self) -> Step | None:
         if not self._done:
             return None
-        command = self._done.pop()
-        command.undo(ws)
-        self._undone.append(command)
-        return command
+        step = self._done.pop()
+        self._undone.append(step)
+        return step
 
-    def redo(self, ws: "Workspace") -> Command | None:
+    def redo(self) -> Step | None:
         if not self._undone:
             return None
-        command = self._undone.pop()
-        command.do(ws)
-        self._done.append(command)
-        return command
+        step = self._undone.pop()
+        self._done.append(step)
+        return step
 
     @property
     def can_undo(self) -> bool:
@@ -223,11 +208,11 @@ class CommandStack:
 
     @property
     def undo_text(self) -> str:
-        return self._done[-1].text if self._done else ""
+        return self._done[-1].command.text if self._done else ""
 
     @property
     def redo_text(self) -> str:
-        return self._undone[-1].text if self._undone else ""
+        return self._undone[-1].command.text if self._undone else ""
 
     def set_clean(self) -> None:
         self._clean = len(self._done)

@@ -1,0 +1,129 @@
+"""The results of a state: every analysis the panels, the CLI and the report show, computed on first use.
+
+:data:`DEPENDS` names what each result is computed from: parts of the :class:`~.state.State`
+("model", "devices", "assumptions.precision"...), other results ("analysis"), and the arguments a view takes
+(the device shown, the layer in focus). A result is kept, across states too, while every one of its inputs is
+the same object or an equal scalar, so an edit recomputes only what it touches: a new trace re-places the
+measured kernels and nothing else; an electricity price re-costs but does not re-evaluate the model; a
+requirement re-plans only. Qt-free.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from explorer.core.analysis.cost import compute_cost
+from explorer.core.analysis.device_arrays import device_arrays
+from explorer.core.analysis.energy_view import compute_energy_view
+from explorer.core.analysis.evaluate import ModelAnalysis, evaluate
+from explorer.core.analysis.procurement import plan
+from explorer.core.analysis.roofline_measured import measured_roofline
+from explorer.core.analysis.roofline_view import compute_roofline
+from explorer.core.analysis.tiling_view import compute_tiling_view
+from explorer.core.hardware.device import Device
+
+from .state import State
+
+#: What each result is computed from. Names with a dot are fields of a part of the state; "args" are the
+#: arguments of the call (the device shown, the layer in focus...).
+DEPENDS: dict[str, tuple[str, ...]] = {
+    "arrays": ("devices", "assumptions.precision"),
+    "analysis": ("model", "arrays", "assumptions.batch", "assumptions.seq_len", "assumptions.phase"),
+    "cost": ("analysis", "assumptions"),
+    "plan": ("analysis", "requirements", "assumptions"),
+    "roofline": ("analysis", "args"),
+    "energy": ("analysis", "args"),
+    "tiling": ("analysis", "args"),
+    "measured": ("analysis", "trace", "args"),
+}
+
+_SCALARS = (int, float, str, bool, type(None))
+
+
+def _same(a: tuple, b: tuple) -> bool:
+    return len(a) == len(b) and all(x is y or (isinstance(x, _SCALARS) and type(x) is type(y) and x == y)
+                                    for x, y in zip(a, b))
+
+
+class Results:
+    """The results of one state with its devices. ``memo`` carries results over from an earlier state's bundle
+    (those whose inputs are unchanged are reused)."""
+
+    def __init__(self, state: State, devices: Sequence[Device], memo: dict[str, tuple[tuple, Any]] | None = None):
+        self.state = state
+        self.devices = tuple(devices)
+        self._memo: dict[str, tuple[tuple, Any]] = dict(memo or {})
+        self.computed: list[str] = []  # the names computed by this bundle, in order (tests read it)
+
+    def successor(self, state: State, devices: Sequence[Device]) -> "Results":
+        """The bundle of ``state``, reusing what this one computed."""
+        return Results(state, devices, self._memo)
+
+    # -- the inputs a result names in DEPENDS
+    def _input(self, name: str) -> Any:
+        if name in DEPENDS:
+            return getattr(self, name)
+        part, _, attr = name.partition(".")
+        value = getattr(self.state, part)
+        return getattr(value, attr) if attr else value
+
+    def _get(self, name: str, compute: Callable[[], Any], args: tuple = ()) -> Any:
+        key = tuple(x for dep in DEPENDS[name]
+                    for x in (args if dep == "args" else self.devices if dep == "devices"
+                              else (self._input(dep),)))
+        hit = self._memo.get(name)  # one entry per result: the last one computed
+        if hit is not None and _same(hit[0], key):
+            return hit[1]
+        value = compute()
+        self._memo[name] = (key, value)
+        self.computed.append(name)
+        return value
+
+    # -- results
+    @property
+    def arrays(self):
+        return self._get("arrays", lambda: device_arrays(self.devices, self.state.assumptions.precision))
+
+    @property
+    def analysis(self) -> ModelAnalysis | None:
+        """The one evaluation of the model on the selected devices (None without devices)."""
+        if not self.devices:
+            return None
+        return self._get("analysis", lambda: evaluate(self.state.model, self.arrays,
+                                                      ctx=self.state.assumptions.context))
+
+    @property
+    def cost(self):
+        a = self.analysis
+        return None if a is None else self._get("cost", lambda: compute_cost(a, self.state.assumptions))
+
+    @property
+    def plan(self):
+        """The procurement plan under the state's requirements; raises ValueError when they do not apply to the
+        analysis (a target in tokens/s for a prefill analysis), None without devices."""
+        a = self.analysis
+        return None if a is None else self._get("plan", lambda: plan(a, self.state.requirements,
+                                                                     self.state.assumptions))
+
+    def roofline(self, device_index: int = 0, focused_layer: int = -1):
+        a = self.analysis
+        return self._get("roofline", lambda: compute_roofline(a, focused_layer, device_index),
+                         (device_index, focused_layer))
+
+    def energy(self, device_index: int = 0, focused_layer: int = -1):
+        a = self.analysis
+        return self._get("energy", lambda: compute_energy_view(a, device_index, focused_layer),
+                         (device_index, focused_layer))
+
+    def tiling(self, layer_row: int, device_index: int = 0, sweep_dim: str | None = None):
+        a = self.analysis
+        return self._get("tiling", lambda: compute_tiling_view(a, layer_row, device_index, sweep_dim),
+                         (layer_row, device_index, sweep_dim))
+
+    def measured(self, device_index: int = 0):
+        """The trace's kernels on device ``device_index``'s roofline (None without a trace)."""
+        trace = self.state.trace
+        if trace is None:
+            return None
+        return self._get("measured", lambda: measured_roofline(trace, self.analysis, device_index),
+                         (device_index,))

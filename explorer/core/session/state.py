@@ -1,0 +1,96 @@
+"""The session's state: one frozen value holding everything an edit can change.
+
+A :class:`State` is the model, the selected device ids, the assumptions, the imported trace and the procurement
+planner's requirements (quotes included). Commands (:mod:`.commands`) map a state to a new one; the workspace
+swaps it in one place. Nothing here is mutable, so an old state is a free snapshot for undo. Qt-free.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+
+from explorer.core.analysis.procurement import Requirements
+from explorer.core.precision import check_precision
+from explorer.core.traces.model import Trace
+from explorer.core.workload.layers import Context
+from explorer.core.workload.model import Model
+
+#: The names a command may report as changed, one per part of the state ("layers" and "input" are parts of the
+#: model: an edit of the layer list, of the input description).
+PARTS = ("model", "layers", "input", "devices", "assumptions", "trace", "requirements")
+
+PHASES = ("prefill", "decode")
+
+
+@dataclass(frozen=True)
+class Assumptions:
+    """What the analyses assume beyond the model and the devices. Units: USD/kWh, years, fractions."""
+
+    precision: str = "fp16"
+    batch: int = 1
+    seq_len: int | None = None  # None = the model's own token count
+    phase: str = "prefill"
+    electricity_usd_per_kwh: float = 0.12
+    pue: float = 1.3
+    utilization: float = 0.6  # duty cycle for TCO and cost per million
+    years: float = 3.0
+
+    def checked(self) -> "Assumptions":
+        check_precision(self.precision)
+        if self.phase not in PHASES:
+            raise ValueError(f"phase: expected prefill or decode, got {self.phase!r}")
+        for name in ("batch",):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name}: must be a whole number >= 1, got {v!r}")
+        if self.seq_len is not None and (not isinstance(self.seq_len, int) or self.seq_len < 1):
+            raise ValueError(f"seq_len: must be a whole number >= 1, got {self.seq_len!r}")
+        for name in ("electricity_usd_per_kwh", "pue", "years"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name}: must be positive, got {getattr(self, name)!r}")
+        if not 0 < self.utilization <= 1:
+            raise ValueError(f"utilization: must be in (0, 1], got {self.utilization!r}")
+        if self.pue < 1:
+            raise ValueError(f"pue: must be at least 1, got {self.pue!r}")
+        return self
+
+    @property
+    def context(self) -> Context:
+        return Context(batch=self.batch, seq_len=self.seq_len, phase=self.phase)
+
+    def to_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_dict(cls, data: dict, where: str = "assumptions") -> "Assumptions":
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"{where}: unknown keys {', '.join(unknown)}")
+        try:
+            return cls(**data).checked()
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{where}.{exc}") from None
+
+
+def default_model() -> Model:
+    return Model.make("untitled", {"tokens": 128, "hidden": 768})
+
+
+@dataclass(frozen=True)
+class State:
+    """Everything an undoable edit can change. ``trace`` is the imported profiler trace (None: none);
+    ``requirements`` the procurement planner's inputs and per-device quotes."""
+
+    model: Model = field(default_factory=default_model)
+    device_ids: tuple[str, ...] = ()
+    assumptions: Assumptions = field(default_factory=Assumptions)
+    trace: Trace | None = None
+    requirements: Requirements = field(default_factory=Requirements)
+
+    def __post_init__(self):
+        object.__setattr__(self, "device_ids", tuple(dict.fromkeys(self.device_ids)))
+        self.assumptions.checked()
+
+    def with_(self, **parts) -> "State":
+        return replace(self, **parts)
