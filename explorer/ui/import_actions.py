@@ -12,7 +12,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject, Qt
 from PySide6.QtWidgets import QDockWidget, QFileDialog, QInputDialog, QMessageBox
 
-from explorer.core.session.commands import SetModel
+from explorer.core.session.commands import SetModel, SetTrace
 
 ONNX_FILTER = "ONNX models (*.onnx);;All files (*)"
 TRACE_FILTER = ("Profiler traces (*.json *.csv *.txt);;Chrome / PyTorch trace (*.json);;"
@@ -28,8 +28,12 @@ class Importer(QObject):
     def __init__(self, window):
         super().__init__(window)
         self.window = window
-        self.trace = None  # the imported trace: independent of the workspace (kept across projects)
         self.summary: QMessageBox | None = None  # the last import's summary (non-modal)
+
+    @property
+    def trace(self):
+        """The session's trace (``workspace.trace``)."""
+        return self.window.workspace.trace
 
     # -- ONNX
     def import_model(self, path: str | Path | None = None) -> bool:
@@ -121,7 +125,7 @@ class Importer(QObject):
                     continue
                 self._error("Import trace", f"The trace was not loaded.\n\n{exc}")
                 return None
-        self.set_trace(trace)
+        self.set_trace(trace, f"load {Path(path).name}")
         self.window.statusBar().showMessage(f"Loaded {Path(path).name}: {self._placed(trace)}", 10000)
         return trace
 
@@ -137,14 +141,9 @@ class Importer(QObject):
         m = measured_roofline(trace, analysis, ids.index(ws.focused_device) if ws.focused_device in ids else 0)
         return f"{len(m)} of {m.kernels} kernels placed on the Roofline" + (f" ({m.note})" if m.note else "")
 
-    def set_trace(self, trace) -> None:
-        """Show ``trace`` (None clears it) in the Trace dock and as measured points on the roofline."""
-        self.trace = trace
-        for dock in self.window.panel_docks:
-            panel = dock.widget()
-            if hasattr(panel, "set_trace"):
-                panel.set_trace(trace)
-        self.window.trace_panel.set_trace(trace)
+    def set_trace(self, trace, text: str = "load trace") -> None:
+        """Make ``trace`` the session's (None clears it) as one undoable edit, and show the Trace dock."""
+        self.window.workspace.execute(SetTrace(trace, text=text if trace is not None else "clear trace"))
         if trace is not None:
             dock = self.window.findChild(QDockWidget, "trace_dock")
             if dock is not None:

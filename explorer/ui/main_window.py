@@ -224,8 +224,10 @@ class MainWindow(QMainWindow):
             export_report,  # imported on use: the report libraries are not needed to start
         )
 
-        requirements = self.planner.requirements()  # None while a planner field is invalid (it shows why)
-        if requirements is None:
+        self.planner.commit()  # a field edited this instant becomes the session's first
+        requirements = self.workspace.requirements
+        if self.planner.requirements() is None:  # a planner field is invalid (it shows why)
+            requirements = None
             self.statusBar().showMessage("The procurement planner has an invalid field: the report leaves out the "
                                          "plan", 8000)
         return export_report(self, self.workspace, requirements=requirements)

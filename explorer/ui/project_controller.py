@@ -23,7 +23,8 @@ from PySide6.QtCore import QLockFile, QObject, QSettings, QTimer, Signal
 from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
 
 from explorer.core.files import atomic_write_text
-from explorer.core.session.commands import Composite, SelectDevices, SetAssumptions, SetModel
+from explorer.core.session.commands import (Composite, SelectDevices, SetAssumptions, SetModel, SetRequirements,
+                                            SetTrace)
 from explorer.core.session.project import Project, ProjectError, load_project, save_project
 from explorer.core.session.workspace import Assumptions, Workspace
 from explorer.core.settings import Preferences
@@ -167,7 +168,7 @@ class ProjectController(QObject):
             return False
         if not self.maybe_save():
             return False
-        self.ws.reset(project.model, project.device_ids, project.assumptions)
+        self.ws.reset(project.model, project.device_ids, project.assumptions, project.trace, project.requirements)
         self._set_path(path)
         found = {d.id for d in self.ws.devices}
         missing = [i for i in project.device_ids if i not in found]
@@ -340,7 +341,7 @@ class ProjectController(QObject):
         if rec.original is not None:
             try:
                 base = load_project(rec.original)
-                self.ws.reset(base.model, base.device_ids, base.assumptions)
+                self.ws.reset(base.model, base.device_ids, base.assumptions, base.trace, base.requirements)
                 base_path = rec.original
             except ProjectError:
                 base_path = None
@@ -348,7 +349,8 @@ class ProjectController(QObject):
             self.ws.reset(blank_model(), (), rec.project.assumptions)
         self._set_path(base_path)
         p = rec.project
-        self.ws.execute(Composite((SetModel(p.model), SelectDevices(p.device_ids), SetAssumptions(p.assumptions.to_dict())),
+        self.ws.execute(Composite((SetModel(p.model), SelectDevices(p.device_ids), SetAssumptions(p.assumptions.to_dict()),
+                                   SetTrace(p.trace), SetRequirements(p.requirements)),
                                   text="restore unsaved changes"))
         self._emit_title()
         self.message.emit(f"Restored unsaved changes to {rec.original.name if rec.original else 'an untitled project'}")

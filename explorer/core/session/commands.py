@@ -22,6 +22,8 @@ from .state import State
 class Command:
     text = "edit"
     changes: frozenset[str] = frozenset({"layers"})
+    #: Consecutive commands with the same non-empty key make one undo step (typing in one field, say).
+    merge_key: str = ""
 
     def apply(self, state: State) -> State:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -137,6 +139,7 @@ class SetRequirements(Command):
     requirements: Requirements
     text: str = "edit requirements"
     changes: frozenset[str] = frozenset({"requirements"})
+    merge_key: str = ""
 
     def apply(self, state):
         return state.with_(requirements=self.requirements)
@@ -176,6 +179,11 @@ class CommandStack:
         self.limit = limit
 
     def push(self, command: Command, before: State, after: State) -> None:
+        top = self._done[-1] if self._done else None
+        if (top is not None and command.merge_key and command.merge_key == top.command.merge_key
+                and self._clean != len(self._done) and not self._undone):
+            self._done[-1] = Step(command, top.before, after)  # one step for a run of edits of one thing
+            return
         self._done.append(Step(command, before, after))
         self._undone.clear()
         if self._clean is not None and self._clean > len(self._done) - 1:

@@ -1,20 +1,26 @@
-"""Project files: the model, the selected devices and the assumptions, as versioned JSON (docs/project-file.md).
+"""Project files: the session's state (model, devices, assumptions, trace, planner requirements) as versioned
+JSON (docs/project-file.md).
 
 Saving is atomic (the previous file survives a crash mid-save). Opening validates everything before anything
-changes, so a corrupt or newer-format file leaves the open project untouched.
+changes, so a corrupt or newer-format file leaves the open project untouched. Files of an older format are
+migrated on opening (:data:`MIGRATIONS`); saving writes the current format.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, fields
 from pathlib import Path
 
+from explorer.core.analysis.procurement import Requirements
 from explorer.core.files import atomic_write_text
-from explorer.core.session.workspace import Assumptions, Workspace
+from explorer.core.traces.model import Trace, trace_from_dict, trace_to_dict
 from explorer.core.workload.model import Model, ModelError
 
-FORMAT = 1
+from .state import Assumptions, State
+
+FORMAT = 2
 KIND = "hwexplorer-project"
 
 
@@ -22,19 +28,74 @@ class ProjectError(ValueError):
     """The project file cannot be read; the message names the file and the field."""
 
 
+def _v1_to_v2(data: dict) -> dict:
+    """Format 2 adds the imported trace and the planner's requirements (neither was saved before)."""
+    return {**data, "format": 2, "trace": None, "requirements": {}}
+
+
+#: ``MIGRATIONS[n]`` turns a format-n mapping into a format n+1 one.
+MIGRATIONS = {1: _v1_to_v2}
+
+
+def requirements_to_dict(req: Requirements) -> dict:
+    """The requirements that differ from the defaults, in SI units (docs/project-file.md)."""
+    default = Requirements()
+    out = {}
+    for f in fields(Requirements):
+        value = getattr(req, f.name)
+        if value != getattr(default, f.name):
+            out[f.name] = dict(value) if f.name in ("price", "cloud_price") else value
+    return out
+
+
+def requirements_from_dict(data, where: str = "requirements") -> Requirements:
+    if not isinstance(data, dict):
+        raise ValueError(f"{where}: expected an object")
+    known = {f.name for f in fields(Requirements)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ValueError(f"{where}: unknown keys {', '.join(unknown)}")
+    for name in ("price", "cloud_price"):
+        quotes = data.get(name, {})
+        if not isinstance(quotes, dict) or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                                   and math.isfinite(v) for v in quotes.values()):
+            raise ValueError(f"{where}.{name}: expected an object of numbers by device id")
+    for name, value in data.items():
+        if name not in ("price", "cloud_price", "target_unit", "budget_covers", "power_scope") and not (
+                value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))):
+            raise ValueError(f"{where}.{name}: expected a number or null, got {value!r}")
+    try:
+        return Requirements(**data)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{where}.{exc}") from None
+
+
 @dataclass(frozen=True)
 class Project:
     model: Model
     device_ids: tuple[str, ...]
     assumptions: Assumptions
+    trace: Trace | None = None
+    requirements: Requirements = Requirements()
 
     @classmethod
-    def of(cls, ws: Workspace) -> "Project":
-        return cls(ws.model, ws.device_ids, ws.assumptions)
+    def of(cls, ws) -> "Project":
+        """The project of a workspace (anything with a ``state``)."""
+        return cls.of_state(ws.state)
+
+    @classmethod
+    def of_state(cls, state: State) -> "Project":
+        return cls(state.model, state.device_ids, state.assumptions, state.trace, state.requirements)
+
+    @property
+    def state(self) -> State:
+        return State(self.model, self.device_ids, self.assumptions, self.trace, self.requirements)
 
     def to_dict(self) -> dict:
         return {"format": FORMAT, "kind": KIND, "model": self.model.to_dict(), "devices": list(self.device_ids),
-                "assumptions": self.assumptions.to_dict()}
+                "assumptions": self.assumptions.to_dict(),
+                "trace": None if self.trace is None else trace_to_dict(self.trace),
+                "requirements": requirements_to_dict(self.requirements)}
 
     def dumps(self) -> str:
         return json.dumps(self.to_dict(), indent=2) + "\n"
@@ -44,9 +105,12 @@ class Project:
         if not isinstance(data, dict) or data.get("kind") != KIND:
             raise ProjectError(f"{where}: not a Hardware Explorer project (no \"kind\": \"{KIND}\")")
         fmt = data.get("format")
-        if isinstance(fmt, int) and fmt > FORMAT:
+        if isinstance(fmt, int) and not isinstance(fmt, bool) and fmt > FORMAT:
             raise ProjectError(f"{where}: format {fmt} was written by a newer Hardware Explorer; this version reads "
                                f"format {FORMAT}. Update the application to open it.")
+        while fmt in MIGRATIONS:
+            data = MIGRATIONS[fmt](data)
+            fmt = data["format"]
         if fmt != FORMAT:
             raise ProjectError(f"{where}: format: expected {FORMAT}, got {fmt!r}")
         devices = data.get("devices", [])
@@ -55,11 +119,14 @@ class Project:
         try:
             model = Model.from_dict(data.get("model"), f"{where}: model")
             assumptions = Assumptions.from_dict(data.get("assumptions") or {}, "assumptions")
+            trace = data.get("trace")
+            trace = None if trace is None else trace_from_dict(trace, "trace")
+            requirements = requirements_from_dict(data.get("requirements") or {}, "requirements")
         except ModelError as exc:
             raise ProjectError(str(exc)) from None
         except ValueError as exc:
             raise ProjectError(f"{where}: {exc}") from None
-        return cls(model, tuple(devices), assumptions)
+        return cls(model, tuple(devices), assumptions, trace, requirements)
 
 
 def save_project(project: Project, path: str | Path) -> None:

@@ -118,3 +118,41 @@ def ordered_lanes(events: list[TraceEvent] | tuple[TraceEvent, ...],
     used = dict.fromkeys(e.lane for e in events)
     head = [lane for lane in preferred if lane in used]
     return tuple(head + [lane for lane in used if lane not in head])
+
+
+_EVENT_FIELDS = ("name", "lane", "start_s", "duration_s", "category", "flops", "bytes", "location")
+
+
+def trace_to_dict(trace: Trace) -> dict:
+    """The trace as plain JSON data: its events by column (the project file keeps the trace itself, so it reopens
+    on a machine that does not have the original file)."""
+    return {"source_format": trace.source_format, "source": trace.source, "clock_hz": trace.clock_hz,
+            "lanes": list(trace.lanes), "warnings": list(trace.warnings),
+            "events": {f: [getattr(e, f) for e in trace.events] for f in _EVENT_FIELDS}}
+
+
+def trace_from_dict(data, where: str = "trace") -> Trace:
+    """Read :func:`trace_to_dict`'s output; ``ValueError`` names the field that is wrong."""
+    if not isinstance(data, dict):
+        raise ValueError(f"{where}: expected an object")
+    unknown = sorted(set(data) - {"source_format", "source", "clock_hz", "lanes", "warnings", "events"})
+    if unknown:
+        raise ValueError(f"{where}: unknown keys {', '.join(unknown)}")
+    events = data.get("events")
+    if not isinstance(events, dict) or set(events) != set(_EVENT_FIELDS):
+        raise ValueError(f"{where}.events: expected the columns {', '.join(_EVENT_FIELDS)}")
+    columns = [events[f] for f in _EVENT_FIELDS]
+    if not all(isinstance(c, list) for c in columns) or len({len(c) for c in columns}) > 1:
+        raise ValueError(f"{where}.events: expected lists of one length")
+    for name in ("lanes", "warnings"):
+        if not isinstance(data.get(name, []), list) or not all(isinstance(x, str) for x in data.get(name, [])):
+            raise ValueError(f"{where}.{name}: expected a list of strings")
+    try:
+        rows = tuple(TraceEvent(*row) for row in zip(*columns))
+        for i, e in enumerate(rows):
+            if not (isinstance(e.name, str) and isinstance(e.lane, str) and isinstance(e.category, str)):
+                raise ValueError(f"event {i}: name, lane and category must be strings")
+        return Trace(data.get("source_format"), rows, tuple(data.get("lanes", [])), data.get("clock_hz"),
+                     tuple(data.get("warnings", [])), data.get("source"))
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{where}: {exc}") from None

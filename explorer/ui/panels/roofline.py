@@ -4,7 +4,7 @@ Draws :func:`explorer.core.analysis.roofline_view.compute_roofline`: per device 
 faint ceilings for its other precisions, a slope per memory level with a known bandwidth and the labelled
 ridge point; per operator a point (size = share of time, colour = bound, regime or kind); the chapter's regime
 bands with their recommended optimizations in the tooltip. Clicking a point selects its layer everywhere. With an
-imported trace (:meth:`RooflinePanel.set_trace`) its measured kernels are crosses on the device in focus. When
+imported trace (the session's, ``workspace.trace``) its measured kernels are crosses on the device in focus. When
 that device has no peak at the precision, a note in the plot says which precisions it has.
 """
 
@@ -18,7 +18,6 @@ import pyqtgraph as pg
 from PySide6.QtCore import QPointF
 from PySide6.QtWidgets import QComboBox, QLabel
 
-from explorer.core.analysis.roofline_view import compute_roofline
 
 from .base import AnalysisPanel
 from .dots import Dots
@@ -131,12 +130,6 @@ class RooflinePanel(AnalysisPanel):
         # one hover handler for points, ridges and bands (item tooltips would hide the points' under a band)
         BarPicker(plot, self._hover_key, self.describe_hover)
 
-    # -- the measured layer
-    def set_trace(self, trace) -> None:
-        """Show the kernels of an imported trace (``explorer.core.traces.Trace``) as crosses; None removes them."""
-        self.measured.trace = trace
-        self.schedule(full=True)
-
     def _label_obstacles(self, view_range, size) -> np.ndarray:
         """Pixel boxes the ceiling labels must not cover: the band names, the legend, the focused device's ridge
         label, the operator points, the ridge points and the measured crosses."""
@@ -157,11 +150,12 @@ class RooflinePanel(AnalysisPanel):
             for item in (self.points, self.focus_ring, self.ridges):
                 item.setData(x=[], y=[])
                 forget(item)  # drawn again in full when devices come back
-            self.measured.draw(analysis, -1)
+            self.measured.draw(None, None)
             self.focus_note.setVisible(False)
             self.set_message("Select one or more devices to place the model on their rooflines.")
             return
-        r = self.result = compute_roofline(analysis, self.workspace.focused_layer, d)
+        results = self.workspace.results
+        r = self.result = results.roofline(d, self.workspace.focused_layer)
         (x_lo, x_hi), (y_lo, y_hi) = r.x_range, r.y_range
         set_range(self.plot, (math.log10(x_lo), math.log10(x_hi)), (math.log10(y_lo), math.log10(y_hi)))
         self._draw_grid(r)
@@ -173,7 +167,7 @@ class RooflinePanel(AnalysisPanel):
                 draw_device(items, r.devices[i], i, focused=i == d)
             else:
                 items.hide()
-        self.measured.draw(analysis, d)
+        self.measured.draw(self.workspace.trace, results.measured(d))
         rows = []
         for i, x in enumerate(r.devices):
             ridge = f" \u2014 ridge {x.ridge:.3g} FLOP/B" if math.isfinite(x.ridge) else f" \u2014 {x.missing}"

@@ -1,7 +1,7 @@
 """The measured-kernels layer of the roofline: an imported trace's kernels as crosses beside the operators.
 
 Draws :func:`explorer.core.analysis.roofline_measured.measured_roofline` for the device in focus; the panel
-owns one :class:`MeasuredLayer` and hands it the trace (``RooflinePanel.set_trace``). Hovering a cross names
+owns one :class:`MeasuredLayer` and hands it the session's trace and its measured roofline. Hovering a cross names
 the kernel, its achieved FLOP/s, its intensity, its efficiency against the roof, and the measured against the
 modelled intensity of the operator it matches.
 """
@@ -15,7 +15,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF
 
-from explorer.core.analysis.roofline_measured import MeasuredRoofline, measured_roofline
+from explorer.core.analysis.roofline_measured import MeasuredRoofline
 
 from .dots import Dots
 from .plotting import si
@@ -39,13 +39,15 @@ class MeasuredLayer:
     def active(self) -> bool:
         return self.trace is not None
 
-    def draw(self, analysis, device_index: int) -> None:
-        if self.trace is None or device_index < 0:
+    def draw(self, trace, result: MeasuredRoofline | None) -> None:
+        """Draw ``result`` (the session's measured roofline of ``trace`` on the device in focus; None: none)."""
+        self.trace = trace
+        if trace is None or result is None:
             self.result = None
             if len(self.scatter.x):
                 self.scatter.setData(x=[], y=[])
             return
-        m = self.result = measured_roofline(self.trace, analysis, device_index)
+        m = self.result = result
         with np.errstate(divide="ignore", invalid="ignore"):
             self.scatter.setData(x=np.log10(m.intensity), y=np.log10(m.achieved), data=np.arange(len(m)))
 

@@ -1,13 +1,16 @@
 """The procurement planner panel: requirements in, the chapter's checks, units, costs and a ranking out.
 
-Every edit re-runs :func:`explorer.core.analysis.procurement.plan` on the workspace's shared analysis (no
-re-evaluation; the plan is cheap) through a zero-interval single-shot timer, so a burst of edits plans once.
+The requirements and quotes are the session's (``workspace.requirements``, saved in the project): an edit of a
+field becomes a ``SetRequirements`` command (consecutive edits of one field make one undo step), and an undo, a
+redo or an opened project fills the fields again. The table shows ``workspace.results.plan`` (no re-evaluation;
+the plan is cheap), refreshed through a zero-interval single-shot timer, so a burst of edits plans once.
 """
 
 from __future__ import annotations
 
 import functools
 import math
+from dataclasses import replace
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QBrush, QColor
@@ -27,7 +30,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from explorer.core.analysis.procurement import PlanResult, Requirements, format_usd, parse_rate, plan
+from explorer.core.analysis.procurement import PlanResult, Requirements, format_usd, parse_rate
+from explorer.core.session.commands import SetRequirements
 from explorer.core.units import UnitError, format_si, parse_si
 from explorer.ui.widgets.on_screen import OnScreenUpdate
 from explorer.ui.widgets.quantity_edit import ERROR_STYLE, QuantityEdit
@@ -133,19 +137,22 @@ class PlannerPanel(QWidget):
         self.table.horizontalHeader().setStretchLastSection(True)
         outer.addWidget(self.table, 1)
 
-        self.target.textChanged.connect(self.schedule)
-        for edit in (self.latency, self.budget, self.power_cap, self.electricity):
-            edit.value_changed.connect(self.schedule)
-        for combo in (self.budget_covers, self.power_scope):
-            combo.currentIndexChanged.connect(self.schedule)
-        for spin in (self.years, self.pue):
-            spin.valueChanged.connect(self.schedule)
-        self.quotes.itemChanged.connect(self.schedule)
-        pairs = [(workspace.analysis_updated, self._on_analysis)]
+        self._edited_field = ""  # the field the user changed since the last commit ('' for none)
+        self.target.textChanged.connect(functools.partial(self._edited, "target"))
+        for name, edit in (("latency", self.latency), ("budget", self.budget), ("power cap", self.power_cap),
+                           ("electricity price", self.electricity)):
+            edit.value_changed.connect(functools.partial(self._edited, name))
+        for name, combo in (("budget basis", self.budget_covers), ("power scope", self.power_scope)):
+            combo.currentIndexChanged.connect(functools.partial(self._edited, name))
+        for name, spin in (("horizon", self.years), ("PUE", self.pue)):
+            spin.valueChanged.connect(functools.partial(self._edited, name))
+        self.quotes.itemChanged.connect(functools.partial(self._edited, "quotes"))
+        pairs = [(workspace.analysis_updated, self._on_analysis), (workspace.changed, self._on_changed)]
         for signal, slot in pairs:
             signal.connect(slot)
         self.destroyed.connect(functools.partial(_disconnect_all, pairs))
         self._sync_quote_rows()
+        self.show_requirements(workspace.requirements)
         self.schedule()
 
     # -- scheduling
@@ -158,6 +165,62 @@ class PlannerPanel(QWidget):
 
     def _on_analysis(self, _analysis) -> None:
         self._sync_quote_rows()
+        self.schedule()
+
+    # -- the session's requirements: the fields edit them (SetRequirements) and show them after undo, redo, open
+    def _edited(self, field: str, *_args) -> None:
+        self._edited_field = field
+        self.schedule()
+
+    def _resolved(self, req: Requirements) -> Requirements:
+        """``req`` with the assumptions' horizon, electricity price and PUE where it leaves them to the session."""
+        a = self.workspace.assumptions
+        return replace(req, years=a.years if req.years is None else req.years,
+                       electricity_usd_per_kwh=(a.electricity_usd_per_kwh if req.electricity_usd_per_kwh is None
+                                                else req.electricity_usd_per_kwh),
+                       pue=a.pue if req.pue is None else req.pue)
+
+    def commit(self) -> None:
+        """Make the fields' requirements the session's, as one undoable edit (a run of edits of one field merges
+        into one), when the user changed a field, every field is valid and they differ."""
+        field, self._edited_field = self._edited_field, ""
+        if not field:
+            return
+        req = self.requirements()
+        if req is None or req == self._resolved(self.workspace.requirements):
+            return
+        self.workspace.execute(SetRequirements(req, text=f"edit {field}", merge_key=f"requirements.{field}"))
+
+    def _on_changed(self, changes) -> None:
+        if "requirements" in changes and self.requirements() != self._resolved(self.workspace.requirements):
+            self.show_requirements(self.workspace.requirements)
+
+    def show_requirements(self, req: Requirements) -> None:
+        """Fill the fields with ``req`` (an undo, a redo, an opened project), without committing them again."""
+        req = self._resolved(req)
+        widgets = (self.target, self.latency, self.budget, self.budget_covers, self.power_cap, self.power_scope,
+                   self.years, self.electricity, self.pue, self.quotes)
+        blocked = [w.blockSignals(True) for w in widgets]
+        try:
+            self.target.setText("" if req.target is None else f"{req.target:g} {req.target_unit}")
+            for edit, value, unit in ((self.latency, req.latency, "s"), (self.budget, req.budget, "USD"),
+                                      (self.power_cap, req.power_cap, "W"),
+                                      (self.electricity, req.electricity_usd_per_kwh, "USD/kWh")):
+                edit.setText("" if value is None else f"{value:.12g} {unit}")
+            self.budget_covers.setCurrentText(req.budget_covers)
+            self.power_scope.setCurrentText(req.power_scope)
+            self.years.setValue(req.years)
+            self.pue.setValue(req.pue)
+            for r in range(self.quotes.rowCount()):
+                dev = self.quotes.item(r, 0).data(Qt.ItemDataRole.UserRole)
+                price, cloud = req.price.get(dev), req.cloud_price.get(dev)
+                self.quotes.item(r, 1).setText("" if price is None else f"{price:.12g}")
+                self.quotes.item(r, 2).setText("" if cloud is None else f"{cloud * 3600:.12g}")
+        finally:
+            for w, was in zip(widgets, blocked):
+                w.blockSignals(was)
+        self.requirements()  # shows (or clears) the fields' errors
+        self._edited_field = ""
         self.schedule()
 
     # -- requirements from the fields
@@ -234,6 +297,7 @@ class PlannerPanel(QWidget):
 
     # -- planning
     def replan(self) -> None:
+        self.commit()
         self.updates.cancel()
         self.switch_phase.hide()
         analysis = self.workspace.analysis
@@ -250,7 +314,7 @@ class PlannerPanel(QWidget):
             return self._show(None, f"The target is in {req.target_unit} but the analysis ({analysis.ctx.phase}) "
                                     f"counts {analysis.totals.throughput_unit}.")
         try:
-            result = plan(analysis, req, self.workspace.assumptions)
+            result = self.workspace.results.plan
         except ValueError as exc:
             return self._show(None, str(exc))
         best = result.ranked[0]

@@ -2,7 +2,8 @@
 
 The kernel table's roof columns (roof, efficiency, gap, bound) are against the device in focus at the
 analysis precision, the same roof the roofline panel draws the measured kernels against; they are "—" when
-no device is selected or it has no peak at the precision. The trace itself does not depend on the workspace.
+no device is selected or it has no peak at the precision. The trace is the session's (``workspace.trace``,
+loaded by the ``SetTrace`` command, saved in the project).
 """
 
 from __future__ import annotations
@@ -77,14 +78,22 @@ class TracePanel(QWidget):
         layout.addWidget(splitter, 1)
         # one table refresh per burst of workspace changes, while on screen (not behind another tab)
         self.updates = OnScreenUpdate(self, self.refresh_kernels)
-        pairs = [(workspace.analysis_updated, self._schedule), (workspace.device_focused, self._schedule)]
+        pairs = [(workspace.analysis_updated, self._schedule), (workspace.device_focused, self._schedule),
+                 (workspace.changed, self._on_changed)]
         for signal, slot in pairs:
             signal.connect(slot)
         self.destroyed.connect(functools.partial(_disconnect_all, pairs))
         splitter.setVisible(False)
         self._splitter = splitter
+        if workspace.trace is not None:
+            self.set_trace(workspace.trace)
+
+    def _on_changed(self, changes) -> None:
+        if "trace" in changes and self.workspace.trace is not self.trace:
+            self.set_trace(self.workspace.trace)
 
     def set_trace(self, trace: Trace | None) -> None:
+        """Show ``trace`` (the session's, on every change of it; None clears it)."""
         self.trace = trace
         self._splitter.setVisible(trace is not None)
         self.timeline.set_trace(trace)
