@@ -34,8 +34,14 @@ from PySide6.QtWidgets import (
 
 from explorer.core.files import atomic_write_bytes
 
+from ..plot_items.note_label import NoteLabel
 from ..widgets.on_screen import OnScreenUpdate
-from .plotting import CACHED_TYPES, DeviceCombo, NoteLabel, cached, changed
+from .plotting import (
+    CACHED_TYPES,
+    DeviceCombo,
+    cached,
+    changed,
+)
 
 
 def _close_paths_explicitly(node) -> None:
