@@ -22,6 +22,8 @@ from explorer.core.session.commands import SetAssumptions, SetModel
 from explorer.core.session.workspace import PHASES, Workspace
 from explorer.core.workload.model import INPUT_FORMS
 
+from ..binding import bind
+
 FORM_LABELS = ("Image (C, H, W)", "Token embeddings (S, H)", "Token ids (S)", "Feature vector (F)")
 INPUT_DEFAULTS = {"channels": 3, "height": 224, "width": 224, "tokens": 128, "hidden": 768, "features": 512}
 INPUT_TIPS = {"channels": "image channels", "height": "image height (pixels)", "width": "image width (pixels)",
@@ -103,8 +105,7 @@ class ModelSettings(QWidget):
         for box in (model_box, run_box, cost_box):
             layout.addWidget(box)
         layout.addStretch(1)
-        workspace.changed.connect(self._on_changed)
-        self.destroyed.connect(lambda *_: _disconnect(workspace, self._on_changed))
+        bind(self, workspace.changed, self._on_changed)
         self.refresh()
 
     # -- showing the workspace
@@ -173,10 +174,3 @@ class ModelSettings(QWidget):
         if key in inp and inp[key] != value:
             inp[key] = value
             self._set_model(replace(self.ws.model, input=tuple(inp.items())), f"input {key} {value}")
-
-
-def _disconnect(workspace: Workspace, slot) -> None:
-    try:
-        workspace.changed.disconnect(slot)
-    except (ValueError, RuntimeError):
-        pass

@@ -6,19 +6,12 @@ assumptions change elsewhere (undo, an opened project), without issuing commands
 
 from __future__ import annotations
 
-import functools
-
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QWidget
 
 from explorer.core.precision import PRECISIONS
 from explorer.core.session.workspace import PHASES
 
-
-def _disconnect(signal, slot, *_):
-    try:
-        signal.disconnect(slot)
-    except (ValueError, RuntimeError):
-        pass
+from ..binding import bind
 
 
 class AnalysisControls(QWidget):
@@ -63,8 +56,7 @@ class AnalysisControls(QWidget):
         self.batch.valueChanged.connect(lambda value: self._set(batch=int(value)))
         self.seq_len.valueChanged.connect(lambda value: self._set(seq_len=int(value) or None))
         self.phase.currentTextChanged.connect(lambda text: self._set(phase=text))
-        workspace.changed.connect(self._changed)
-        self.destroyed.connect(functools.partial(_disconnect, workspace.changed, self._changed))
+        bind(self, workspace.changed, self._changed)
 
     def _set(self, **values) -> None:
         a = self.workspace.assumptions

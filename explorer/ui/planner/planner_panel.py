@@ -6,7 +6,6 @@ re-evaluation; the plan is cheap) through a zero-interval single-shot timer, so 
 
 from __future__ import annotations
 
-import functools
 import math
 
 from PySide6.QtCore import Qt, Signal
@@ -29,6 +28,7 @@ from PySide6.QtWidgets import (
 
 from explorer.core.analysis.procurement import PlanResult, Requirements, format_usd, parse_rate, plan
 from explorer.core.units import UnitError, format_si, parse_si
+from explorer.ui.binding import bind
 from explorer.ui.widgets.on_screen import OnScreenUpdate
 from explorer.ui.widgets.quantity_edit import ERROR_STYLE, QuantityEdit
 
@@ -37,14 +37,6 @@ STATUS_FILL = {"pass": "#E6F4EA", "fail": "#FCE8EA", "n/a": "#F1F1F1", "unknown"
 RESULT_COLUMNS = ("#", "Device", "Units", "Memory", "Latency floor", "Compute", "Capital", "Electricity", "TCO",
                   "Buy or rent", "Reason")
 QUOTE_COLUMNS = ("Device", "Price quote (USD)", "Cloud price (USD/h)")
-
-
-def _disconnect_all(pairs, *_):
-    for signal, slot in pairs:
-        try:
-            signal.disconnect(slot)
-        except (ValueError, RuntimeError):
-            pass
 
 
 class PlannerPanel(QWidget):
@@ -141,10 +133,7 @@ class PlannerPanel(QWidget):
         for spin in (self.years, self.pue):
             spin.valueChanged.connect(self.schedule)
         self.quotes.itemChanged.connect(self.schedule)
-        pairs = [(workspace.analysis_updated, self._on_analysis)]
-        for signal, slot in pairs:
-            signal.connect(slot)
-        self.destroyed.connect(functools.partial(_disconnect_all, pairs))
+        bind(self, workspace.analysis_updated, self._on_analysis)
         self._sync_quote_rows()
         self.schedule()
 
