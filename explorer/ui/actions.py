@@ -10,6 +10,8 @@ from PySide6.QtWidgets import QApplication, QMainWindow, QMenu, QStyle, QToolBar
 
 from explorer.core.workload.templates import TEMPLATES
 
+from .binding import bind
+
 Key = QKeySequence.StandardKey
 
 
@@ -84,8 +86,7 @@ class MainActions(QObject):
                                             None, None, t.description) for tid, t in TEMPLATES.items()}
         self._build_menus()
         self._build_toolbar()
-        self.ws.changed.connect(self._update_undo)
-        self.destroyed.connect(lambda *_: self._disconnect())
+        bind(self, self.ws.changed, self._update_undo)
         self._update_undo()
 
     def _action(self, text, slot, shortcut, icon, tip) -> QAction:
@@ -176,9 +177,3 @@ class MainActions(QObject):
         self.redo.setEnabled(stack.can_redo)
         self.undo.setText(f"&Undo {stack.undo_text}" if stack.can_undo else "&Undo")
         self.redo.setText(f"&Redo {stack.redo_text}" if stack.can_redo else "&Redo")
-
-    def _disconnect(self) -> None:
-        try:
-            self.ws.changed.disconnect(self._update_undo)
-        except (ValueError, RuntimeError):
-            pass

@@ -4,7 +4,6 @@ imported trace. They join the analysis panels' tab group; the calculators follow
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Sequence
 
@@ -12,6 +11,8 @@ from PySide6.QtWidgets import QDockWidget, QScrollArea, QWidget
 
 from explorer.core.calculators.batch_sweep import CHAPTER_DEVICES, DeviceRidge
 from explorer.core.hardware.device import Device
+
+from .binding import bind
 
 
 def ridge_devices(devices: Sequence[Device], precision: str) -> list[DeviceRidge]:
@@ -26,13 +27,6 @@ def ridge_devices(devices: Sequence[Device], precision: str) -> list[DeviceRidge
     return out
 
 
-def _disconnect(signal, slot, *_):
-    try:
-        signal.disconnect(slot)
-    except (ValueError, RuntimeError):
-        pass
-
-
 class CalculatorDevices:
     """Keeps a :class:`~explorer.ui.calculators.panel.CalculatorsPanel` on the workspace's selected devices
     at the analysis precision (the chapter's V100/A100/T4/H100 when none of them has the figures)."""
@@ -40,8 +34,7 @@ class CalculatorDevices:
     def __init__(self, workspace, panel):
         self.workspace, self.panel = workspace, panel
         self.devices: tuple[DeviceRidge, ...] | None = None
-        workspace.changed.connect(self.sync)
-        panel.destroyed.connect(functools.partial(_disconnect, workspace.changed, self.sync))
+        bind(panel, workspace.changed, self.sync)
         self.sync()
 
     def sync(self, changes=frozenset({"devices"})) -> None:

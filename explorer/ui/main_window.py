@@ -23,6 +23,7 @@ from explorer.core.session.workspace import Workspace
 from explorer.core.settings import Preferences, save_preferences
 
 from .actions import MainActions
+from .binding import bind
 from .builder import LayerInspector, LayerPalette, LayerStackView, ModelSettings
 from .dialogs import PreferencesDialog, show_about
 from .extras import add_extra_docks
@@ -106,8 +107,7 @@ class MainWindow(QMainWindow):
         self.controller.title_changed.connect(self.setWindowTitle)
         self.controller.message.connect(lambda text: self.statusBar().showMessage(text, 8000))
         self.palette.kind_activated.connect(self.layer_view.add_kind)
-        workspace.layer_focused.connect(self._on_layer_focused)
-        self.destroyed.connect(lambda *_: _disconnect(workspace.layer_focused, self._on_layer_focused))
+        bind(self, workspace.layer_focused, self._on_layer_focused)
         self.setWindowTitle(self.controller.title())
         self._initial_layout = self.saveState(STATE_VERSION)
         self._layout_restored = self.restore_layout()
@@ -251,10 +251,3 @@ def _scrolling(widget: QWidget) -> QScrollArea:
     area.setFrameShape(QScrollArea.Shape.NoFrame)
     area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
     return area
-
-
-def _disconnect(signal, slot) -> None:
-    try:
-        signal.disconnect(slot)
-    except (ValueError, RuntimeError):
-        pass

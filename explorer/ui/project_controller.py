@@ -31,6 +31,8 @@ from explorer.core.settings import Preferences
 from explorer.core.workload.model import Model
 from explorer.core.workload.templates import get_template
 
+from .binding import bind_many
+
 APP_TITLE = "Hardware Explorer"
 SUFFIX = ".hwproj"
 FILE_FILTER = "Hardware Explorer projects (*.hwproj);;JSON files (*.json);;All files (*)"
@@ -108,16 +110,7 @@ class ProjectController(QObject):
         self._lock: QLockFile | None = None
         self._timer = QTimer(self, singleShot=True, interval=autosave_ms)
         self._timer.timeout.connect(self.autosave)
-        workspace.changed.connect(self._on_changed)
-        workspace.dirty_changed.connect(self._on_dirty)
-        self.destroyed.connect(lambda *_: self._disconnect(workspace))
-
-    def _disconnect(self, workspace: Workspace) -> None:
-        for signal, slot in ((workspace.changed, self._on_changed), (workspace.dirty_changed, self._on_dirty)):
-            try:
-                signal.disconnect(slot)
-            except (ValueError, RuntimeError):
-                pass
+        bind_many(self, [(workspace.changed, self._on_changed), (workspace.dirty_changed, self._on_dirty)])
 
     # -- title
     @property

@@ -17,6 +17,8 @@ from explorer.core.session.workspace import Workspace
 from explorer.core.units import format_bytes, format_si
 from explorer.core.workload.model import LayerTable
 
+from .binding import bind
+
 
 @dataclass(frozen=True)
 class ModelTotals:
@@ -55,8 +57,7 @@ class ModelTotalsLabel(QLabel):
         super().__init__(parent)
         self.ws = workspace
         self.totals: ModelTotals | None = None
-        workspace.changed.connect(self._on_changed)
-        self.destroyed.connect(lambda *_: _disconnect(workspace, self._on_changed))
+        bind(self, workspace.changed, self._on_changed)
         self.refresh()
 
     def _on_changed(self, changes) -> None:
@@ -79,10 +80,3 @@ class ModelTotalsLabel(QLabel):
             f"Memory at {precision}: weights {format_bytes(t.weight_bytes)} + KV cache {format_bytes(t.kv_cache_bytes)}"
             f" + largest activation {format_bytes(t.activation_peak_bytes)} = {format_bytes(t.memory_bytes)}\n"
             "(decimal units: 1 GB = 10^9 bytes)")
-
-
-def _disconnect(workspace: Workspace, slot) -> None:
-    try:
-        workspace.changed.disconnect(slot)
-    except (ValueError, RuntimeError):
-        pass

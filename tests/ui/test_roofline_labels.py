@@ -10,7 +10,6 @@ from explorer.core.hardware.catalog_files import load_shipped_devices
 from explorer.core.session.workspace import Assumptions, Workspace
 from explorer.core.workload.templates import get_template
 from explorer.ui.panels import RooflinePanel
-from explorer.ui.panels.roofline_labels import place_labels
 
 IDS = ("nvidia-a100-sxm4-80gb", "nvidia-h100-sxm5", "google-tpu-v4")
 
@@ -70,20 +69,3 @@ def test_ceiling_labels_overlap_nothing(qtbot, catalog, size, precision, focus):
             assert not overlap(box, other), (text, other_text)
         for other in panel._label_obstacles(vb.viewRange(), (vb.width(), vb.height())):
             assert not overlap(box, other), (text, other)
-
-
-def test_place_labels_moves_left_along_the_line_then_below():
-    # two lines 10 px apart, labels 100 x 16 px, lines from x=300 to the right edge at 800
-    a, b = place_labels([(50, 300, 800, 100, 16, True), (60, 300, 800, 100, 16, False)], 800, 400)
-    assert a == (700, 34, 800, 50)  # above its line at the right end
-    assert b == (594, 44, 694, 60)  # above its line, moved left past the first label
-    # no room to the left (the line starts at 650): the second label goes below its line
-    a, b = place_labels([(50, 300, 800, 100, 16, True), (60, 650, 800, 100, 16, False)], 800, 400)
-    assert b == (700, 60, 800, 76)
-    # an obstacle at the top right (a band name) pushes the first label left
-    (a,) = place_labels([(30, 0, 800, 100, 16, True)], 800, 400, obstacles=[(720, 0, 800, 30)])
-    assert a == (614, 14, 714, 30)
-    # nowhere free: an optional label is left out, a required one moves down past what it hits
-    wall = [(0, 0, 800, 45), (0, 47, 800, 70)]
-    assert place_labels([(46, 0, 800, 100, 16, False)], 800, 400, obstacles=wall) == [None]
-    assert place_labels([(46, 0, 800, 100, 16, True)], 800, 400, obstacles=wall) == [(700, 69, 800, 85)]

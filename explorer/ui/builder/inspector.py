@@ -29,6 +29,7 @@ from explorer.core.session.workspace import Workspace
 from explorer.core.workload.layers import REGISTRY, Param, format_shape
 from explorer.core.workload.model import LayerSpec
 
+from ..binding import bind_many
 from .defaults import layer_names
 
 INT_MAX = 2**31 - 1
@@ -73,9 +74,7 @@ class LayerInspector(QWidget):
         layout.addWidget(self.shapes)
         layout.addWidget(self.error)
         layout.addStretch(1)
-        workspace.layer_focused.connect(self._on_focus)
-        workspace.changed.connect(self._on_changed)
-        self.destroyed.connect(lambda *_: _disconnect(workspace, self._on_focus, self._on_changed))
+        bind_many(self, [(workspace.layer_focused, self._on_focus), (workspace.changed, self._on_changed)])
         self._rebuild()
 
     # -- state
@@ -225,11 +224,3 @@ class LayerInspector(QWidget):
         spec = self.spec
         if spec is not None:
             self._replace(replace(spec, repeat=int(value)), f"repeat {spec.name or spec.kind} \u00d7{value}")
-
-
-def _disconnect(workspace: Workspace, on_focus, on_changed) -> None:
-    for signal, slot in ((workspace.layer_focused, on_focus), (workspace.changed, on_changed)):
-        try:
-            signal.disconnect(slot)
-        except (ValueError, RuntimeError):
-            pass

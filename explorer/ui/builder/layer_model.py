@@ -19,6 +19,7 @@ from explorer.core.session.workspace import Workspace
 from explorer.core.units import format_si
 from explorer.core.workload.layers import REGISTRY, format_shape
 
+from ..binding import bind
 from ..icons import group_icon, warning_icon
 from . import mime
 from .defaults import key_parameters, new_layer
@@ -49,8 +50,7 @@ class LayerStackModel(QAbstractItemModel):
         self.ws = workspace
         self.last_inserted: tuple[int, ...] = ()  # rows placed by the last drop (the view selects them)
         self._refresh_cache()
-        self.ws.changed.connect(self._on_changed)
-        self.destroyed.connect(lambda *_: _disconnect(workspace, self._on_changed))
+        bind(self, self.ws.changed, self._on_changed)
 
     # -- cache of what the rows show
     def _refresh_cache(self) -> None:
@@ -331,10 +331,3 @@ def moved_order(n: int, rows, dest: int) -> list[int]:
     rest = [i for i in range(n) if i not in set(chosen)]
     at = max(0, min(dest - sum(1 for i in chosen if i < dest), len(rest)))
     return rest[:at] + chosen + rest[at:]
-
-
-def _disconnect(workspace: Workspace, slot) -> None:
-    try:
-        workspace.changed.disconnect(slot)
-    except (ValueError, RuntimeError):
-        pass

@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTreeView
 from explorer.core.session.commands import AddLayers, RemoveLayers
 from explorer.core.session.workspace import Workspace
 
+from ..binding import bind
 from .defaults import duplicates, new_layer
 from .layer_model import (
     COL_COUNT,
@@ -66,8 +67,7 @@ class LayerStackView(QTreeView):
         self.stack_model.modelAboutToBeReset.connect(self._remember)
         self.stack_model.modelReset.connect(self._restore)
         self.selectionModel().selectionChanged.connect(self._on_selection)
-        self.ws.layer_focused.connect(self._on_focus)
-        self.destroyed.connect(lambda *_: _disconnect(workspace.layer_focused, self._on_focus))
+        bind(self, self.ws.layer_focused, self._on_focus)
 
     # -- selection
     def selected_layers(self) -> tuple[int, ...]:
@@ -179,10 +179,3 @@ class LayerStackView(QTreeView):
             painter.setPen(self.palette().placeholderText().color())
             painter.drawText(self.viewport().rect(), Qt.AlignmentFlag.AlignCenter, EMPTY_HINT)
             painter.end()
-
-
-def _disconnect(signal, slot) -> None:
-    try:
-        signal.disconnect(slot)
-    except (ValueError, RuntimeError):
-        pass

@@ -1,5 +1,6 @@
 """Model settings: the model's name and input (``SetModel``), and the assumptions every analysis uses:
-batch, sequence length, phase, precision, and the cost figures (``SetAssumptions``). All undoable."""
+precision, batch, sequence length and phase (the toolbar's editors, :mod:`~explorer.ui.widgets.assumption_editors`)
+and the cost figures (``SetAssumptions``). All undoable."""
 
 from __future__ import annotations
 
@@ -17,10 +18,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from explorer.core.precision import BYTES_PER_ELEMENT, PRECISIONS
-from explorer.core.session.commands import SetAssumptions, SetModel
-from explorer.core.session.workspace import PHASES, Workspace
+from explorer.core.session.commands import SetModel
+from explorer.core.session.workspace import Workspace
 from explorer.core.workload.model import INPUT_FORMS
+
+from ..binding import bind
+from ..widgets.assumption_editors import AssumptionEditors, set_assumptions
 
 FORM_LABELS = ("Image (C, H, W)", "Token embeddings (S, H)", "Token ids (S)", "Feature vector (F)")
 INPUT_DEFAULTS = {"channels": 3, "height": 224, "width": 224, "tokens": 128, "hidden": 768, "features": 512}
@@ -56,19 +59,9 @@ class ModelSettings(QWidget):
         self.input_spins = {k: _spin(1, BIG, INPUT_TIPS[k]) for k in INPUT_DEFAULTS}
         for key, spin in self.input_spins.items():
             spin.valueChanged.connect(lambda v, key=key: self._commit_input(key, int(v)))
-        self.batch = _spin(1, 1_000_000, "samples (sequences) processed together")
-        self.batch.valueChanged.connect(lambda v: self._set(batch=int(v)))
-        self.seq_len = _spin(0, BIG, "tokens per sequence; in decode, the KV-cache length each new token attends to")
-        self.seq_len.valueChanged.connect(lambda v: self._set(seq_len=int(v) or None))
-        self.phase = QComboBox()
-        self.phase.addItems(PHASES)
-        self.phase.setToolTip("prefill: the whole sequence at once; decode: one new token per sequence (KV cache)")
-        self.phase.activated.connect(lambda i: self._set(phase=PHASES[i]))
-        self.precision = QComboBox()
-        for name in PRECISIONS:
-            self.precision.addItem(f"{name} ({BYTES_PER_ELEMENT[name]:g} B/element)", name)
-        self.precision.setToolTip("numeric format of weights and activations (sets bytes per element and peak)")
-        self.precision.activated.connect(lambda i: self._set(precision=PRECISIONS[i]))
+        self.run = AssumptionEditors(workspace, self)
+        self.precision, self.batch, self.seq_len, self.phase = (
+            self.run.precision, self.run.batch, self.run.seq_len, self.run.phase)
         self.electricity = _double(0.001, 10.0, 0.01, 3, " USD/kWh", "electricity price (US dollars only)")
         self.electricity.valueChanged.connect(lambda v: self._set(electricity_usd_per_kwh=float(v)))
         self.pue = _double(1.0, 5.0, 0.05, 2, "", "power usage effectiveness: facility power / IT power (>= 1)")
@@ -88,10 +81,8 @@ class ModelSettings(QWidget):
         run_box = QGroupBox("Run")
         run_form = QFormLayout(run_box)
         run_form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
-        run_form.addRow("Batch", self.batch)
-        run_form.addRow("Sequence length", self.seq_len)
-        run_form.addRow("Phase", self.phase)
-        run_form.addRow("Precision", self.precision)
+        for label, widget in self.run.rows():
+            run_form.addRow(label, widget)
         cost_box = QGroupBox("Cost")
         cost_form = QFormLayout(cost_box)
         cost_form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
@@ -103,21 +94,20 @@ class ModelSettings(QWidget):
         for box in (model_box, run_box, cost_box):
             layout.addWidget(box)
         layout.addStretch(1)
-        workspace.changed.connect(self._on_changed)
-        self.destroyed.connect(lambda *_: _disconnect(workspace, self._on_changed))
+        bind(self, workspace.changed, self._on_changed)
         self.refresh()
 
     # -- showing the workspace
     def _on_changed(self, changes) -> None:
-        if changes & {"input", "model", "assumptions", "layers"}:
+        if changes & {"input", "model", "assumptions", "layers"}:  # the run editors follow on their own
             self.refresh()
 
     def refresh(self) -> None:
         model, a = self.ws.model, self.ws.assumptions
         inp = model.input_dict
         form = next(i for i, f in enumerate(INPUT_FORMS) if set(f) == set(inp))
-        widgets = [self.name_edit, self.form_combo, *self.input_spins.values(), self.batch, self.seq_len, self.phase,
-                   self.precision, self.electricity, self.pue, self.utilization, self.years]
+        widgets = [self.name_edit, self.form_combo, *self.input_spins.values(), self.electricity, self.pue,
+                   self.utilization, self.years]
         blockers = [QSignalBlocker(w) for w in widgets]
         try:
             if not self.name_edit.hasFocus():
@@ -126,13 +116,6 @@ class ModelSettings(QWidget):
             for key, spin in self.input_spins.items():
                 self.model_form.setRowVisible(spin, key in inp)
                 spin.setValue(inp.get(key, INPUT_DEFAULTS[key]))
-            tokens = inp.get("tokens")
-            self.seq_len.setEnabled(tokens is not None)
-            self.seq_len.setSpecialValueText(f"model ({tokens})" if tokens else "\u2014")
-            self.seq_len.setValue(a.seq_len or 0)
-            self.batch.setValue(a.batch)
-            self.phase.setCurrentIndex(PHASES.index(a.phase))
-            self.precision.setCurrentIndex(PRECISIONS.index(a.precision))
             self.electricity.setValue(a.electricity_usd_per_kwh)
             self.pue.setValue(a.pue)
             self.utilization.setValue(a.utilization * 100.0)
@@ -142,15 +125,8 @@ class ModelSettings(QWidget):
 
     # -- edits as commands
     def _set(self, **values) -> None:
-        current = self.ws.assumptions
-        changed = {k: v for k, v in values.items() if getattr(current, k) != v}
-        if changed:
-            text = ", ".join(f"{k.replace('_', ' ')} {v if v is not None else 'model default'}"
-                             for k, v in changed.items())
-            try:
-                self.ws.execute(SetAssumptions(changed, text=f"set {text}"))
-            except ValueError:
-                self.refresh()
+        if not set_assumptions(self.ws, **values):
+            self.refresh()
 
     def _set_model(self, model, text: str) -> None:
         if model != self.ws.model:
@@ -173,10 +149,3 @@ class ModelSettings(QWidget):
         if key in inp and inp[key] != value:
             inp[key] = value
             self._set_model(replace(self.ws.model, input=tuple(inp.items())), f"input {key} {value}")
-
-
-def _disconnect(workspace: Workspace, slot) -> None:
-    try:
-        workspace.changed.disconnect(slot)
-    except (ValueError, RuntimeError):
-        pass

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import functools
 import io
 import math
 import sys
@@ -34,8 +33,15 @@ from PySide6.QtWidgets import (
 
 from explorer.core.files import atomic_write_bytes
 
+from ..binding import bind_many
+from ..plot_items.note_label import NoteLabel
 from ..widgets.on_screen import OnScreenUpdate
-from .plotting import CACHED_TYPES, DeviceCombo, NoteLabel, cached, changed
+from .plotting import (
+    CACHED_TYPES,
+    DeviceCombo,
+    cached,
+    changed,
+)
 
 
 def _close_paths_explicitly(node) -> None:
@@ -57,14 +63,6 @@ def _close_paths_explicitly(node) -> None:
                 start = token[1:]
             out.append(token)
         path.setAttribute("d", " ".join(out))
-
-
-def _disconnect_all(pairs, *_):
-    for signal, slot in pairs:
-        try:
-            signal.disconnect(slot)
-        except (ValueError, RuntimeError):  # already gone
-            pass
 
 
 class AnalysisPanel(QWidget):
@@ -117,14 +115,11 @@ class AnalysisPanel(QWidget):
             if isinstance(item, CACHED_TYPES):
                 cached(item)
 
-        pairs = [
+        bind_many(self, [
             (workspace.analysis_updated, self._on_analysis),
             (workspace.layer_focused, self._on_focus),
             (workspace.device_focused, self._on_device),
-        ]
-        for signal, slot in pairs:
-            signal.connect(slot)
-        self.destroyed.connect(functools.partial(_disconnect_all, pairs))
+        ])
         self.schedule(full=True)
 
     # -- to implement

@@ -1,89 +1,27 @@
 """The global analysis controls for the toolbar: precision, batch, sequence length and phase.
 
-Each change is one ``SetAssumptions`` command (undoable); the widgets follow the workspace when the
-assumptions change elsewhere (undo, an opened project), without issuing commands of their own.
+The editors are the model settings' (:class:`~explorer.ui.widgets.assumption_editors.AssumptionEditors`), in a
+row: each change is one undoable ``SetAssumptions`` command, and they follow the workspace.
 """
 
 from __future__ import annotations
 
-import functools
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QWidget
 
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QWidget
-
-from explorer.core.precision import PRECISIONS
-from explorer.core.session.workspace import PHASES
-
-
-def _disconnect(signal, slot, *_):
-    try:
-        signal.disconnect(slot)
-    except (ValueError, RuntimeError):
-        pass
+from ..widgets.assumption_editors import AssumptionEditors
 
 
 class AnalysisControls(QWidget):
-    """Precision, batch, sequence length (0 = the model's own) and phase, bound to
-    ``workspace.set_assumptions``."""
+    """Precision, batch, sequence length (0 = the model's own) and phase, in a row for the toolbar."""
 
     def __init__(self, workspace, parent=None):
         super().__init__(parent)
         self.workspace = workspace
+        self.editors = AssumptionEditors(workspace, self, compact=True)
+        self.precision, self.batch = self.editors.precision, self.editors.batch
+        self.seq_len, self.phase = self.editors.seq_len, self.editors.phase
         layout = QHBoxLayout(self)
         layout.setContentsMargins(2, 0, 2, 0)
-        self.precision = QComboBox()
-        self.precision.addItems(PRECISIONS)
-        self.precision.setToolTip(
-            "Numeric precision of the analysis: picks each device's peak and the bytes per element"
-        )
-        self.batch = QSpinBox()
-        self.batch.setRange(1, 1 << 20)
-        self.batch.setToolTip("Batch size (samples, or sequences in decode)")
-        self.seq_len = QSpinBox()
-        self.seq_len.setRange(0, 1 << 22)
-        self.seq_len.setSpecialValueText("model's")
-        self.seq_len.setSuffix(" tokens")
-        self.seq_len.setToolTip(
-            "Sequence length for token models (in decode: the KV-cache length); 0 = the model's own"
-        )
-        self.phase = QComboBox()
-        self.phase.addItems(PHASES)
-        self.phase.setToolTip("prefill: the whole sequence at once; decode: one new token per sequence")
-        for box in (self.batch, self.seq_len):
-            box.setKeyboardTracking(False)  # one command per finished entry, not per keystroke
-        for label, widget in (
-            ("Precision", self.precision),
-            ("Batch", self.batch),
-            ("Seq. length", self.seq_len),
-            ("Phase", self.phase),
-        ):
+        for label, widget in self.editors.rows():
             layout.addWidget(QLabel(f"{label}:"))
             layout.addWidget(widget)
-        self.sync()
-        self.precision.currentTextChanged.connect(lambda text: self._set(precision=text))
-        self.batch.valueChanged.connect(lambda value: self._set(batch=int(value)))
-        self.seq_len.valueChanged.connect(lambda value: self._set(seq_len=int(value) or None))
-        self.phase.currentTextChanged.connect(lambda text: self._set(phase=text))
-        workspace.changed.connect(self._changed)
-        self.destroyed.connect(functools.partial(_disconnect, workspace.changed, self._changed))
-
-    def _set(self, **values) -> None:
-        a = self.workspace.assumptions
-        if all(getattr(a, k) == v for k, v in values.items()):
-            return
-        self.workspace.set_assumptions(**values)
-
-    def _changed(self, changes) -> None:
-        if "assumptions" in changes:
-            self.sync()
-
-    def sync(self) -> None:
-        a = self.workspace.assumptions
-        for widget, setter, value in (
-            (self.precision, self.precision.setCurrentText, a.precision),
-            (self.batch, self.batch.setValue, a.batch),
-            (self.seq_len, self.seq_len.setValue, a.seq_len or 0),
-            (self.phase, self.phase.setCurrentText, a.phase),
-        ):
-            widget.blockSignals(True)
-            setter(value)
-            widget.blockSignals(False)

@@ -12,23 +12,20 @@ import math
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (
-    QDoubleSpinBox,
-    QLabel,
-)
+from PySide6.QtWidgets import QDoubleSpinBox, QLabel
 
 from explorer.core.analysis.cost import compute_cost, with_price
 from explorer.core.units import UnitError
 
+from ..plot_items.bars import Bars
+from ..plot_items.note_label import NoteLabel
+from ..plot_items.pinned_text import PinnedText
 from .base import AnalysisPanel
 from .cost_table import CostTable, columns, money, parse_price
 from .plotting import (
     DASH,
     NO_PEN,
     BarPicker,
-    Bars,
-    NoteLabel,
-    PinnedText,
     changed,
     elide,
     name_axis,

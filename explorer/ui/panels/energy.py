@@ -29,12 +29,13 @@ from PySide6.QtWidgets import (
 from explorer.core.analysis.energy_view import compute_energy_view, with_energy
 from explorer.core.units import UnitError, parse_si
 
+from ..plot_items.bars import Bars
+from ..plot_items.stacked_bars import StackedBars
 from .base import AnalysisPanel
 from .plotting import (
     BAR_OUTLINE,
     NO_PEN,
     BarPicker,
-    Bars,
     changed,
     elide,
     forget,
@@ -46,7 +47,6 @@ from .plotting import (
     set_title,
     si,
 )
-from .stacked_bars import StackedBars
 
 LEVEL_COLORS = ("#d62728", "#ff7f0e", "#e7ba52", "#9edae5", "#c5b0d5")  # outermost (off-chip) first
 COMPUTE_COLOR = "#1f77b4"

@@ -1,11 +1,11 @@
-"""Plot helpers shared by the analysis panels: colours, SI log axes, change-aware setters, hover for bars.
+"""Plot helpers shared by the analysis panels: colours, new plots, change-aware setters, hover for bars.
 
 Software rendering (offscreen, VMs, remote desktops) makes painting the dominant cost of a live panel, so the
 helpers here avoid needless work: ``changed`` lets a panel skip updates whose inputs did not change (unchanged
 axes keep their cached pictures), ``set_range`` applies a new range before the paint, ``opaque`` replaces large
-translucent fills, ``cached`` paints text items from pixmaps, ``Bars`` keeps its bounds, ``name_axis`` fixes
-the width of category axes and ``NoteLabel`` the size of a note, so that new names and notes never re-lay out a
-panel. docs/benchmarks.md tells what each of these saved.
+translucent fills, ``cached`` paints text items from pixmaps and ``name_axis`` fixes the width of category
+axes, so that new names never re-lay out a panel. The drawing items themselves are in ``explorer.ui.plot_items``;
+docs/benchmarks.md tells what each of these saved.
 """
 
 from __future__ import annotations
@@ -15,21 +15,17 @@ from collections.abc import Callable
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import QColor, QPainter, QPalette, QStaticText, QTransform
+from PySide6.QtCore import QPointF, Qt
 from PySide6.QtWidgets import (
     QComboBox,
     QGraphicsItem,
-    QGraphicsSimpleTextItem,
     QGraphicsTextItem,
-    QSizePolicy,
-    QWidget,
 )
 
 from explorer.core.units import format_si
 
-from .axis import SiLogAxis
-from .title import PlotTitle
+from ..plot_items.axis import SiLogAxis
+from ..plot_items.title import PlotTitle
 
 DASH = "\u2014"
 DEVICE_COLORS = (
@@ -55,46 +51,6 @@ def opaque(rgb, alpha: float, background=(255, 255, 255)) -> tuple[int, int, int
     return tuple(round(b * (1 - alpha) + c * alpha) for c, b in zip(rgb, background))
 
 
-class NoteLabel(QWidget):
-    """A word-wrapped note ``lines`` lines high, whatever its text, whose text changes never re-lay out the
-    panel around it.
-
-    A QLabel in a layout asks the layout to recompute every size hint of the panel on each ``setText``, and a
-    word-wrapped QLabel lays its text out for its size hint as well as for its paint. This widget has a fixed
-    height and draws its text as a QStaticText wrapped to its width: one layout per new text (or width), a
-    quarter of a QLabel's cost. Text beyond ``lines`` lines is cut off (panels give long notes a tooltip)."""
-
-    def __init__(self, lines: int, parent=None):
-        super().__init__(parent)
-        self._text = ""
-        self._static = QStaticText()
-        self._static.setTextFormat(Qt.TextFormat.PlainText)  # no markup to parse, no escaping of names
-        self.setFixedHeight(self.fontMetrics().lineSpacing() * lines + 4)
-        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
-
-    def resizeEvent(self, event) -> None:
-        self._static.setTextWidth(event.size().width())
-        super().resizeEvent(event)
-
-    def text(self) -> str:
-        return self._text
-
-    def setText(self, text: str) -> None:
-        if text != self._text:
-            self._text = text
-            self._static.setText(text.replace("\n", "\u2028"))  # a text layout breaks lines at U+2028, not at \n
-            self.update()
-
-    def paintEvent(self, _event) -> None:
-        if not self._text:
-            return
-        painter = QPainter(self)
-        painter.setPen(self.palette().color(QPalette.ColorRole.WindowText))
-        painter.setClipRect(self.rect())
-        painter.drawStaticText(QPointF(0, 0), self._static)
-        painter.end()
-
-
 def elide(text: str, n: int = 22) -> str:
     return text if len(text) <= n else text[: n - 1] + "\u2026"
 
@@ -106,34 +62,6 @@ def name_axis(plot: pg.PlotItem, width: int = 150) -> pg.AxisItem:
     axis.setWidth(width)
     axis.enableAutoSIPrefix(False)
     return axis
-
-
-class Bars(pg.BarGraphItem):
-    """``pg.BarGraphItem`` that computes its bounding rectangle once per change of data, pen or view.
-
-    Qt asks an item for its bounds many times per paint, and pyqtgraph's recomputes them each time in Python,
-    padded by half a pixel (derived from the view transform) even for bars drawn without a pen."""
-
-    _bounds = None
-
-    def setOpts(self, **opts):
-        self._bounds = None
-        super().setOpts(**opts)
-
-    def viewTransformChanged(self):
-        self._bounds = None
-        super().viewTransformChanged()
-
-    def pixelPadding(self):
-        pen = self._sharedPen
-        if self._pens is None and pen is not None and pen.style() == Qt.PenStyle.NoPen:
-            return 0.0  # nothing is stroked outside the rectangles
-        return super().pixelPadding()
-
-    def boundingRect(self):
-        if self._bounds is None:
-            self._bounds = super().boundingRect()
-        return QRectF(self._bounds)
 
 
 def cached(item):
@@ -148,39 +76,6 @@ def cached(item):
 
 
 CACHED_TYPES = (pg.AxisItem, pg.LabelItem, pg.TextItem, pg.LegendItem)
-
-
-class PinnedText(QGraphicsSimpleTextItem):
-    """Plain text pinned to a point of a plot, drawn at screen size like ``pg.TextItem`` (same font, same
-    margin around the text, 4 px unless told, same anchor) but much cheaper to change and when the view's range
-    changes: no text document to lay out, Qt ignores the view transform for it (no Python transform update per
-    repaint) and keeps its pixmap cache, since only its position moves."""
-
-    def __init__(self, color=(0, 0, 0), anchor=(0.0, 0.0), margin: float = 4.0):
-        super().__init__()
-        self.anchor = anchor
-        self.margin = margin  # pg.TextItem shows its document's margin (4 px by default)
-        self.setBrush(pg.mkBrush(color))
-        self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIgnoresTransformations)
-        self.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
-
-    def setText(self, text: str, color=None) -> None:
-        if color is not None and QColor(color) != self.brush().color():
-            self.setBrush(pg.mkBrush(color))
-        if text == self.text():
-            return
-        super().setText(text)
-        w, h = self.box_size()
-        m = self.margin
-        self.setTransform(QTransform.fromTranslate(m - self.anchor[0] * w, m - self.anchor[1] * h))
-
-    def box_size(self) -> tuple[float, float]:
-        """Width and height in pixels of the text and its margin (what ``pg.TextItem``'s text item measures)."""
-        rect = super().boundingRect()
-        return rect.width() + 2 * self.margin, rect.height() + 2 * self.margin
-
-    def toPlainText(self) -> str:
-        return self.text()
 
 
 def device_color(index: int) -> str:

@@ -19,15 +19,17 @@ from PySide6.QtCore import QPointF
 from PySide6.QtWidgets import QComboBox, QLabel
 
 
+from ..plot_items.bars import Bars
+from ..plot_items.dots import Dots
+from ..plot_items.label_placement import pixel_rect, scatter_rects
+from ..plot_items.legend_box import LegendBox
+from ..plot_items.log_lines import LogLines
+from ..plot_items.pinned_text import PinnedText
 from .base import AnalysisPanel
-from .dots import Dots
-from .legend_box import LegendBox
 from .plotting import (
     FOCUS_PEN,
     NO_PEN,
     BarPicker,
-    Bars,
-    PinnedText,
     changed,
     device_color,
     forget,
@@ -36,8 +38,8 @@ from .plotting import (
     set_range,
     si,
 )
-from .roofline_items import DeviceItems, LogLines, draw_device, roofline_csv
-from .roofline_labels import CeilingLabels, pixel_rect, scatter_rects
+from .roofline_items import DeviceItems, draw_device, roofline_csv
+from .roofline_labels import CeilingLabels
 from .roofline_trace import MeasuredLayer
 
 BOUND_COLORS = {"memory": (230, 85, 13, 190), "compute": (117, 107, 177, 190)}

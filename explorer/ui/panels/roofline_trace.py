@@ -17,7 +17,7 @@ from PySide6.QtCore import QPointF
 
 from explorer.core.analysis.roofline_measured import MeasuredRoofline
 
-from .dots import Dots
+from ..plot_items.dots import Dots
 from .plotting import si
 
 CROSS_COLOR = (20, 20, 20)

@@ -17,12 +17,12 @@ from PySide6.QtWidgets import QComboBox, QLabel
 
 from explorer.core.analysis.tiling_view import compute_tiling_view, default_row
 
+from ..plot_items.bars import Bars
 from .base import AnalysisPanel
 from .plotting import (
     BAR_OUTLINE,
     NO_PEN,
     BarPicker,
-    Bars,
     cached,
     changed,
     elide,

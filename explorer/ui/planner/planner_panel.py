@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
 from explorer.core.analysis.procurement import PlanResult, Requirements, format_usd, parse_rate
 from explorer.core.session.commands import SetRequirements
 from explorer.core.units import UnitError, format_si, parse_si
+from explorer.ui.binding import bind_many
 from explorer.ui.widgets.on_screen import OnScreenUpdate
 from explorer.ui.widgets.quantity_edit import ERROR_STYLE, QuantityEdit
 
@@ -41,14 +42,6 @@ STATUS_FILL = {"pass": "#E6F4EA", "fail": "#FCE8EA", "n/a": "#F1F1F1", "unknown"
 RESULT_COLUMNS = ("#", "Device", "Units", "Memory", "Latency floor", "Compute", "Capital", "Electricity", "TCO",
                   "Buy or rent", "Reason")
 QUOTE_COLUMNS = ("Device", "Price quote (USD)", "Cloud price (USD/h)")
-
-
-def _disconnect_all(pairs, *_):
-    for signal, slot in pairs:
-        try:
-            signal.disconnect(slot)
-        except (ValueError, RuntimeError):
-            pass
 
 
 class PlannerPanel(QWidget):
@@ -147,10 +140,7 @@ class PlannerPanel(QWidget):
         for name, spin in (("horizon", self.years), ("PUE", self.pue)):
             spin.valueChanged.connect(functools.partial(self._edited, name))
         self.quotes.itemChanged.connect(functools.partial(self._edited, "quotes"))
-        pairs = [(workspace.analysis_updated, self._on_analysis), (workspace.changed, self._on_changed)]
-        for signal, slot in pairs:
-            signal.connect(slot)
-        self.destroyed.connect(functools.partial(_disconnect_all, pairs))
+        bind_many(self, [(workspace.analysis_updated, self._on_analysis), (workspace.changed, self._on_changed)])
         self._sync_quote_rows()
         self.show_requirements(workspace.requirements)
         self.schedule()

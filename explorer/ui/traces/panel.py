@@ -8,7 +8,6 @@ loaded by the ``SetTrace`` command, saved in the project).
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 
 from PySide6.QtCore import QSortFilterProxyModel, Qt
@@ -18,6 +17,7 @@ from explorer.core.analysis.roofline_measured import measured_roofline, measured
 from explorer.core.traces import Trace
 from explorer.core.units import format_si
 
+from ..binding import bind_many
 from ..widgets.on_screen import OnScreenUpdate
 from .kernel_table import KernelTableModel
 from .timeline_view import TimelineView
@@ -30,14 +30,6 @@ EMPTY_TEXT = ("No trace loaded. File \u2192 Import Trace\u2026 reads a PyTorch/C
 
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
-
-
-def _disconnect_all(pairs, *_):
-    for signal, slot in pairs:
-        try:
-            signal.disconnect(slot)
-        except (ValueError, RuntimeError):
-            pass
 
 
 class TracePanel(QWidget):
@@ -78,11 +70,8 @@ class TracePanel(QWidget):
         layout.addWidget(splitter, 1)
         # one table refresh per burst of workspace changes, while on screen (not behind another tab)
         self.updates = OnScreenUpdate(self, self.refresh_kernels)
-        pairs = [(workspace.analysis_updated, self._schedule), (workspace.device_focused, self._schedule),
-                 (workspace.changed, self._on_changed)]
-        for signal, slot in pairs:
-            signal.connect(slot)
-        self.destroyed.connect(functools.partial(_disconnect_all, pairs))
+        bind_many(self, [(workspace.analysis_updated, self._schedule), (workspace.device_focused, self._schedule),
+                         (workspace.changed, self._on_changed)])
         splitter.setVisible(False)
         self._splitter = splitter
         if workspace.trace is not None:

@@ -7,7 +7,7 @@ import math
 import numpy as np
 from PySide6.QtGui import QColor, QImage, QPainter, QTransform
 
-from explorer.ui.panels.dots import Dots
+from explorer.ui.plot_items.dots import Dots
 
 RED, BLUE = (255, 0, 0, 255), (0, 0, 255, 255)
 

@@ -8,7 +8,7 @@ import numpy as np
 from PySide6.QtCore import QRectF
 from PySide6.QtGui import QColor, QImage, QPainter, QTransform
 
-from explorer.ui.panels.stacked_bars import StackedBars
+from explorer.ui.plot_items.stacked_bars import StackedBars
 
 RED, GREEN, BLUE = "#ff0000", "#00ff00", "#0000ff"
 

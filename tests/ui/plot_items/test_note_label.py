@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from explorer.ui.panels.plotting import NoteLabel
+from explorer.ui.plot_items.note_label import NoteLabel
 
 
 def inked_rows(label: NoteLabel) -> list[int]:

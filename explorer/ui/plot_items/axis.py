@@ -69,6 +69,8 @@ class SiLogAxis(pg.AxisItem):
         super().setStyle(**kwargs)
 
     def _updateLabel(self):
+        """Overrides pyqtgraph's private ``AxisItem._updateLabel`` (pyproject.toml bounds pyqtgraph for it;
+        tests/ui/plot_items/test_pyqtgraph_internals.py checks it is still there)."""
         text = self.labelString()
         if text != self.__dict__.get("_label_html"):
             self._label_html = text

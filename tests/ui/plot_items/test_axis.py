@@ -10,8 +10,8 @@ from explorer.core.hardware.catalog_files import load_shipped_devices
 from explorer.core.session.workspace import Assumptions, Workspace
 from explorer.core.workload.templates import get_template
 from explorer.ui.panels import PANELS
-from explorer.ui.panels.axis import SiLogAxis
 from explorer.ui.panels.plotting import new_plot, set_ticks
+from explorer.ui.plot_items.axis import SiLogAxis
 
 IDS = ("nvidia-a100-sxm4-80gb", "nvidia-h100-sxm5", "google-tpu-v4")
 

@@ -1,0 +1,37 @@
+"""AssumptionEditors: one set of precision, batch, sequence length and phase editors, used by the toolbar and
+the model settings; both follow the workspace and each edit is one named, undoable command."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from explorer.core.session.commands import SetModel
+from explorer.core.session.workspace import Assumptions, Workspace
+from explorer.core.workload.templates import get_template
+from explorer.ui.builder import ModelSettings
+from explorer.ui.panels import AnalysisControls
+
+
+def test_toolbar_and_settings_edit_the_same_assumptions(qtbot):
+    ws = Workspace(get_template("gpt2").build(), lookup=lambda ids: [], assumptions=Assumptions(precision="fp16"))
+    toolbar, settings = AnalysisControls(ws), ModelSettings(ws)
+    qtbot.addWidget(toolbar)
+    qtbot.addWidget(settings)
+    assert toolbar.precision.currentText() == "fp16" and settings.precision.currentText().startswith("fp16 (2")
+    toolbar.batch.setValue(4)
+    assert ws.assumptions.batch == 4 and settings.batch.value() == 4 and ws.stack.undo_text == "set batch 4"
+    settings.phase.activated.emit(1)
+    assert ws.assumptions.phase == "decode" and toolbar.phase.currentText() == "decode"
+    toolbar.precision.setCurrentText("int8")
+    assert ws.assumptions.precision == "int8" and settings.precision.currentData() == "int8"
+    settings.seq_len.setValue(512)
+    assert ws.assumptions.seq_len == 512 and toolbar.seq_len.value() == 512
+    ws.undo()
+    ws.undo()
+    assert toolbar.seq_len.value() == settings.seq_len.value() == 0
+    assert toolbar.precision.currentText() == "fp16" and settings.precision.currentData() == "fp16"
+    tokens = ws.model.input_dict["tokens"]
+    assert settings.seq_len.text() == f"model ({tokens})" and toolbar.seq_len.text() == "model's"
+    # a model without tokens takes no sequence length: both editors say so
+    ws.execute(SetModel(replace(ws.model, input=(("features", 512),))))
+    assert not toolbar.seq_len.isEnabled() and not settings.seq_len.isEnabled()
