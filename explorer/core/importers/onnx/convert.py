@@ -1,6 +1,6 @@
 """Import an ONNX model as an editable :class:`~explorer.core.workload.model.Model` (``docs/onnx-import.md``).
 
-``import_onnx(path_or_bytes)`` runs ONNX shape inference, maps operators to layer kinds (``onnx_ops``), and
+``import_onnx(path_or_bytes)`` runs ONNX shape inference, maps operators to layer kinds (``ops``), and
 cross-checks the result against the graph itself: ``graph_macs`` is computed straight from the ONNX shapes of
 every Conv, ConvTranspose, Gemm and MatMul, ``graph_params`` from the initializers the layers read. A
 disagreement with the built layer table is reported in ``warnings`` (never hidden).
@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from explorer.core.importers.onnx.graph import INTEGER_TYPES, GraphInfo, OnnxImportError, load_proto, prepare
-from explorer.core.importers.onnx.ops import Mapper, attr
+from explorer.core.importers.onnx.nodes import attr
+from explorer.core.importers.onnx.ops import Mapper
 from explorer.core.workload.layers import Context
 from explorer.core.workload.model import Model, build_table
 
