@@ -6,6 +6,12 @@ import json
 import sys
 from pathlib import Path
 
+from explorer.core.hardware.device_file import DEVICE_FILE_SUFFIXES
+from explorer.core.importers import suffixes
+
+#: What makes a MODEL or DEV argument a path rather than an id: a model importer's or a device file's suffix.
+PATH_SUFFIXES = tuple(dict.fromkeys((*suffixes("model"), *DEVICE_FILE_SUFFIXES)))
+
 
 class CliError(Exception):
     """Bad input: printed as one line ``hwexplorer: error: ...`` with exit code 2, no traceback."""
@@ -27,4 +33,4 @@ def _default(obj):
 
 
 def is_path(spec: str) -> bool:
-    return any(ch in spec for ch in "/\\") or Path(spec).suffix.lower() in (".yaml", ".yml", ".json", ".onnx")
+    return any(ch in spec for ch in "/\\") or Path(spec).suffix.lower() in PATH_SUFFIXES

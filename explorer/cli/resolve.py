@@ -5,24 +5,21 @@ from __future__ import annotations
 from pathlib import Path
 
 from explorer.core.hardware.device_file import DeviceFileError, load_device_file
-from explorer.core.workload.model import ModelError, load_model_file
+from explorer.core.importers import load
+from explorer.core.workload.model import ModelError
 
 from ..core.units import UnitError
 from .common import CliError, is_path
 
 
 def load_model_arg(spec: str):
-    """A template id or a model file; returns ``(model, default phase)``."""
+    """A template id or a model file (any model importer: our JSON, ONNX); returns ``(model, default phase)``."""
     if is_path(spec) or Path(spec).exists():
         path = Path(spec)
         if not path.exists():
             raise CliError(f"MODEL: no such file: {spec}")
         try:
-            if path.suffix.lower() == ".onnx":
-                from explorer.core.importers.onnx.convert import import_onnx
-
-                return import_onnx(path).model, "prefill"
-            return load_model_file(path), "prefill"
+            return load(path, kind="model").value, "prefill"
         except (ModelError, ValueError) as exc:
             raise CliError(str(exc)) from None
     from explorer.core.workload.templates import get_template

@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from explorer.core.hardware.device import Device
-from explorer.core.hardware.device_file import load_device_file
+from explorer.core.hardware.device_file import DEVICE_FILE_SUFFIXES, load_device_file
 
 from .engine import open_catalog
 from .errors import UnknownDeviceError
 
-DEVICE_FILE_SUFFIXES = (".yaml", ".yml", ".json")
+__all__ = ["DEVICE_FILE_SUFFIXES", "looks_like_path", "resolve_device"]
 
 
 def looks_like_path(spec: str) -> bool:

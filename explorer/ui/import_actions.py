@@ -1,5 +1,7 @@
-"""File menu imports: an ONNX model (as one undoable edit), a profiler trace (the Trace dock and crosses on the
-roofline), and the device catalog's import and export (delegated to the catalog dock).
+"""File menu imports: a model (ONNX or a model file, as one undoable edit), a profiler trace (the Trace dock and
+crosses on the roofline), and the device catalog's import and export (delegated to the catalog dock). Formats,
+file filters and loading come from the importer registry (``explorer.core.importers``); a file dropped on the
+window goes through the same ``import_model`` / ``import_trace``.
 
 Errors are shown in a message box that names the file and what is wrong; the open project is left untouched.
 """
@@ -12,11 +14,11 @@ from pathlib import Path
 from PySide6.QtCore import QObject, Qt
 from PySide6.QtWidgets import QDockWidget, QFileDialog, QInputDialog, QMessageBox
 
+from explorer.core.importers import file_filter, load
 from explorer.core.session.commands import SetModel, SetTrace
 
-ONNX_FILTER = "ONNX models (*.onnx);;All files (*)"
-TRACE_FILTER = ("Profiler traces (*.json *.csv *.txt);;Chrome / PyTorch trace (*.json);;"
-                "Nsight Compute or Torq CSV (*.csv);;All files (*)")
+MODEL_FILTER = file_filter("model")
+TRACE_FILTER = file_filter("trace")
 _SYMBOLIC = re.compile(r"dimension \d+ is symbolic \('([^']+)'\)")
 DEFAULT_DIM = 128
 DEFAULT_CLOCK_MHZ = 800.0
@@ -35,25 +37,21 @@ class Importer(QObject):
         """The session's trace (``workspace.trace``)."""
         return self.window.workspace.trace
 
-    # -- ONNX
+    # -- models
     def import_model(self, path: str | Path | None = None) -> bool:
-        """Ask for an ONNX file (unless given), import it and make it the workspace's model (Undo restores
-        the previous one). Symbolic input sizes other than the batch are asked for. False if nothing changed."""
-        from explorer.core.importers.onnx.convert import (  # imported on use: onnx is large
-            OnnxImportError,
-            import_onnx,
-        )
-
+        """Ask for a model file (unless given), import it with the model importer that recognizes it and make
+        it the workspace's model (Undo restores the previous one). An ONNX graph's symbolic input sizes other
+        than the batch are asked for. False if nothing changed."""
         if path is None:
-            path, _ = QFileDialog.getOpenFileName(self.window, "Import ONNX model", "", ONNX_FILTER)
+            path, _ = QFileDialog.getOpenFileName(self.window, "Import model", "", MODEL_FILTER)
             if not path:
                 return False
         dims: dict[str, int] = {}
         while True:
             try:
-                result = import_onnx(path, dims=dims or None)
+                result = load(path, kind="model", **({"dims": dims} if dims else {}))
                 break
-            except OnnxImportError as exc:
+            except (ValueError, OSError) as exc:  # the registry's, the model file's and ONNX's errors
                 symbol = _SYMBOLIC.search(str(exc))
                 if symbol is None or symbol.group(1) in dims:
                     self._error("Import model", f"The model was not imported.\n\n{exc}")
@@ -66,29 +64,30 @@ class Importer(QObject):
                     return False
                 dims[symbol.group(1)] = size
         name = Path(path).name
-        self.window.workspace.execute(SetModel(result.model, text=f"import {name}"))
+        self.window.workspace.execute(SetModel(result.value, text=f"import {name}"))
         self._show_model_summary(name, result)
         return True
 
     def _show_model_summary(self, name: str, result) -> None:
-        layers = len(result.model.layers)
-        unsupported = sum(n for _, n in result.unsupported)
+        layers = len(result.value.layers)
+        unsupported_ops = result.details.get("unsupported", ())
+        unsupported = sum(n for _, n in unsupported_ops)
         text = f"Imported {layers} layers from {name}."
-        if result.unsupported:
-            listed = ", ".join(f"{op} \u00d7{n}" for op, n in result.unsupported)
-            text += (f"\n\n{unsupported} operator(s) of {len(result.unsupported)} type(s) are not supported and "
+        if unsupported_ops:
+            listed = ", ".join(f"{op} \u00d7{n}" for op, n in unsupported_ops)
+            text += (f"\n\n{unsupported} operator(s) of {len(unsupported_ops)} type(s) are not supported and "
                      f"are kept as opaque layers with their traffic and no work: {listed}.")
         self.window.statusBar().showMessage(text.splitlines()[0] + " Undo restores the previous model.", 10000)
-        if not result.unsupported and not result.warnings:
+        if not unsupported_ops and not result.warnings:
             return
         details = []
-        if result.unsupported:
+        if unsupported_ops:
             details.append("Unsupported operators (count):")
-            details += [f"  {op}: {n}" for op, n in result.unsupported]
+            details += [f"  {op}: {n}" for op, n in unsupported_ops]
         if result.warnings:
             details.append("Warnings:")
             details += [f"  - {w}" for w in result.warnings]
-        box = QMessageBox(QMessageBox.Icon.Warning if result.unsupported else QMessageBox.Icon.Information,
+        box = QMessageBox(QMessageBox.Icon.Warning if unsupported_ops else QMessageBox.Icon.Information,
                           "Model imported", text, QMessageBox.StandardButton.Ok, self.window)
         box.setInformativeText(f"{len(result.warnings)} warning(s); see the details." if result.warnings else "")
         box.setDetailedText("\n".join(details))
@@ -102,8 +101,6 @@ class Importer(QObject):
     def import_trace(self, path: str | Path | None = None):
         """Ask for a trace file (unless given), read it and show it; the Torq trace.csv's clock is asked for.
         Returns the trace, or None when nothing was loaded."""
-        from explorer.core.traces import TraceError, load_trace
-
         if path is None:
             path, _ = QFileDialog.getOpenFileName(self.window, "Import profiler trace", "", TRACE_FILTER)
             if not path:
@@ -111,10 +108,10 @@ class Importer(QObject):
         clock_hz = None
         while True:
             try:
-                trace = load_trace(path, clock_hz=clock_hz)
+                trace = load(path, kind="trace", clock_hz=clock_hz).value
                 break
-            except TraceError as exc:
-                if exc.field == "clock_hz" and clock_hz is None:
+            except (ValueError, OSError) as exc:  # TraceError, or the registry's (no trace format fits)
+                if getattr(exc, "field", None) == "clock_hz" and clock_hz is None:
                     mhz, ok = QInputDialog.getDouble(
                         self.window, "Import trace",
                         "This trace counts time in clock cycles.\nNPU clock frequency (MHz):",

@@ -1,8 +1,9 @@
 """The main window. It only assembles: the layer stack in the centre, the palette, model settings, inspector,
 device catalog and every analysis panel of ``explorer.ui.panels.PANELS`` as docks, with the procurement planner,
 the calculators and the trace (``extras.py``) in the analysis panels' tabs, the menus (``actions.py``) and the
-File menu's imports (``import_actions.py``), the project controller and the status bar totals. Window geometry
-and the dock layout persist in QSettings."""
+File menu's imports (``import_actions.py``; files dropped on the window take the same way, through the importer
+registry), the project controller and the status bar totals. Window geometry and the dock layout persist in
+QSettings."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from explorer.core.importers import ImporterError, accepted_formats, find_importer
 from explorer.core.session.commands import SetAssumptions
 from explorer.core.session.workspace import Workspace
 from explorer.core.settings import Preferences, save_preferences
@@ -94,6 +96,7 @@ class MainWindow(QMainWindow):
 
         self.controller = ProjectController(workspace, self, lambda: self.preferences, autosave_ms)
         self.importer = Importer(self)
+        self.setAcceptDrops(True)
         self.actions = MainActions(self)
         self.analysis_toolbar = QToolBar("Analysis", self)
         self.analysis_toolbar.setObjectName("analysis_toolbar")
@@ -234,6 +237,41 @@ class MainWindow(QMainWindow):
 
     def show_about(self) -> None:
         show_about(self, self.repository)
+
+    # -- drag and drop: a model or a trace file, imported as File -> Import Model / Import Trace would
+    def dragEnterEvent(self, event) -> None:
+        if any(url.isLocalFile() for url in event.mimeData().urls()):
+            event.acceptProposedAction()
+        else:
+            event.ignore()
+
+    def dragMoveEvent(self, event) -> None:
+        self.dragEnterEvent(event)
+
+    def dropEvent(self, event) -> None:
+        paths = [url.toLocalFile() for url in event.mimeData().urls() if url.isLocalFile()]
+        if not paths:
+            event.ignore()
+            return
+        event.acceptProposedAction()
+        for path in paths:
+            self.import_file(path)
+
+    def import_file(self, path) -> bool:
+        """Import ``path`` with the importer that recognizes it: a model becomes the workspace's model (one
+        undoable edit), a trace goes to the Trace dock. A file no importer reads is reported in a message box."""
+        try:
+            kind = find_importer(path).kind
+        except ImporterError as exc:
+            QMessageBox.warning(self, "Import", f"The file was not imported.\n\n{exc}")
+            return False
+        if kind == "model":
+            return self.importer.import_model(path)
+        if kind == "trace":
+            return self.importer.import_trace(path) is not None
+        QMessageBox.warning(self, "Import", f"The file was not imported: {kind} files are not opened here.\n\n"
+                            f"Accepted formats: {accepted_formats()}")
+        return False
 
     def closeEvent(self, event) -> None:
         if not self.controller.maybe_save():

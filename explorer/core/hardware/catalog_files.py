@@ -8,9 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from explorer.core.hardware.device import Device
+from explorer.core.hardware.device_file import DEVICE_FILE_SUFFIXES as SUFFIXES
 from explorer.core.hardware.device_file import DeviceFileError, check_device_dict, read_device_data
-
-SUFFIXES = (".yaml", ".yml", ".json")
 
 
 def shipped_catalog_dir() -> Path:

@@ -29,6 +29,8 @@ from explorer.core.precision import PRECISIONS
 from explorer.core.units import UnitError, parse_si
 
 FORMAT = 1
+#: Suffixes of device files (YAML or JSON); the command line and the catalog tell a path from an id by them.
+DEVICE_FILE_SUFFIXES = (".yaml", ".yml", ".json")
 ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 TOP_LEVEL = {
     "format", "id", "name", "vendor", "kind", "tier", "family", "year", "sources", "peak", "peak_sparse",

@@ -1,6 +1,6 @@
 """Import an ONNX model as an editable :class:`~explorer.core.workload.model.Model` (``docs/onnx-import.md``).
 
-``import_onnx(path_or_bytes)`` runs ONNX shape inference, maps operators to layer kinds (``onnx_ops``), and
+``import_onnx(path_or_bytes)`` runs ONNX shape inference, maps operators to layer kinds (``ops``), and
 cross-checks the result against the graph itself: ``graph_macs`` is computed straight from the ONNX shapes of
 every Conv, ConvTranspose, Gemm and MatMul, ``graph_params`` from the initializers the layers read. A
 disagreement with the built layer table is reported in ``warnings`` (never hidden).
@@ -14,11 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from explorer.core.importers.onnx.graph import INTEGER_TYPES, GraphInfo, OnnxImportError, load_proto, prepare
-from explorer.core.importers.onnx.ops import Mapper, attr
+from explorer.core.importers.onnx.nodes import attr
+from explorer.core.importers.onnx.ops import Mapper
+from explorer.core.importers.registry import Imported
 from explorer.core.workload.layers import Context
 from explorer.core.workload.model import Model, build_table
 
-__all__ = ["OnnxImport", "OnnxImportError", "import_onnx"]
+__all__ = ["OnnxImport", "OnnxImportError", "import_onnx", "load_imported"]
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,15 @@ def import_onnx(source: str | Path | bytes, *, dims: Mapping[str, int] | None = 
         skipped=tuple(sorted(mapper.skipped.items(), key=lambda kv: (-kv[1], kv[0]))),
         attention_patterns=mapper.attention_patterns,
     )
+
+
+def load_imported(path: str | Path, *, dims: Mapping[str, int] | None = None, name: str | None = None) -> Imported:
+    """The registry's loader (``explorer.core.importers``, entry ``onnx``): :func:`import_onnx` as an
+    :class:`Imported` whose details carry the cross-check figures and the unsupported operators."""
+    r = import_onnx(path, dims=dims, name=name)
+    details = {"unsupported": r.unsupported, "skipped": r.skipped, "graph_macs": r.graph_macs,
+               "graph_params": r.graph_params, "attention_patterns": r.attention_patterns}
+    return Imported("model", r.model, warnings=r.warnings, details=details)
 
 
 def graph_mac_count(g: GraphInfo) -> int:

@@ -15,7 +15,8 @@ from collections import Counter
 import onnx
 
 from explorer.core.importers.onnx.graph import GraphInfo, Shape
-from explorer.core.importers.onnx.patterns import find_patterns
+from explorer.core.importers.onnx.nodes import attr
+from explorer.core.importers.onnx.patterns import Anchor, find_patterns
 from explorer.core.workload.layers.base import conv_out
 from explorer.core.workload.model import LayerSpec
 
@@ -33,14 +34,6 @@ REDUCTIONS = {  # one FLOP per input element
 MOVEMENT = {  # no arithmetic: traffic only
     "Concat", "Split", "Slice", "Pad", "Cast", "CastLike", "Expand", "Tile", "Gather", "GatherElements",
     "GatherND", "DepthToSpace", "SpaceToDepth", "Trilu", "ScatterND", "ScatterElements"}
-
-
-def attr(node: onnx.NodeProto, name: str, default=None):
-    for a in node.attribute:
-        if a.name == name:
-            value = onnx.helper.get_attribute_value(a)
-            return value.decode() if isinstance(value, bytes) else value
-    return default
 
 
 def solve_padding(size: int, k: int, s: int, d: int, out: int, total: int) -> int | None:
@@ -79,7 +72,7 @@ class Mapper:
         self.skipped: Counter = Counter()
         self.notes: Counter = Counter()
         self.warnings: list[str] = list(g.warnings)
-        self.anchors: dict = {}  # node index -> emitter of a recognized pattern
+        self.anchors: dict[int, Anchor] = {}  # node index -> the layer of a recognized pattern
         self.absorbed: set[int] = set()
         self.labels: dict[int, str] = {}
         self.attention_patterns = 0
@@ -95,11 +88,6 @@ class Mapper:
             name, k = f"{base}_{k}", k + 1
         self.taken.add(name)
         return name
-
-    def group_name(self, i: int, kind: str) -> str:
-        """A pattern's name: the exporter's scope of its first node (``/ln_1/ReduceMean`` -> ``/ln_1``)."""
-        name = self.g.nodes[i].name
-        return name.rsplit("/", 1)[0] if "/" in name.strip("/") else f"{kind}_{i}"
 
     def claim(self, tensors) -> int:
         """Record a layer's parameter operands; returns their elements (what the layer counts as parameters)."""
@@ -145,12 +133,15 @@ class Mapper:
 
     # -- the walk
     def run(self) -> Mapper:
-        find_patterns(self)
+        found = find_patterns(self.g)
+        self.anchors, self.absorbed, self.labels = found.anchors, found.absorbed, found.labels
+        self.attention_patterns = found.attention
         for i, node in enumerate(self.g.nodes):
             if i in self.absorbed:
                 continue
             if i in self.anchors:
-                self.anchors[i]()
+                a = self.anchors[i]
+                self.emit(i, a.kind, a.shape, param_tensors=a.param_tensors, name=a.name, **dict(a.params))
             elif not self.g.node_dynamic(i):
                 self.skipped["(constant and shape arithmetic)"] += 1
             else:

@@ -7,29 +7,62 @@
 * attention: MatMul(Q, K^T) [-> scale / mask] -> Softmax -> MatMul(., V) is labelled ``attentionN.scores``,
   ``.scale``/``.mask``, ``.softmax``, ``.context``; the rows stay matmul, element-wise, softmax, matmul.
 
-A recognized pattern is emitted at its first node; its other nodes are absorbed.
+A recognized pattern is emitted at its first node (an :class:`Anchor` says which layer); its other nodes are
+absorbed. The finder only reads the graph and returns :class:`Patterns`; the operator mapping (``ops``) emits
+the anchors during its walk, so the dependency goes one way: ``ops`` -> ``patterns`` -> ``graph``/``nodes``.
 """
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
 
-if TYPE_CHECKING:
-    from explorer.core.importers.onnx.ops import Mapper
+from explorer.core.importers.onnx.graph import GraphInfo, Shape
+from explorer.core.importers.onnx.nodes import attr
 
 ATTENTION_STEPS = {"Div": "scale", "Mul": "scale", "Add": "mask", "Sub": "mask", "Where": "mask", "Cast": "cast"}
 
 
-def find_patterns(m: Mapper) -> None:
+@dataclass(frozen=True)
+class Anchor:
+    """The layer a recognized pattern becomes, emitted at its first node."""
+
+    kind: str
+    shape: Shape
+    name: str
+    param_tensors: tuple[str, ...] = ()
+    params: tuple[tuple[str, object], ...] = ()
+
+
+@dataclass
+class Patterns:
+    """What :func:`find_patterns` recognized: node index -> anchor, the nodes folded into a pattern, the
+    labels of the attention rows (kept as separate layers), and how many attention patterns there were."""
+
+    g: GraphInfo
+    anchors: dict[int, Anchor] = field(default_factory=dict)
+    absorbed: set[int] = field(default_factory=set)
+    labels: dict[int, str] = field(default_factory=dict)
+    attention: int = 0
+
+
+def find_patterns(g: GraphInfo) -> Patterns:
+    m = Patterns(g)
     finders = {"ReduceMean": _layernorm, "Sigmoid": _silu, "Erf": _gelu, "Softmax": _attention}
-    for i, node in enumerate(m.g.nodes):
+    for i, node in enumerate(g.nodes):
         finder = finders.get(node.op_type)
-        if finder and node.domain in ("", "ai.onnx") and m.g.node_dynamic(i) and i not in m.absorbed:
+        if finder and node.domain in ("", "ai.onnx") and g.node_dynamic(i) and i not in m.absorbed:
             finder(m, i)
+    return m
 
 
-def _sole(m: Mapper, t: str, op: str | tuple[str, ...]) -> int | None:
+def group_name(g: GraphInfo, i: int, kind: str) -> str:
+    """A pattern's name: the exporter's scope of its first node (``/ln_1/ReduceMean`` -> ``/ln_1``)."""
+    name = g.nodes[i].name
+    return name.rsplit("/", 1)[0] if "/" in name.strip("/") else f"{kind}_{i}"
+
+
+def _sole(m: Patterns, t: str, op: str | tuple[str, ...]) -> int | None:
     """The only consumer of ``t`` if it is an ``op`` node not yet used by a pattern (and ``t`` is internal)."""
     cons = m.g.consumers.get(t, [])
     if len(cons) != 1 or t in m.g.graph_outputs or cons[0] in m.absorbed or cons[0] in m.anchors:
@@ -38,19 +71,17 @@ def _sole(m: Mapper, t: str, op: str | tuple[str, ...]) -> int | None:
     return cons[0] if m.g.nodes[cons[0]].op_type in ops else None
 
 
-def _other(m: Mapper, j: int, t: str) -> str:
+def _other(m: Patterns, j: int, t: str) -> str:
     a, b = m.g.nodes[j].input[:2]
     return b if a == t else a
 
 
-def _near(m: Mapper, t: str, value: float) -> bool:
+def _near(m: Patterns, t: str, value: float) -> bool:
     v = m.g.scalar(t)
     return v is not None and not m.g.is_dynamic(t) and math.isclose(v, value, rel_tol=1e-3)
 
 
-def _last_axis_only(m: Mapper, j: int, x: str) -> bool:
-    from explorer.core.importers.onnx.ops import attr
-
+def _last_axis_only(m: Patterns, j: int, x: str) -> bool:
     n = m.g.nodes[j]
     axes = attr(n, "axes")
     if axes is None and len(n.input) > 1 and n.input[1]:
@@ -59,7 +90,7 @@ def _last_axis_only(m: Mapper, j: int, x: str) -> bool:
     return bool(axes) and rank > 0 and [a % rank for a in axes] == [rank - 1] and attr(n, "keepdims", 1) == 1
 
 
-def _layernorm(m: Mapper, r1: int) -> None:
+def _layernorm(m: Patterns, r1: int) -> None:
     g = m.g
     x, mean = g.nodes[r1].input[0], g.nodes[r1].output[0]
     if not _last_axis_only(m, r1, x):
@@ -92,23 +123,21 @@ def _layernorm(m: Mapper, r1: int) -> None:
     h = g.shape(x, r1)[-1]
     rows = max(1, g.numel(x, r1) // h)
     m.absorbed.update({sub, square[0], r2, add, sqrt, div, mul, beta_add})
-    name = m.group_name(r1, "layernorm")
-    m.anchors[r1] = lambda: m.emit(r1, "layernorm", (rows, h), param_tensors=[gamma, beta], name=name,
-                                   num_features=h)
+    m.anchors[r1] = Anchor("layernorm", (rows, h), group_name(g, r1, "layernorm"), (gamma, beta),
+                           (("num_features", h),))
 
 
-def _silu(m: Mapper, s: int) -> None:
+def _silu(m: Patterns, s: int) -> None:
     g = m.g
     x, y = g.nodes[s].input[0], g.nodes[s].output[0]
     mul = _sole(m, y, "Mul")
     if mul is None or sorted(g.nodes[mul].input[:2]) != sorted([x, y]):
         return
     m.absorbed.add(mul)
-    name = m.group_name(s, "silu")
-    m.anchors[s] = lambda: m.emit(s, "silu", g.sample(x, s), name=name)
+    m.anchors[s] = Anchor("silu", g.sample(x, s), group_name(g, s, "silu"))
 
 
-def _gelu(m: Mapper, e: int) -> None:
+def _gelu(m: Patterns, e: int) -> None:
     g = m.g
     pre = g.producer.get(g.nodes[e].input[0])
     if pre is None or m.g.consumers.get(g.nodes[e].input[0]) != [e]:
@@ -144,11 +173,10 @@ def _gelu(m: Mapper, e: int) -> None:
     nodes.add(mul_b)
     first = min(nodes)
     m.absorbed.update(nodes - {first})
-    name = m.group_name(first, "gelu")
-    m.anchors[first] = lambda: m.emit(first, "gelu", g.sample(x, first), name=name)
+    m.anchors[first] = Anchor("gelu", g.sample(x, first), group_name(g, first, "gelu"))
 
 
-def _attention(m: Mapper, sm: int) -> None:
+def _attention(m: Patterns, sm: int) -> None:
     g = m.g
     steps, t, scores = [], g.nodes[sm].input[0], None
     for _ in range(5):
@@ -185,8 +213,8 @@ def _attention(m: Mapper, sm: int) -> None:
         u = n.output[0]
     if context is None:
         return
-    k = m.attention_patterns
-    m.attention_patterns += 1
+    k = m.attention
+    m.attention += 1
     m.labels.update({scores: f"attention{k}.scores", sm: f"attention{k}.softmax", context: f"attention{k}.context"})
     for j in steps:
         m.labels[j] = f"attention{k}.{ATTENTION_STEPS[g.nodes[j].op_type]}"
