@@ -12,6 +12,7 @@ and in the ``devices`` table a cited figure ``f`` is the columns ``f``, ``f_text
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from explorer.core.hardware.device import DATAFLOWS, DIRECTIONS, ENGINE_TYPES, KINDS, ROLES, TIERS
 
@@ -25,6 +26,7 @@ BY_PRECISION = "by_precision"  # a mapping from precision to a cited figure
 BY_KEY = "by_key"  # a mapping from a key to a record
 RECORD = "record"  # a mapping of ``parts``
 RECORDS = "records"  # a list of records of ``parts``
+SHAPES = (TEXT, WHOLE, NUMBER, FIGURE, COUNT, BY_PRECISION, BY_KEY, RECORD, RECORDS)
 
 #: Each kind of figure: its plausible range in SI units (checked when a file is read) and the unit in which
 #: tables write it (the CSV headers); throughput in integer precisions is written in TOP/s.
@@ -50,6 +52,7 @@ class Field:
     parts: tuple[Field, ...] = ()  # RECORD, RECORDS, BY_KEY: the fields of one record, in file order
     choices: tuple[str, ...] = ()  # TEXT: the allowed values (any text when empty)
     required: bool = False
+    default: Any = None  # the value a file may leave out (a record of numbers is left out when all are)
     dated: bool = False  # FIGURE: may carry the date it was quoted (``price: {value, date}``)
     listed: bool = False  # a column of the device table (``explorer.store.query``)
     csv_order: tuple[str, ...] = ()  # RECORD: the order of the parts in CSV headers where it is not the file's
@@ -87,7 +90,7 @@ FIELDS = (
         Field("bandwidth", FIGURE, "bandwidth"),
         Field("energy", FIGURE, "energy_per_byte"),
         Field("latency", FIGURE, "time"),
-        Field("instances", WHOLE),
+        Field("instances", WHOLE, default=1),
     )),
     Field("energy_per_mac", BY_PRECISION, "energy"),
     Field("matrix_engine", RECORD, parts=(
@@ -106,7 +109,7 @@ FIELDS = (
     Field("cloud_price", FIGURE, "money_rate", listed=True),
     Field("host_link", RECORD, parts=_LINK),
     Field("interconnects", RECORDS, parts=_LINK),
-    Field("efficiency", RECORD, parts=(Field("compute", NUMBER), Field("memory", NUMBER))),
+    Field("efficiency", RECORD, parts=(Field("compute", NUMBER, default=1.0), Field("memory", NUMBER, default=1.0))),
     Field("notes", TEXT),
     Field("conflicts", RECORDS, parts=(Field("field", TEXT, required=True), Field("note", TEXT, required=True))),
 )
