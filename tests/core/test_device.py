@@ -4,6 +4,7 @@ import ast
 import copy
 import inspect
 from dataclasses import replace
+from pathlib import Path
 
 import explorer.core.hardware.device as device_module
 from explorer.core.hardware.device import Cited, Device
@@ -57,3 +58,18 @@ def test_device_module_does_not_import_the_file_format():
         for alias in node.names
     ]
     assert not [name for name in imported if name and "device_file" in name], imported
+
+
+def test_hardware_imports_only_units_precision_files_and_itself():
+    allowed = ("explorer.core.units", "explorer.core.precision", "explorer.core.files", "explorer.core.hardware")
+    folder = Path(device_module.__file__).parent
+    for path in folder.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                names = [node.module or ""] if node.level == 0 else []
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            for name in names:
+                assert not name.startswith("explorer") or name.startswith(allowed), f"{path.name} imports {name}"
