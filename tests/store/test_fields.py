@@ -3,7 +3,13 @@
 from pathlib import Path
 
 from explorer.core.hardware import fields as F
-from explorer.core.hardware.device_file import RANGES, TOP_LEVEL, device_to_dict, dump_device_yaml, load_device_file
+from explorer.core.hardware.device_file import (
+    RANGES,
+    TOP_LEVEL,
+    device_to_dict,
+    dump_device_yaml,
+    load_device_file,
+)
 from explorer.store import csv_columns, mapping, overrides, query
 from explorer.store.io import export_text
 from explorer.store.schema import TABLES

@@ -10,6 +10,7 @@ from typing import Any
 
 import yaml
 
+from explorer.core.hardware import fields as F
 from explorer.core.hardware.device import (
     DATAFLOWS,
     DIRECTIONS,
@@ -25,7 +26,6 @@ from explorer.core.hardware.device import (
     MemoryLevel,
     Source,
 )
-from explorer.core.hardware import fields as F
 from explorer.core.precision import PRECISIONS
 from explorer.core.units import UnitError, parse_si
 
