@@ -15,117 +15,47 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from explorer.core.hardware import fields as F
 from explorer.core.precision import PRECISIONS
 from explorer.core.units import UnitError, parse_si
 
-from .overrides import ORDER
-
 #: The unit written in the header of each kind of figure.
-HEADER_UNITS = {
-    "throughput": "TFLOP/s",
-    "bytes": "GB",
-    "bandwidth": "GB/s",
-    "energy_per_byte": "pJ/B",
-    "energy": "pJ",
-    "time": "ns",
-    "frequency": "MHz",
-    "power": "W",
-    "money": "USD",
-    "money_rate": "USD/h",
-}
+HEADER_UNITS = {kind: unit for kind, (_low, _high, unit) in F.FIGURE_KINDS.items()}
 COUNT = "count"
-_FIGURE = {
-    "clock": "frequency",
-    "tdp": "power",
-    "price": "money",
-    "cloud_price": "money_rate",
-    "peak.*": "throughput",
-    "peak_sparse.*": "throughput",
-    "energy_per_mac.*": "energy",
-    "memory[].capacity": "bytes",
-    "memory[].bandwidth": "bandwidth",
-    "memory[].energy": "energy_per_byte",
-    "memory[].latency": "time",
-    "host_link.bandwidth": "bandwidth",
-    "interconnects[].bandwidth": "bandwidth",
-    "matrix_engine.rows": COUNT,
-    "matrix_engine.cols": COUNT,
-    "matrix_engine.units": COUNT,
-    "matrix_engine.sm_count": COUNT,
-}
-_PLAIN = {
-    **dict.fromkeys(
-        (
-            "id",
-            "name",
-            "vendor",
-            "kind",
-            "tier",
-            "family",
-            "notes",
-            "price.date",
-            "matrix_engine.type",
-            "matrix_engine.dataflow",
-            "memory[].name",
-            "memory[].role",
-            "host_link.name",
-            "host_link.direction",
-            "interconnects[].name",
-            "interconnects[].direction",
-            "sources[].key",
-            "sources[].title",
-            "sources[].url",
-            "sources[].date",
-            "conflicts[].field",
-            "conflicts[].note",
-        ),
-        str,
-    ),
-    **dict.fromkeys(
-        (
-            "year",
-            "memory[].instances",
-            "matrix_engine.tile.m",
-            "matrix_engine.tile.n",
-            "matrix_engine.tile.k",
-            "matrix_engine.block_tile.m",
-            "matrix_engine.block_tile.n",
-        ),
-        int,
-    ),
-    **dict.fromkeys(("efficiency.compute", "efficiency.memory"), float),
-}
-_KEYED = ("peak", "peak_sparse", "energy_per_mac")
-_SUBORDER = (
-    "name",
-    "role",
-    "type",
-    "dataflow",
-    "key",
-    "title",
-    "url",
-    "field",
-    "capacity",
-    "bandwidth",
-    "energy",
-    "latency",
-    "instances",
-    "tile",
-    "rows",
-    "cols",
-    "units",
-    "sm_count",
-    "block_tile",
-    "direction",
-    "m",
-    "n",
-    "k",
-    "compute",
-    "memory",
-    "source",
-    "date",
-    "note",
-)
+_FIGURE: dict[str, str] = {}  # column template -> kind of figure (or COUNT)
+_PLAIN: dict[str, type] = {}  # column template -> type of the cell
+_SIBLINGS: dict[str, tuple[str, ...]] = {"": F.FIELD_NAMES}  # template -> the order of its children's columns
+_KEYED = F.named(F.BY_PRECISION)
+_CITATION = ("source", "date", "note")
+_TYPES = {F.TEXT: str, F.WHOLE: int, F.NUMBER: float}
+
+
+def _columns(fields: tuple[F.Field, ...], prefix: str) -> None:
+    """Fill the tables above with the columns of ``fields`` under the template ``prefix``."""
+    for f in fields:
+        path = f"{prefix}{f.name}"
+        if f.shape in _TYPES:
+            _PLAIN[path] = _TYPES[f.shape]
+        elif f.shape in (F.FIGURE, F.COUNT):
+            _FIGURE[path] = f.unit if f.shape == F.FIGURE else COUNT
+            _SIBLINGS[path] = _CITATION
+            if f.dated:
+                _PLAIN[f"{path}.date"] = str
+        elif f.shape == F.BY_PRECISION:
+            _FIGURE[f"{path}.*"] = f.unit
+            _SIBLINGS[path] = PRECISIONS
+            _SIBLINGS[f"{path}.*"] = _CITATION
+        elif f.shape == F.BY_KEY:  # written as a list of records with their key first
+            _PLAIN[f"{path}[].key"] = str
+            _SIBLINGS[f"{path}[]"] = ("key",) + tuple(p.name for p in f.parts)
+            _columns(f.parts, f"{path}[].")
+        else:
+            record = f"{path}[]" if f.shape == F.RECORDS else path
+            _SIBLINGS[record] = f.csv_order or tuple(p.name for p in f.parts)
+            _columns(f.parts, f"{record}.")
+
+
+_columns(F.FIELDS, "")
 _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 _HEADER = re.compile(r"^(?P<path>\S+?)(\s+\[(?P<unit>[^\]]*)\])?\s*$")
 _TOKEN = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
@@ -153,13 +83,16 @@ def _tokens(path: str) -> list[str | int]:
 
 
 def _rank(path: str) -> tuple:
-    key = []
-    for depth, token in enumerate(_tokens(path)):
+    """Sort key of a column: each name ranks among its siblings as listed in ``_SIBLINGS``, lists by index."""
+    key, parent = [], ""
+    for token in _tokens(path):
         if isinstance(token, int):
             key.append((0, token, ""))
+            parent += f"[{token}]"
         else:
-            table = ORDER if depth == 0 else PRECISIONS + _SUBORDER
-            key.append((1, table.index(token) if token in table else len(table), token))
+            siblings = _SIBLINGS.get(template(parent), ())
+            key.append((1, siblings.index(token) if token in siblings else len(siblings), token))
+            parent = f"{parent}.{token}" if parent else token
     return tuple(key)
 
 

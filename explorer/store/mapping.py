@@ -7,14 +7,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from explorer.core.hardware.device import Cited, Conflict, Device, Link, MatrixEngine, MemoryLevel, Source
+from explorer.core.hardware.fields import COUNT, FIELD, FIGURE, PLAIN_ATTRIBUTES, named
 from explorer.core.precision import PRECISIONS
 
 Row = dict[str, Any]
 
-#: Columns of ``devices`` that hold the device's own data (the rest is bookkeeping).
-DEVICE_FIGURES = ("clock", "tdp", "price", "cloud_price")
-MEMORY_FIGURES = ("capacity", "bandwidth", "energy", "latency")
-ENGINE_COUNTS = ("rows", "cols", "units", "sm_count")
+#: The cited figures stored as four columns each (``f``, ``f_text``, ``f_source``, ``f_note``) in ``devices``,
+#: ``memory_levels``, ``matrix_engines`` and ``links``.
+DEVICE_FIGURES = named(FIGURE)
+MEMORY_FIGURES = FIELD["memory"].parts_of(FIGURE)
+ENGINE_COUNTS = FIELD["matrix_engine"].parts_of(COUNT)
+LINK_FIGURES = FIELD["interconnects"].parts_of(FIGURE)
 
 
 def _cited_columns(prefix: str, c: Cited | None) -> Row:
@@ -44,17 +47,7 @@ def _finite_or_none(x: float) -> float | None:
 def device_row(device: Device) -> Row:
     """The ``devices`` row of ``device`` without the bookkeeping columns (origin, version, times...)."""
     row: Row = {
-        "id": device.id,
-        "name": device.name,
-        "vendor": device.vendor,
-        "kind": device.kind,
-        "tier": device.tier,
-        "family": device.family,
-        "year": device.year,
-        "price_date": device.price_date,
-        "efficiency_compute": device.efficiency_compute,
-        "efficiency_memory": device.efficiency_memory,
-        "notes": device.notes,
+        **{name: getattr(device, name) for name in PLAIN_ATTRIBUTES},
         "bandwidth": _finite_or_none(device.bandwidth),
         "capacity": _finite_or_none(device.memory_capacity),
     }
@@ -123,14 +116,10 @@ def _memory_row(did: str, i: int, m: MemoryLevel) -> Row:
 
 
 def _link_row(did: str, role: str, i: int, link: Link) -> Row:
-    return {
-        "device_id": did,
-        "role": role,
-        "position": i,
-        "name": link.name,
-        "direction": link.direction,
-        **_cited_columns("bandwidth", link.bandwidth),
-    }
+    row: Row = {"device_id": did, "role": role, "position": i, "name": link.name, "direction": link.direction}
+    for name in LINK_FIGURES:
+        row.update(_cited_columns(name, getattr(link, name)))
+    return row
 
 
 def _sorted(rows: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -154,13 +143,7 @@ def device_from_rows(row: Mapping[str, Any], children: Mapping[str, list[Mapping
             **{name: _cited(e, name) for name in ENGINE_COUNTS},
         )
     return Device(
-        id=row["id"],
-        name=row["name"],
-        vendor=row["vendor"],
-        kind=row["kind"],
-        tier=row["tier"],
-        family=row["family"],
-        year=row["year"],
+        **{name: row[name] for name in PLAIN_ATTRIBUTES},
         sources={
             r["key"]: Source(r["key"], r["title"], r["url"], r["date"])
             for r in _sorted(children.get("sources", []))
@@ -178,12 +161,8 @@ def device_from_rows(row: Mapping[str, Any], children: Mapping[str, list[Mapping
         ),
         energy_per_mac={r["precision"]: _cited(r, "") for r in _sorted(children.get("mac_energies", []))},
         matrix_engine=engine,
-        price_date=row["price_date"],
         host_link=_link(host[0]) if host else None,
         interconnects=tuple(_link(r) for r in links if r["role"] == "interconnect"),
-        efficiency_compute=row["efficiency_compute"],
-        efficiency_memory=row["efficiency_memory"],
-        notes=row["notes"],
         conflicts=tuple(Conflict(r["field"], r["note"]) for r in _sorted(children.get("conflicts", []))),
         origin=row["origin"],
         **{name: _cited(row, name) for name in DEVICE_FIGURES},
@@ -191,4 +170,4 @@ def device_from_rows(row: Mapping[str, Any], children: Mapping[str, list[Mapping
 
 
 def _link(r: Mapping[str, Any]) -> Link:
-    return Link(r["name"], _cited(r, "bandwidth"), r["direction"])
+    return Link(r["name"], direction=r["direction"], **{name: _cited(r, name) for name in LINK_FIGURES})

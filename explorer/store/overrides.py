@@ -13,31 +13,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-MAPPING_FIELDS = ("sources", "peak", "peak_sparse", "energy_per_mac")
-ORDER = (
-    "id",
-    "name",
-    "vendor",
-    "kind",
-    "tier",
-    "family",
-    "year",
-    "sources",
-    "peak",
-    "peak_sparse",
-    "memory",
-    "energy_per_mac",
-    "matrix_engine",
-    "clock",
-    "tdp",
-    "price",
-    "cloud_price",
-    "host_link",
-    "interconnects",
-    "efficiency",
-    "notes",
-    "conflicts",
-)
+from explorer.core.hardware.fields import FIELD_NAMES, MAPPING_FIELDS
+
 MISSING = None  # a field that is absent reads as None
 
 
@@ -57,7 +34,7 @@ def field_values(data: dict) -> dict[str, Any]:
 
 def _order(field: str) -> tuple[int, str]:
     top = field.split(".", 1)[0]
-    return (ORDER.index(top) if top in ORDER else len(ORDER), field)
+    return (FIELD_NAMES.index(top) if top in FIELD_NAMES else len(FIELD_NAMES), field)
 
 
 def sort_fields(fields: Iterable[str]) -> list[str]:

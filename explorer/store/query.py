@@ -13,6 +13,7 @@ from sqlalchemy import func, or_, select
 from sqlalchemy.engine import Connection
 
 from explorer.core.hardware.device import KINDS, TIERS
+from explorer.core.hardware.fields import FIGURE, TEXT, WHOLE, named
 from explorer.core.precision import PRECISIONS, check_precision
 
 from .schema import TABLES
@@ -143,21 +144,11 @@ def _conditions(f: DeviceFilter) -> list:
     return out
 
 
-_COLUMNS = (
-    "id",
-    "name",
-    "vendor",
-    "kind",
-    "tier",
-    "family",
-    "year",
-    "bandwidth",
-    "capacity",
-    "tdp",
-    "price",
-    "cloud_price",
-    "origin",
-)
+#: The ``devices`` columns of the table in ``DeviceRow`` order: the listed plain fields, then the SI values of
+#: the derived main-memory figures and of the listed cited figures (None -> NaN), then the origin.
+_PLAIN = named(TEXT, WHOLE, listed=True)
+_FIGURES = ("bandwidth", "capacity") + named(FIGURE, listed=True)
+_COLUMNS = _PLAIN + _FIGURES + ("origin",)
 
 
 def query_rows(conn: Connection, f: DeviceFilter) -> tuple[DeviceRow, ...]:
@@ -185,20 +176,19 @@ def _build_rows(result: list) -> tuple[DeviceRow, ...]:
     # Sorted here rather than by the database: the same order on every backend and collation, and SQLite
     # does not walk an index row by row to avoid a sort.
     result.sort(key=lambda r: (r[2].casefold(), r[1].casefold(), r[0]))
-    dense, sparse = slice(15, 15 + len(PRECISIONS)), slice(15 + len(PRECISIONS), None)
+    plain, figures = slice(len(_PLAIN)), slice(len(_PLAIN), len(_PLAIN) + len(_FIGURES))
+    origin = figures.stop
+    dense = slice(origin + 3, origin + 3 + len(PRECISIONS))
+    sparse = slice(dense.stop, None)
     return tuple(
         DeviceRow(
-            *r[:7],
+            *r[plain],
             tuple(r[dense]),
             tuple(r[sparse]),
-            NAN if r[7] is None else r[7],
-            NAN if r[8] is None else r[8],
-            NAN if r[9] is None else r[9],
-            NAN if r[10] is None else r[10],
-            NAN if r[11] is None else r[11],
-            r[12],
-            bool(r[13]),
-            r[14],
+            *[NAN if x is None else x for x in r[figures]],
+            r[origin],
+            bool(r[origin + 1]),
+            r[origin + 2],
         )
         for r in result
     )

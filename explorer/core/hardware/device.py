@@ -6,7 +6,7 @@ Device files (YAML/JSON, ``docs/device-file.md``) are read and written by :mod:`
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from types import MappingProxyType
 from typing import Mapping
 
@@ -87,6 +87,22 @@ def _frozen(mapping: Mapping | None) -> Mapping:
     return MappingProxyType(dict(mapping or {}))
 
 
+def _same(a, b) -> bool:
+    """Equality through the dataclasses, tuples and mappings of a device, with NaN equal to NaN.
+
+    Mappings compare as mappings (their order is not part of the value).
+    """
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    if is_dataclass(a) and not isinstance(a, type):
+        return type(a) is type(b) and all(_same(getattr(a, f.name), getattr(b, f.name)) for f in fields(a))
+    if isinstance(a, Mapping):
+        return isinstance(b, Mapping) and a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, tuple):
+        return isinstance(b, tuple) and len(a) == len(b) and all(map(_same, a, b))
+    return a == b
+
+
 @dataclass(frozen=True, eq=False)
 class Device:
     id: str
@@ -119,13 +135,11 @@ class Device:
         for name in ("sources", "peak", "peak_sparse", "energy_per_mac"):
             object.__setattr__(self, name, _frozen(getattr(self, name)))
 
-    # -- identity: devices are equal when their ids and contents are equal
+    # -- identity: devices are equal when their ids and contents are equal (hashed by id alone)
     def __eq__(self, other):
         if not isinstance(other, Device):
             return NotImplemented
-        from explorer.core.hardware.device_file import device_to_dict  # local: avoid an import cycle
-
-        return device_to_dict(self) == device_to_dict(other) and self.origin == other.origin
+        return all(_same(getattr(self, f.name), getattr(other, f.name)) for f in fields(Device))
 
     def __hash__(self):
         return hash(self.id)

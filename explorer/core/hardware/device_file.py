@@ -10,6 +10,7 @@ from typing import Any
 
 import yaml
 
+from explorer.core.hardware import fields as F
 from explorer.core.hardware.device import (
     DATAFLOWS,
     DIRECTIONS,
@@ -32,24 +33,12 @@ FORMAT = 1
 #: Suffixes of device files (YAML or JSON); the command line and the catalog tell a path from an id by them.
 DEVICE_FILE_SUFFIXES = (".yaml", ".yml", ".json")
 ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9-]*$")
-TOP_LEVEL = {
-    "format", "id", "name", "vendor", "kind", "tier", "family", "year", "sources", "peak", "peak_sparse",
-    "memory", "energy_per_mac", "matrix_engine", "clock", "tdp", "price", "cloud_price", "host_link",
-    "interconnects", "efficiency", "notes", "conflicts",
-}
-# (field, unit kind, plausible range in SI) for range checks
-RANGES = {
-    "throughput": (1e3, 1e19),
-    "bytes": (1.0, 1e16),
-    "bandwidth": (1e3, 1e17),
-    "energy_per_byte": (1e-16, 1e-8),
-    "energy": (1e-16, 1e-8),
-    "time": (1e-12, 1.0),
-    "frequency": (1e3, 1e11),
-    "power": (1e-4, 1e6),
-    "money": (0.01, 1e8),
-    "money_rate": (1e-7, 1.0),
-}
+TOP_LEVEL = {"format", *F.FIELD_NAMES}
+#: The plausible range in SI units of each kind of figure, for range checks
+RANGES = {kind: (low, high) for kind, (low, high, _unit) in F.FIGURE_KINDS.items()}
+
+
+_MEMORY, _ENGINE, _LINK = F.FIELD["memory"], F.FIELD["matrix_engine"], F.FIELD["host_link"]
 
 
 class DeviceFileError(ValueError):
@@ -149,7 +138,16 @@ def _link(reader: _Reader, raw: Any, field: str) -> Link | None:
         return None
     name = reader.text(raw, "name", f"{field}.name", required=True) or "?"
     direction = reader.choice(raw, "direction", f"{field}.direction", DIRECTIONS) or "per_direction"
-    return Link(name, reader.cited(raw.get("bandwidth"), "bandwidth", f"{field}.bandwidth"), direction)
+    return Link(name, direction=direction, **_cited_parts(reader, raw, _LINK, field))
+
+
+def _cited_parts(reader: _Reader, raw: dict, record: F.Field, field: str) -> dict[str, Cited | None]:
+    """The cited figures and counts among the parts of ``record``, read from ``raw``."""
+    return {
+        p.name: reader.cited(raw.get(p.name), p.unit, f"{field}.{p.name}")
+        for p in record.parts
+        if p.shape in (F.FIGURE, F.COUNT)
+    }
 
 
 def _memory(reader: _Reader, raw: Any) -> tuple[MemoryLevel, ...]:
@@ -164,7 +162,7 @@ def _memory(reader: _Reader, raw: Any) -> tuple[MemoryLevel, ...]:
         if not isinstance(item, dict):
             reader.problem(f, "expected a mapping")
             continue
-        unknown = set(item) - {"name", "role", "capacity", "bandwidth", "energy", "latency", "instances", "note"}
+        unknown = set(item) - {*_MEMORY.parts_of(*F.SHAPES), "note"}
         if unknown:
             reader.problem(f, f"unknown keys {sorted(unknown)}")
         instances = item.get("instances", 1)
@@ -175,11 +173,8 @@ def _memory(reader: _Reader, raw: Any) -> tuple[MemoryLevel, ...]:
             MemoryLevel(
                 name=reader.text(item, "name", f"{f}.name", required=True) or f"level {i}",
                 role=reader.choice(item, "role", f"{f}.role", ROLES) or "offchip",
-                capacity=reader.cited(item.get("capacity"), "bytes", f"{f}.capacity"),
-                bandwidth=reader.cited(item.get("bandwidth"), "bandwidth", f"{f}.bandwidth"),
-                energy=reader.cited(item.get("energy"), "energy_per_byte", f"{f}.energy"),
-                latency=reader.cited(item.get("latency"), "time", f"{f}.latency"),
                 instances=instances,
+                **_cited_parts(reader, item, _MEMORY, f),
             )
         )
     return tuple(levels)
@@ -196,20 +191,32 @@ def _engine(reader: _Reader, raw: Any) -> MatrixEngine | None:
         return None
     engine = MatrixEngine(
         type=etype,
-        rows=reader.cited(raw.get("rows"), None, "matrix_engine.rows"),
-        cols=reader.cited(raw.get("cols"), None, "matrix_engine.cols"),
+        **_cited_parts(reader, raw, _ENGINE, "matrix_engine"),
         dataflow=reader.choice(raw, "dataflow", "matrix_engine.dataflow", DATAFLOWS),
-        tile=_dims(reader, raw.get("tile"), ("m", "n", "k"), "matrix_engine.tile"),
-        units=reader.cited(raw.get("units"), None, "matrix_engine.units"),
-        sm_count=reader.cited(raw.get("sm_count"), None, "matrix_engine.sm_count"),
-        block_tile=_dims(reader, raw.get("block_tile"), ("m", "n"), "matrix_engine.block_tile"),
+        tile=_dims(reader, raw.get("tile"), _ENGINE.part("tile").parts_of(F.WHOLE), "matrix_engine.tile"),
+        block_tile=_dims(
+            reader, raw.get("block_tile"), _ENGINE.part("block_tile").parts_of(F.WHOLE), "matrix_engine.block_tile"
+        ),
     )
     if etype == "systolic" and (engine.rows is None or engine.cols is None):
         reader.problem("matrix_engine", "a systolic array needs rows and cols")
     return engine
 
 
-def _per_precision(reader: _Reader, raw: Any, kind: str, field: str) -> dict[str, Cited]:
+def _figures(reader: _Reader, data: dict) -> dict[str, Any]:
+    """The top-level cited figures (``clock``, ``tdp``...) and the dates of the dated ones (``price_date``)."""
+    out: dict[str, Any] = {}
+    for f in F.FIELDS:
+        if f.shape == F.FIGURE:
+            raw = data.get(f.name)
+            out[f.name] = reader.cited(raw, f.unit, f.name)
+            if f.dated:
+                out[f"{f.name}_date"] = str(raw["date"]) if isinstance(raw, dict) and raw.get("date") else None
+    return out
+
+
+def _per_precision(reader: _Reader, data: dict, field: str) -> dict[str, Cited]:
+    raw, kind = data.get(field), F.FIELD[field].unit
     if raw is None:
         return {}
     if not isinstance(raw, dict):
@@ -265,7 +272,6 @@ def check_device_dict(data: Any, where: str = "<data>", require_sources: bool = 
     if year is not None and (isinstance(year, bool) or not isinstance(year, int) or not 1950 <= year <= 2100):
         r.problem("year", f"expected a year, got {year!r}")
         year = None
-    price = data.get("price")
     conflicts = []
     for i, c in enumerate(data.get("conflicts") or []):
         if not isinstance(c, dict) or "field" not in c or "note" not in c:
@@ -285,16 +291,12 @@ def check_device_dict(data: Any, where: str = "<data>", require_sources: bool = 
         family=r.text(data, "family", "family"),
         year=year,
         sources=sources,
-        peak=_per_precision(r, data.get("peak"), "throughput", "peak"),
-        peak_sparse=_per_precision(r, data.get("peak_sparse"), "throughput", "peak_sparse"),
+        peak=_per_precision(r, data, "peak"),
+        peak_sparse=_per_precision(r, data, "peak_sparse"),
         memory=_memory(r, data.get("memory")),
-        energy_per_mac=_per_precision(r, data.get("energy_per_mac"), "energy", "energy_per_mac"),
+        energy_per_mac=_per_precision(r, data, "energy_per_mac"),
         matrix_engine=_engine(r, data.get("matrix_engine")),
-        clock=r.cited(data.get("clock"), "frequency", "clock"),
-        tdp=r.cited(data.get("tdp"), "power", "tdp"),
-        price=r.cited(price, "money", "price"),
-        price_date=str(price["date"]) if isinstance(price, dict) and price.get("date") else None,
-        cloud_price=r.cited(data.get("cloud_price"), "money_rate", "cloud_price"),
+        **_figures(r, data),
         host_link=_link(r, data.get("host_link"), "host_link"),
         interconnects=tuple(
             link for i, x in enumerate(interconnects) if (link := _link(r, x, f"interconnects[{i}]")) is not None
@@ -352,74 +354,48 @@ def _cited_out(c: Cited | None, count: bool = False) -> Any:
     return out
 
 
-def _link_out(link: Link | None) -> Any:
-    if link is None:
-        return None
-    return _drop_none({"name": link.name, "bandwidth": _cited_out(link.bandwidth), "direction": link.direction})
+def _drop_none(d: dict, keep: frozenset[str] = frozenset()) -> dict:
+    return {k: v for k, v in d.items() if k in keep or (v is not None and v != {} and v != [] and v != "")}
 
 
-def _drop_none(d: dict) -> dict:
-    return {k: v for k, v in d.items() if v is not None and v != {} and v != [] and v != ""}
+def _out(owner: Any, f: F.Field) -> Any:
+    """The file form of field ``f`` of ``owner`` (a device or one of its records); None when left out."""
+    value = getattr(owner, f.name)
+    if f.shape in (F.FIGURE, F.COUNT):
+        out = _cited_out(value, f.shape == F.COUNT)
+        date = getattr(owner, f"{f.name}_date") if f.dated else None
+        if out is not None and date:
+            out = {"value": out} if not isinstance(out, dict) else dict(out)
+            out["date"] = date
+        return out
+    if f.shape == F.BY_PRECISION:
+        return {k: _cited_out(v) for k, v in value.items()}
+    if f.shape == F.BY_KEY:
+        return {k: {p.name: getattr(v, p.name) for p in f.parts} for k, v in value.items()}
+    if f.shape == F.RECORDS:
+        return [_record_out(item, f.parts) for item in value]
+    if f.shape == F.RECORD:
+        return None if value is None else _record_out(value, f.parts)
+    return None if f.default is not None and value == f.default else value
+
+
+def _record_out(record: Any, parts: tuple[F.Field, ...]) -> dict:
+    if isinstance(record, tuple):  # dimensions, e.g. a tile (m, n, k)
+        return dict(zip((p.name for p in parts), record))
+    required = frozenset(p.name for p in parts if p.required)
+    return _drop_none({p.name: _out(record, p) for p in parts}, required)
 
 
 def device_to_dict(device: Device) -> dict:
     """The inverse of :func:`device_from_dict`: values keep the text the vendor wrote."""
-    engine = device.matrix_engine
-    engine_out = None
-    if engine is not None:
-        engine_out = _drop_none({
-            "type": engine.type,
-            "rows": _cited_out(engine.rows, True),
-            "cols": _cited_out(engine.cols, True),
-            "dataflow": engine.dataflow,
-            "tile": dict(zip("mnk", engine.tile)) if engine.tile else None,
-            "units": _cited_out(engine.units, True),
-            "sm_count": _cited_out(engine.sm_count, True),
-            "block_tile": dict(zip("mn", engine.block_tile)) if engine.block_tile else None,
-        })
-    price = _cited_out(device.price)
-    if price is not None and device.price_date:
-        price = {"value": price} if not isinstance(price, dict) else dict(price)
-        price["date"] = device.price_date
-    efficiency = None
-    if device.efficiency_compute != 1.0 or device.efficiency_memory != 1.0:
-        efficiency = {"compute": device.efficiency_compute, "memory": device.efficiency_memory}
-    return _drop_none({
-        "format": FORMAT,
-        "id": device.id,
-        "name": device.name,
-        "vendor": device.vendor,
-        "kind": device.kind,
-        "tier": device.tier,
-        "family": device.family,
-        "year": device.year,
-        "sources": {k: {"title": s.title, "url": s.url, "date": s.date} for k, s in device.sources.items()},
-        "peak": {k: _cited_out(v) for k, v in device.peak.items()},
-        "peak_sparse": {k: _cited_out(v) for k, v in device.peak_sparse.items()},
-        "memory": [
-            _drop_none({
-                "name": m.name,
-                "role": m.role,
-                "capacity": _cited_out(m.capacity),
-                "bandwidth": _cited_out(m.bandwidth),
-                "energy": _cited_out(m.energy),
-                "latency": _cited_out(m.latency),
-                "instances": m.instances if m.instances != 1 else None,
-            })
-            for m in device.memory
-        ],
-        "energy_per_mac": {k: _cited_out(v) for k, v in device.energy_per_mac.items()},
-        "matrix_engine": engine_out,
-        "clock": _cited_out(device.clock),
-        "tdp": _cited_out(device.tdp),
-        "price": price,
-        "cloud_price": _cited_out(device.cloud_price),
-        "host_link": _link_out(device.host_link),
-        "interconnects": [_link_out(x) for x in device.interconnects],
-        "efficiency": efficiency,
-        "notes": device.notes,
-        "conflicts": [{"field": c.field, "note": c.note} for c in device.conflicts],
-    })
+    out = {}
+    for f in F.FIELDS:
+        if f.shape == F.RECORD and all(p.shape == F.NUMBER for p in f.parts):  # efficiency
+            numbers = {p.name: getattr(device, f"{f.name}_{p.name}") for p in f.parts}
+            out[f.name] = None if all(numbers[p.name] == p.default for p in f.parts) else numbers
+        else:
+            out[f.name] = _out(device, f)
+    return _drop_none({"format": FORMAT, **out})
 
 
 def dump_device_yaml(device: Device) -> str:
