@@ -6,7 +6,8 @@ import math
 
 from ..core.analysis.cost import CostAssumptions
 from ..core.analysis.evaluate import evaluate
-from ..core.analysis.procurement import PlanResult, Requirements, format_usd, parse_latency, parse_rate, plan
+from ..core.analysis.procurement import PlanResult, Requirements, format_usd, parse_latency, parse_rate
+from ..core.session.results import Results
 from ..core.units import UnitError, format_si, parse_quantity, parse_si
 from .analyze_cmd import add_workload_args, workload_from_args
 from .common import CliError, print_json
@@ -110,7 +111,7 @@ def prepare(args):
 def run(args) -> int:
     analysis, req, costs = prepare(args)
     try:
-        result = plan(analysis, req, costs)
+        result = Results.of_analysis(analysis, costs, req).plan
     except ValueError as exc:
         raise CliError(str(exc)) from None
     if args.json:

@@ -1,8 +1,8 @@
 """Collect everything a comparison report shows into one frozen :class:`ReportData` (Qt-free).
 
-Numbers come from the shared analysis and the panels' computations (``compute_roofline``, ``compute_energy_view``,
-``compute_tiling_view``, ``compute_cost``) and the procurement planner; nothing is recomputed here. The PDF, HTML
-and CSV writers only format what this module collects.
+Numbers come from the results bundle the panels read too (:class:`explorer.core.session.results.Results`: the
+analysis as given, the procurement plan and its costs, the roofline, energy and tiling views); the analysis is not
+evaluated again here. The PDF, HTML and CSV writers only format what this module collects.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from .. import __version__
 from ..core.analysis.cost import CostAssumptionsLike, CostResult
 from ..core.analysis.energy_view import EnergyView, energy_table
 from ..core.analysis.evaluate import ModelAnalysis
-from ..core.analysis.panels import compute_energy_view, compute_roofline, compute_tiling_view, default_row
-from ..core.analysis.procurement import PlanResult, Requirements, format_usd, plan
+from ..core.analysis.procurement import PlanResult, Requirements, format_usd
 from ..core.analysis.roofline_view import RooflineResult
-from ..core.analysis.tiling_view import TilingView
+from ..core.analysis.tiling_view import TilingView, default_row
+from ..core.session.results import Results
 from ..core.units import format_bytes, format_si
 
 _PDF_MAP = str.maketrans({"\u2264": "<=", "\u2265": ">=", "\u2308": "ceil(", "\u2309": ")", "\u03b7": "eta",
@@ -263,12 +263,13 @@ def build_report(analysis: ModelAnalysis, assumptions: CostAssumptionsLike, requ
     if analysis is None or not len(analysis.devices):
         raise ValueError("devices: select at least one device for a report")
     req = requirements or Requirements()
-    result = plan(analysis, req, assumptions)
+    results = Results.of_analysis(analysis, assumptions, req)  # the bundle the panels and the CLI read too
+    result = results.plan
     a, cost = result.analysis, result.cost
     n = len(a.devices)
-    roofline = tuple(compute_roofline(a, device_index=d) for d in range(n))
-    energy = compute_energy_view(a, 0)
-    tiling = tuple(compute_tiling_view(a, default_row(a, -1, d), d) for d in range(n))
+    roofline = tuple(results.roofline(d) for d in range(n))
+    energy = results.energy(0)
+    tiling = tuple(results.tiling(default_row(a, -1, d), d) for d in range(n))
     best = result.ranked[0]
     recommendation = (f"{best.name}: {best.reason}." if best.feasible else
                       "No device meets every requirement with the figures available; see the procurement plan.")

@@ -22,7 +22,7 @@ from explorer.core.analysis.roofline_view import compute_roofline
 from explorer.core.analysis.tiling_view import compute_tiling_view
 from explorer.core.hardware.device import Device
 
-from .state import State
+from .state import Assumptions, State
 
 #: What each result is computed from. Names with a dot are fields of a part of the state; "args" are the
 #: arguments of the call (the device shown, the layer in focus...).
@@ -59,6 +59,22 @@ class Results:
         """The bundle of ``state``, reusing what this one computed."""
         return Results(state, devices, self._memo)
 
+    @classmethod
+    def of_analysis(cls, analysis: ModelAnalysis, assumptions, requirements=None) -> "Results":
+        """The bundle of an analysis made outside a session (the report of the CLI): its model, devices and
+        context, with the horizon, electricity price, PUE and utilization of ``assumptions``; the analysis is
+        taken as it is, not evaluated again."""
+        ctx = analysis.ctx
+        a = Assumptions(precision=analysis.precision, batch=ctx.batch, seq_len=ctx.seq_len, phase=ctx.phase,
+                        electricity_usd_per_kwh=assumptions.electricity_usd_per_kwh, pue=assumptions.pue,
+                        utilization=assumptions.utilization, years=assumptions.years)
+        devices = analysis.devices.devices
+        state = State(model=analysis.model, device_ids=tuple(d.id for d in devices), assumptions=a,
+                      requirements=requirements if requirements is not None else State().requirements)
+        results = cls(state, devices)
+        results._memo["analysis"] = (results._key("analysis", ()), analysis)
+        return results
+
     # -- the inputs a result names in DEPENDS
     def _input(self, name: str) -> Any:
         if name in DEPENDS:
@@ -67,10 +83,13 @@ class Results:
         value = getattr(self.state, part)
         return getattr(value, attr) if attr else value
 
+    def _key(self, name: str, args: tuple) -> tuple:
+        return tuple(x for dep in DEPENDS[name]
+                     for x in (args if dep == "args" else self.devices if dep == "devices"
+                               else (self._input(dep),)))
+
     def _get(self, name: str, compute: Callable[[], Any], args: tuple = ()) -> Any:
-        key = tuple(x for dep in DEPENDS[name]
-                    for x in (args if dep == "args" else self.devices if dep == "devices"
-                              else (self._input(dep),)))
+        key = self._key(name, args)
         hit = self._memo.get(name)  # one entry per result: the last one computed
         if hit is not None and _same(hit[0], key):
             return hit[1]

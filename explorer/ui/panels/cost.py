@@ -1,8 +1,9 @@
 """Cost per TFLOP/s: price per peak and per sustained FLOP/s, per GB/s, TCO and cost per million, per device.
 
-Draws :func:`explorer.core.analysis.cost.compute_cost` as charts plus a sortable table. A device without a
-price (or TDP, or cloud rate) stays in every chart and row with "—" and the reason. The list price can be
-entered in the table as a what-if (marked as user-entered, on this session's copy of the device).
+Draws the session's cost result (``workspace.results.cost``, :func:`explorer.core.analysis.cost.compute_cost`) as
+charts plus a sortable table. A device without a price (or TDP, or cloud rate) stays in every chart and row with
+"—" and the reason. The list price can be entered in the table as a what-if (marked as user-entered, on this
+session's copy of the device).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDoubleSpinBox, QLabel
 
-from explorer.core.analysis.cost import compute_cost, with_price
+from explorer.core.analysis.cost import with_price
 from explorer.core.units import UnitError
 
 from ..plot_items.bars import Bars
@@ -140,7 +141,7 @@ class CostPanel(AnalysisPanel):
             self.table.setRowCount(0)
             self.set_message("Select one or more devices to compare their cost.")
             return
-        c = self.result = compute_cost(analysis, self.workspace.assumptions)
+        c = self.result = self.workspace.results.cost
         n = len(c.ids)
         y = np.arange(n, dtype=float)
         self._pair("peak", "sustained", c.price_per_peak * 1e12, c.price_per_sustained * 1e12, y)

@@ -1,11 +1,11 @@
-"""Memory-hierarchy energy: where the joules go, per operator (or layer), per device, against the energy
-ladder.
+"""Memory-hierarchy energy: where the joules go, per operator (or layer), per device, against the energy ladder.
 
-Draws :func:`explorer.core.analysis.energy_view.compute_energy_view`: stacked bars per operator of the energy
-at each memory level and in arithmetic on the device in focus; the totals per inference (or per token) for
-every selected device side by side; the Horowitz ladder (pJ per operation and per 32-bit access, log scale)
-with the device's own figures. The device's energy table below is editable (the edit is a what-if on this
-session's copy of the device) and shows where each figure comes from.
+Draws the session's energy view (``workspace.results.energy``,
+:func:`explorer.core.analysis.energy_view.compute_energy_view`): stacked bars per operator of the energy at each
+memory level and in arithmetic on the device in focus; the totals per inference (or per token) for every selected
+device side by side; the Horowitz ladder (pJ per operation and per 32-bit access, log scale) with the device's own
+figures. The device's energy table below is editable (the edit is a what-if on this session's copy of the device)
+and shows where each figure comes from.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
     QTableWidgetItem,
 )
 
-from explorer.core.analysis.energy_view import compute_energy_view, with_energy
+from explorer.core.analysis.energy_view import with_energy
 from explorer.core.units import UnitError, parse_si
 
 from ..plot_items.bars import Bars
@@ -162,7 +162,7 @@ class EnergyPanel(AnalysisPanel):
             self.table.setRowCount(0)
             self.set_message("Select one or more devices to see where the energy goes.")
             return
-        v = self.view = compute_energy_view(analysis, d, self.workspace.focused_layer)
+        v = self.view = self.workspace.results.energy(d, self.workspace.focused_layer)
         names, segments = self._bars()
         colors = [level_color(j) for j in range(len(v.level_names))] + [COMPUTE_COLOR]
         self.layer_stack.set(segments, colors)

@@ -15,7 +15,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QLabel
 
-from explorer.core.analysis.tiling_view import compute_tiling_view, default_row
+from explorer.core.analysis.tiling_view import default_row
 
 from ..plot_items.bars import Bars
 from .base import AnalysisPanel
@@ -186,7 +186,7 @@ class TilingPanel(AnalysisPanel):
                   sweep)
         last = self._view_inputs
         if self.view is None or last is None or any(a is not b and a != b for a, b in zip(inputs, last)):
-            self.view = compute_tiling_view(analysis, row, d, sweep)
+            self.view = self.workspace.results.tiling(row, d, sweep)
             self._view_inputs = inputs
         return self.view
 
