@@ -1,0 +1,1 @@
+"""Hardware: devices, device files, the curated catalog files and the one list of device fields."""

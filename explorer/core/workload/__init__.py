@@ -1,0 +1,1 @@
+"""Workloads: models and their layers, the counting conventions, and the templates."""
