@@ -201,11 +201,11 @@ class PlannerPanel(QWidget):
             self.power_scope.setCurrentText(req.power_scope)
             self.years.setValue(req.years)
             self.pue.setValue(req.pue)
+            self._sync_quote_rows()
             for r in range(self.quotes.rowCount()):
-                dev = self.quotes.item(r, 0).data(Qt.ItemDataRole.UserRole)
-                price, cloud = req.price.get(dev), req.cloud_price.get(dev)
-                self.quotes.item(r, 1).setText("" if price is None else f"{price:.12g}")
-                self.quotes.item(r, 2).setText("" if cloud is None else f"{cloud * 3600:.12g}")
+                price, cloud = self._quote_texts(req, self.quotes.item(r, 0).data(Qt.ItemDataRole.UserRole))
+                self.quotes.item(r, 1).setText(price)
+                self.quotes.item(r, 2).setText(cloud)
         finally:
             for w, was in zip(widgets, blocked):
                 w.blockSignals(was)
@@ -226,10 +226,16 @@ class PlannerPanel(QWidget):
             name.setData(Qt.ItemDataRole.UserRole, device.id)
             name.setFlags(name.flags() & ~Qt.ItemFlag.ItemIsEditable)
             self.quotes.setItem(r, 0, name)
-            price, cloud = known.get(device.id, ("", ""))
+            price, cloud = known.get(device.id) or self._quote_texts(self.workspace.requirements, device.id)
             self.quotes.setItem(r, 1, QTableWidgetItem(price))
             self.quotes.setItem(r, 2, QTableWidgetItem(cloud))
         self.quotes.blockSignals(False)
+
+    @staticmethod
+    def _quote_texts(req: Requirements, device_id: str) -> tuple[str, str]:
+        """The quote cells' texts for ``device_id`` (USD; USD/h) from ``req`` ('' where none)."""
+        price, cloud = req.price.get(device_id), req.cloud_price.get(device_id)
+        return ("" if price is None else f"{price:.12g}", "" if cloud is None else f"{cloud * 3600:.12g}")
 
     def set_quote(self, device_id: str, price: str = "", cloud: str = "") -> None:
         """Enter a quote for a device (e.g. ``"30000"`` USD and ``"4.10"`` USD/h); empty keeps the catalog's."""
