@@ -38,6 +38,7 @@ DEPENDS: dict[str, tuple[str, ...]] = {
 }
 
 _SCALARS = (int, float, str, bool, type(None))
+_NONE = object()
 
 
 def _same(a: tuple, b: tuple) -> bool:
@@ -53,6 +54,7 @@ class Results:
         self.state = state
         self.devices = tuple(devices)
         self._memo: dict[str, tuple[tuple, Any]] = dict(memo or {})
+        self._here: dict[tuple, Any] = {}
         self.computed: list[str] = []  # the names computed by this bundle, in order (tests read it)
 
     def successor(self, state: State, devices: Sequence[Device]) -> "Results":
@@ -89,6 +91,14 @@ class Results:
                                else (self._input(dep),)))
 
     def _get(self, name: str, compute: Callable[[], Any], args: tuple = ()) -> Any:
+        here = self._here.get((name, args), _NONE)  # asked for already in this bundle: its state is fixed
+        if here is not _NONE:
+            return here
+        value = self._lookup(name, compute, args)
+        self._here[(name, args)] = value
+        return value
+
+    def _lookup(self, name: str, compute: Callable[[], Any], args: tuple) -> Any:
         key = self._key(name, args)
         hit = self._memo.get(name)  # one entry per result: the last one computed
         if hit is not None and _same(hit[0], key):
