@@ -105,3 +105,21 @@ def test_focus_note_names_the_precisions_the_device_has(analysis):
     assert missing_peak_note(two, "bf16") == ""
     assert compute_roofline(analysis, device_index=1).focus_note.startswith("Test NPU has no fp32 peak")
     assert compute_roofline(analysis, device_index=0).focus_note == ""
+
+
+def test_the_roofline_range_widens_to_show_measured_kernels():
+    """A CPU trace placed against an accelerator's roof: its kernels (tens of GFLOP/s) sit below the roof's range;
+    the range grows by whole decades to 10**floor(log10(min/2)) and is left alone when every kernel shows."""
+    from explorer.core.analysis.roofline_measured import cover_measured
+
+    gpu = device("gpu", {"fp32": "1000 TFLOP/s"}, "3 TB/s", name="big accelerator")
+    analysis = evaluate(smallnet(), [gpu], "fp32", Context(batch=4))
+    trace = load_trace(FIXTURES / "torch_cpu_trace.json")
+    m = measured_roofline(trace, analysis, 0)
+    r = compute_roofline(analysis, device_index=0)
+    low = min(m.achieved)
+    assert low < r.y_range[0]  # hidden below the range before
+    shown = cover_measured(r, m)
+    assert shown.y_range[0] == 10.0 ** math.floor(math.log10(low / 2)) <= low
+    assert shown.y_range[0] <= r.y_range[0] and shown.y_range[1] == r.y_range[1]
+    assert cover_measured(shown, m) is shown and cover_measured(r, None) is r

@@ -109,6 +109,7 @@ def test_loading_a_trace_and_editing_a_requirement_undo_and_redo(make_window, mo
     assert ws.requirements.budget == 1e6
     window.actions.undo.trigger()
     assert ws.requirements.budget is None and planner.budget.text() == "" and planner.latency.value() == 0.05
+    assert planner.latency.text() == "50 ms"  # a field that holds the session's value keeps its text
     window.actions.undo.trigger()
     assert ws.requirements.latency is None and planner.latency.text() == ""
     assert window.actions.undo.text() == "&Undo load torch_cpu_trace.json"

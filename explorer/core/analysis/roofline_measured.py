@@ -20,6 +20,7 @@ from explorer.core.traces import RooflinePoints, TopKernels, Trace, kernel_event
 from explorer.core.traces import top_kernels as _top_kernels
 
 from .evaluate import ModelAnalysis
+from .roofline_view import RooflineResult
 
 
 def _frozen(values) -> np.ndarray:
@@ -128,3 +129,17 @@ def measured_top_kernels(trace: Trace, measured: MeasuredRoofline, n: int | None
     unknown = _frozen(np.full(len(top), math.nan))
     return replace(top, attainable_flops_per_s=unknown, efficiency=unknown, gap_factor=unknown,
                    bound=tuple("\u2014" for _ in range(len(top))))
+
+
+def cover_measured(r: RooflineResult, m: MeasuredRoofline | None) -> RooflineResult:
+    """``r`` with its FLOP/s range widened, by whole decades, to show every measured kernel (a trace measured on a
+    CPU sits decades below an accelerator's roof); ``r`` itself when it shows them all already."""
+    if m is None or not len(m):
+        return r
+    ys = m.achieved[np.isfinite(m.achieved) & (m.achieved > 0)]
+    if not len(ys):
+        return r
+    lo, hi = r.y_range
+    y_range = (min(lo, 10.0 ** math.floor(math.log10(ys.min() / 2))),
+               max(hi, 10.0 ** math.ceil(math.log10(ys.max() * 2))))
+    return r if y_range == (lo, hi) else replace(r, y_range=y_range)

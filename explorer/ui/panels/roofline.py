@@ -18,6 +18,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QPointF
 from PySide6.QtWidgets import QComboBox, QLabel
 
+from explorer.core.analysis.roofline_measured import cover_measured
 
 from ..plot_items.bars import Bars
 from ..plot_items.dots import Dots
@@ -157,7 +158,8 @@ class RooflinePanel(AnalysisPanel):
             self.set_message("Select one or more devices to place the model on their rooflines.")
             return
         results = self.workspace.results
-        r = self.result = results.roofline(d, self.workspace.focused_layer)
+        measured = results.measured(d)
+        r = self.result = cover_measured(results.roofline(d, self.workspace.focused_layer), measured)
         (x_lo, x_hi), (y_lo, y_hi) = r.x_range, r.y_range
         set_range(self.plot, (math.log10(x_lo), math.log10(x_hi)), (math.log10(y_lo), math.log10(y_hi)))
         self._draw_grid(r)
@@ -169,7 +171,7 @@ class RooflinePanel(AnalysisPanel):
                 draw_device(items, r.devices[i], i, focused=i == d)
             else:
                 items.hide()
-        self.measured.draw(self.workspace.trace, results.measured(d))
+        self.measured.draw(self.workspace.trace, measured)
         rows = []
         for i, x in enumerate(r.devices):
             ridge = f" \u2014 ridge {x.ridge:.3g} FLOP/B" if math.isfinite(x.ridge) else f" \u2014 {x.missing}"

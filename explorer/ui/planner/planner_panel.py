@@ -192,11 +192,18 @@ class PlannerPanel(QWidget):
                    self.years, self.electricity, self.pue, self.quotes)
         blocked = [w.blockSignals(True) for w in widgets]
         try:
-            self.target.setText("" if req.target is None else f"{req.target:g} {req.target_unit}")
-            for edit, value, unit in ((self.latency, req.latency, "s"), (self.budget, req.budget, "USD"),
-                                      (self.power_cap, req.power_cap, "W"),
-                                      (self.electricity, req.electricity_usd_per_kwh, "USD/kWh")):
-                edit.setText("" if value is None else f"{value:.12g} {unit}")
+            if (req.target, req.target_unit) != self._target():  # fields that hold the value keep their text
+                self.target.setText("" if req.target is None else f"{req.target:g} {req.target_unit}")
+            for edit, value, text in (
+                    (self.latency, req.latency, lambda v: format_si(v, "s", 12)),
+                    (self.budget, req.budget, lambda v: f"{v:.12g} USD"),
+                    (self.power_cap, req.power_cap, lambda v: format_si(v, "W", 12)),
+                    (self.electricity, req.electricity_usd_per_kwh, lambda v: f"{v:.12g} USD/kWh")):
+                now = edit.value() if edit.is_valid() else float("nan")
+                if edit is self.electricity and now is not None:
+                    now = float(f"{now * 3.6e6:.12g}")
+                if now != value:
+                    edit.setText("" if value is None else text(value))
             self.budget_covers.setCurrentText(req.budget_covers)
             self.power_scope.setCurrentText(req.power_scope)
             self.years.setValue(req.years)
@@ -265,6 +272,14 @@ class PlannerPanel(QWidget):
         self.quote_error.setText("; ".join(errors))
         self.quote_error.setVisible(bool(errors))
         return prices, clouds, errors
+
+    def _target(self) -> tuple[float | None, str] | None:
+        """The target field's value and unit ((None, 'tokens/s') when empty; None when invalid)."""
+        try:
+            return parse_rate(self.target.text(), "Target throughput") if self.target.text().strip() else (
+                None, "tokens/s")
+        except UnitError:
+            return None
 
     def requirements(self) -> Requirements | None:
         """The requirements the fields describe, or None while a field is invalid (its error is shown)."""
