@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, Qt
+from PySide6.QtCore import QObject, QPointF, Qt
 from PySide6.QtWidgets import (
     QComboBox,
     QGraphicsItem,
@@ -225,11 +225,13 @@ class DeviceCombo(QComboBox):
             self.workspace.focus_device(self.itemData(index))
 
 
-class BarPicker:
+class BarPicker(QObject):
     """Hover tooltips and click-to-select for bar charts (BarGraphItem has neither).
 
     ``locate(x, y)`` maps a point in data coordinates to a bar key or None; ``describe(key)`` gives the
-    tooltip text; ``pick(key)`` is called on a left click. Create it after the plot is in a GraphicsLayout."""
+    tooltip text; ``pick(key)`` is called on a left click. Create it after the plot is in a GraphicsLayout. The
+    picker is a child of the plot, so it lives as long as the plot does (a plain object that nobody kept was
+    garbage-collected, and with it every hover and click)."""
 
     def __init__(
         self,
@@ -241,6 +243,7 @@ class BarPicker:
         scene = plot.scene()
         if scene is None:
             raise RuntimeError("BarPicker: add the plot to a GraphicsLayout first")
+        super().__init__(plot)
         self.plot, self.locate, self.describe, self.pick = plot, locate, describe, pick
         self._last = None
         scene.sigMouseMoved.connect(self._moved)
