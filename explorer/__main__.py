@@ -7,6 +7,9 @@ import sys
 
 from . import __version__
 from .cli.common import CliError
+from .core.session.project import SUFFIX as PROJECT_SUFFIX
+
+COMMANDS = ("analyze", "tiling", "catalog", "plan", "report")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -15,7 +18,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="hwexplorer",
         description="Hardware Explorer: roofline, energy, tiling and cost models of ML models on accelerators. "
-        "Run without a command to open the desktop app.",
+        "Run without a command to open the desktop app; with a project file (hwexplorer study.hwproj) to open "
+        "it there.",
     )
     parser.add_argument("--version", action="version", version=f"hwexplorer {__version__}")
     parser.add_argument("--db", metavar="URL", help="catalog database URL (default: SQLite in the user data "
@@ -28,11 +32,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    project = None
+    if argv and argv[-1].lower().endswith(PROJECT_SUFFIX) and not argv[-1].startswith("-") and not any(
+            a in COMMANDS for a in argv):
+        project = argv.pop()  # hwexplorer study.hwproj: the app, with that project open
     args = parser.parse_args(argv)
     if args.command is None:
         from .ui.app import run_app
 
-        return run_app(db_url=args.db)
+        return run_app(db_url=args.db, project=project)
     try:
         return int(args.func(args) or 0)
     except CliError as exc:

@@ -8,9 +8,10 @@ from pathlib import Path
 
 from explorer.core.hardware.device_file import DEVICE_FILE_SUFFIXES
 from explorer.core.importers import suffixes
+from explorer.core.session.project import SUFFIX as PROJECT_SUFFIX
 
 #: What makes a MODEL or DEV argument a path rather than an id: a model importer's or a device file's suffix.
-PATH_SUFFIXES = tuple(dict.fromkeys((*suffixes("model"), *DEVICE_FILE_SUFFIXES)))
+PATH_SUFFIXES = tuple(dict.fromkeys((*suffixes("model"), *DEVICE_FILE_SUFFIXES, PROJECT_SUFFIX)))
 
 
 class CliError(Exception):

@@ -6,6 +6,8 @@ from pathlib import Path
 
 from explorer.core.hardware.device_file import DeviceFileError, load_device_file
 from explorer.core.importers import load
+from explorer.core.session.project import SUFFIX as PROJECT_SUFFIX
+from explorer.core.session.project import ProjectError, load_project
 from explorer.core.workload.model import ModelError
 
 from ..core.units import UnitError
@@ -13,11 +15,18 @@ from .common import CliError, is_path
 
 
 def load_model_arg(spec: str):
-    """A template id or a model file (any model importer: our JSON, ONNX); returns ``(model, default phase)``."""
+    """A template id, a model file (any model importer: our JSON, ONNX) or a project file (its model and phase);
+    returns ``(model, default phase)``."""
     if is_path(spec) or Path(spec).exists():
         path = Path(spec)
         if not path.exists():
             raise CliError(f"MODEL: no such file: {spec}")
+        if path.suffix.lower() == PROJECT_SUFFIX:
+            try:
+                project = load_project(path)
+            except ProjectError as exc:
+                raise CliError(str(exc)) from None
+            return project.model, project.assumptions.phase
         try:
             return load(path, kind="model").value, "prefill"
         except (ModelError, ValueError) as exc:

@@ -84,7 +84,8 @@ def build_window(db_url: str | None = None):
     return window
 
 
-def run_app(db_url: str | None = None, argv: Sequence[str] | None = None) -> int:
+def run_app(db_url: str | None = None, argv: Sequence[str] | None = None, project: str | None = None) -> int:
+    """The app; ``project`` (a .hwproj path) is opened once the window shows."""
     app = make_application(argv)
     from explorer.store.errors import CatalogDatabaseError
 
@@ -95,4 +96,6 @@ def run_app(db_url: str | None = None, argv: Sequence[str] | None = None) -> int
         return 1
     window.show()
     QTimer.singleShot(0, window.controller.offer_recovery)
+    if project is not None:
+        QTimer.singleShot(0, lambda: window.open_project(project))
     return app.exec()

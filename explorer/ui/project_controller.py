@@ -23,9 +23,15 @@ from PySide6.QtCore import QLockFile, QObject, QSettings, QTimer, Signal
 from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
 
 from explorer.core.files import atomic_write_text
-from explorer.core.session.commands import (Composite, SelectDevices, SetAssumptions, SetModel, SetRequirements,
-                                            SetTrace)
-from explorer.core.session.project import Project, ProjectError, load_project, save_project
+from explorer.core.session.commands import (
+    Composite,
+    SelectDevices,
+    SetAssumptions,
+    SetModel,
+    SetRequirements,
+    SetTrace,
+)
+from explorer.core.session.project import SUFFIX, Project, ProjectError, load_project, save_project
 from explorer.core.session.workspace import Assumptions, Workspace
 from explorer.core.settings import Preferences
 from explorer.core.workload.model import Model
@@ -34,7 +40,6 @@ from explorer.core.workload.templates import get_template
 from .binding import bind_many
 
 APP_TITLE = "Hardware Explorer"
-SUFFIX = ".hwproj"
 FILE_FILTER = "Hardware Explorer projects (*.hwproj);;JSON files (*.json);;All files (*)"
 RECENT_KEY = "project/recent"
 MAX_RECENT = 8

@@ -1,6 +1,8 @@
 """The command line, run in-process: exit codes, JSON shape, one-line errors."""
 
 import json
+import sys
+import types
 
 import pytest
 
@@ -90,3 +92,26 @@ def test_tiling_4096_on_128(capsys):
                        "--dataflow", "os", "--json")
     data = json.loads(out)
     assert data["folds"] == 1024 and data["mapping_efficiency"] == 1.0 and data["fringe_tax"] == 0.0
+
+
+def test_a_project_file_is_a_model_and_opens_the_app(files, capsys, monkeypatch):
+    """`analyze study.hwproj` analyses the project's model; `hwexplorer study.hwproj` opens it in the app
+    (issue 24: they were 'name: is required' and an argparse error)."""
+    from explorer.core.session.project import Project, load_project, save_project
+    from explorer.core.session.state import Assumptions
+    from explorer.core.workload.model import load_model_file
+
+    project = files / "study.hwproj"
+    save_project(Project(load_model_file(files / "m.json"), ("a100",), Assumptions(phase="decode")), project)
+    code, out, err = run(capsys, "analyze", project, "--device", files / "a100.yaml", "--batch", "32", "--json")
+    assert code == 0 and err == "" and json.loads(out)["model"]["params"] == 4194304.0
+    opened = {}
+    fake_app = types.SimpleNamespace(run_app=lambda db_url=None, project=None: opened.update(p=project) or 0)
+    monkeypatch.setitem(sys.modules, "explorer.ui.app", fake_app)  # no Qt in the headless suite
+    assert main([str(project)]) == 0 and opened["p"] == str(project)
+    code, out, err = run(capsys, "analyze", files / "missing.hwproj", "--device", files / "a100.yaml")
+    assert code == 2 and err.strip() == f"hwexplorer: error: MODEL: no such file: {files / 'missing.hwproj'}"
+    (files / "bad.hwproj").write_text('{"kind": "hwexplorer-project", "format": 2, "assumptions": 7}')
+    code, out, err = run(capsys, "analyze", files / "bad.hwproj", "--device", files / "a100.yaml")
+    assert code == 2 and "assumptions: expected an object" in err and len(err.strip().splitlines()) == 1
+    assert load_project(project).assumptions.phase == "decode"

@@ -169,3 +169,19 @@ def test_set_model_keeps_trace_and_requirements(ws, trace):
     ws.execute(SetRequirements(Requirements(latency=0.01)))
     ws.execute(SetModel(Model.make("n", {"features": 8})))
     assert ws.trace is trace and ws.requirements.latency == 0.01
+
+
+@pytest.mark.parametrize("patch, message", [
+    ({"format": True}, "format: expected a whole number, got True"),
+    ({"format": "2"}, "format: expected a whole number"),
+    ({"assumptions": 5}, "assumptions: expected an object, got 5"),
+    ({"assumptions": [1, 2]}, "assumptions: expected an object"),
+])
+def test_a_wrong_type_is_a_project_error_not_a_traceback(patch, message, tmp_path):
+    """Issue 24's fuzzing found these escaping as TypeError, or accepted (format true read as 1)."""
+    data = {"format": 2, "kind": "hwexplorer-project", "devices": [], "trace": None, "requirements": {},
+            "model": {"format": 1, "name": "m", "input": {"features": 4}, "layers": []}, "assumptions": {}}
+    path = tmp_path / "bad.hwproj"
+    path.write_text(json.dumps({**data, **patch}))
+    with pytest.raises(ProjectError, match=message):
+        load_project(path)

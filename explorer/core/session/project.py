@@ -22,6 +22,7 @@ from .state import Assumptions, State
 
 FORMAT = 2
 KIND = "hwexplorer-project"
+SUFFIX = ".hwproj"  # the project file's suffix
 
 
 class ProjectError(ValueError):
@@ -105,7 +106,9 @@ class Project:
         if not isinstance(data, dict) or data.get("kind") != KIND:
             raise ProjectError(f"{where}: not a Hardware Explorer project (no \"kind\": \"{KIND}\")")
         fmt = data.get("format")
-        if isinstance(fmt, int) and not isinstance(fmt, bool) and fmt > FORMAT:
+        if isinstance(fmt, bool) or not isinstance(fmt, int):
+            raise ProjectError(f"{where}: format: expected a whole number, got {fmt!r}")
+        if fmt > FORMAT:
             raise ProjectError(f"{where}: format {fmt} was written by a newer Hardware Explorer; this version reads "
                                f"format {FORMAT}. Update the application to open it.")
         while fmt in MIGRATIONS:
@@ -116,6 +119,8 @@ class Project:
         devices = data.get("devices", [])
         if not isinstance(devices, list) or not all(isinstance(d, str) for d in devices):
             raise ProjectError(f"{where}: devices: expected a list of device ids")
+        if not isinstance(data.get("assumptions", {}), dict):
+            raise ProjectError(f"{where}: assumptions: expected an object, got {data['assumptions']!r:.40}")
         try:
             model = Model.from_dict(data.get("model"), f"{where}: model")
             assumptions = Assumptions.from_dict(data.get("assumptions") or {}, "assumptions")
