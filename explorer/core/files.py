@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import os
 import tempfile
 from pathlib import Path
@@ -26,3 +27,39 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+#: The first characters with which a spreadsheet reads a cell as a formula (OWASP, "CSV Injection").
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def spreadsheet_safe(value):
+    """``value`` as a CSV cell a spreadsheet will not run: text starting with ``= + - @``, a tab or a carriage return
+    gets a leading apostrophe; numbers, and text that reads as a number ("-1.5"), are left as they are."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS) and not _is_number(value):
+        return "'" + value
+    return value
+
+
+def spreadsheet_unsafe(cell: str) -> str:
+    """:func:`spreadsheet_safe` undone, for reading back a CSV file this application wrote."""
+    return cell[1:] if cell.startswith("'") and cell[1:].startswith(FORMULA_STARTS) and not _is_number(cell[1:]) \
+        else cell
+
+
+class SafeCsvWriter:
+    """``csv.writer`` (``\\n`` line ends) whose every cell goes through :func:`spreadsheet_safe`."""
+
+    def __init__(self, out):
+        self._writer = csv.writer(out, lineterminator="\n")
+
+    def writerow(self, row) -> None:
+        self._writer.writerow([spreadsheet_safe(v) for v in row])

@@ -7,10 +7,11 @@ XLSX is not offered: it would need another dependency (openpyxl) for what a spre
 
 from __future__ import annotations
 
-import csv
 import io
 import math
 from pathlib import Path
+
+from explorer.core.files import SafeCsvWriter
 
 from .build import ReportData
 
@@ -29,7 +30,7 @@ def layers_path(path: str | Path) -> Path:
 
 def summary_csv(data: ReportData) -> str:
     out = io.StringIO()
-    w = csv.writer(out, lineterminator="\n")
+    w = SafeCsvWriter(out)
     metrics = data.summary
     unit = data.plan.unit
     header = ["device_id", "device"] + [f"{m.label} [{m.unit}]" if m.unit else m.label for m in metrics]
@@ -55,7 +56,7 @@ def layers_csv(data: ReportData) -> str:
     t = a.table
     bounds = a.bound_names()
     out = io.StringIO()
-    w = csv.writer(out, lineterminator="\n")
+    w = SafeCsvWriter(out)
     w.writerow(["device_id", "operator", "kind", "repeat", "FLOPs [FLOP]", "bytes [B]", "intensity [FLOP/B]",
                 "attainable [FLOP/s]", "time per execution [s]", "time share [fraction]", "bound",
                 "mapping efficiency [fraction]", "energy per execution [J]"])

@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from explorer.core.files import SafeCsvWriter, spreadsheet_unsafe
 from explorer.core.hardware import fields as F
 from explorer.core.precision import PRECISIONS
 from explorer.core.units import UnitError, parse_si
@@ -137,7 +138,7 @@ def devices_to_csv(mappings: Iterable[dict]) -> str:
     rows = [_flatten(m) for m in mappings]
     headers = sorted({h for row in rows for h in row}, key=lambda h: _rank(_HEADER.match(h).group("path")))
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    writer = SafeCsvWriter(out)
     writer.writerow(headers)
     for row in rows:
         writer.writerow([row.get(h, "") for h in headers])
@@ -249,7 +250,7 @@ def read_csv(text: str) -> tuple[list[tuple[str, dict | None, list[tuple[str, st
     while True:
         start = line + 1
         try:
-            cells = next(reader)
+            cells = [spreadsheet_unsafe(c) for c in next(reader)]
         except StopIteration:
             break
         except csv.Error as exc:

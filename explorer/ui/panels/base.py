@@ -8,7 +8,6 @@ changes several things) are coalesced by a zero-interval single-shot timer: one 
 from __future__ import annotations
 
 import contextlib
-import csv
 import io
 import math
 import sys
@@ -31,7 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from explorer.core.files import atomic_write_bytes
+from explorer.core.files import SafeCsvWriter, atomic_write_bytes
 
 from ..binding import bind_many
 from ..plot_items.note_label import NoteLabel
@@ -259,7 +258,7 @@ class AnalysisPanel(QWidget):
         self._up_to_date()
         header, rows = self.csv_table()
         out = io.StringIO()
-        writer = csv.writer(out, lineterminator="\n")
+        writer = SafeCsvWriter(out)
         writer.writerow(header)
         for row in rows:
             writer.writerow(["" if (isinstance(v, float) and not math.isfinite(v)) else v for v in row])
