@@ -12,10 +12,17 @@ from .core.session.project import SUFFIX as PROJECT_SUFFIX
 COMMANDS = ("analyze", "tiling", "catalog", "plan", "report")
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """Bad options are bad input like any other: one line and exit 2, not the usage text (``--help`` shows it)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .cli import analyze_cmd, catalog_cmd, plan_cmd, report_cmd, tiling_cmd
 
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="hwexplorer",
         description="Hardware Explorer: roofline, energy, tiling and cost models of ML models on accelerators. "
         "Run without a command to open the desktop app; with a project file (hwexplorer study.hwproj) to open "

@@ -115,3 +115,12 @@ def test_a_project_file_is_a_model_and_opens_the_app(files, capsys, monkeypatch)
     code, out, err = run(capsys, "analyze", files / "bad.hwproj", "--device", files / "a100.yaml")
     assert code == 2 and "assumptions: expected an object" in err and len(err.strip().splitlines()) == 1
     assert load_project(project).assumptions.phase == "decode"
+
+
+def test_a_bad_option_is_one_line(capsys):
+    """Issue 24: `--precision fp7` printed the whole usage text."""
+    with pytest.raises(SystemExit) as exc:
+        main(["analyze", "gpt2", "--device", "x.yaml", "--precision", "fp7"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and len(err.strip().splitlines()) == 1
+    assert err.startswith("hwexplorer analyze: error: argument --precision: invalid choice: 'fp7'")
