@@ -453,3 +453,49 @@ def test_opaque_defaults_take_the_input_tensor():
     t = build_table(model, Context(batch=2))
     assert (t.input_elems[0], t.output_elems[0], t.weight_elems[0], t.params[0], t.flops[0]) == (64, 64, 10, 10, 0)
     assert t.out_shapes[0] == (32,)
+
+
+# ----------------------------------------------------------------------------------------- hostile attributes
+def _old_solve_padding(size, k, s, d, out, total):
+    """The search the closed form replaced (issue 24), kept here as the reference on small sizes."""
+    from explorer.core.workload.layers.base import conv_out
+
+    for p in sorted(range(total + d * k + s + 1), key=lambda p: (abs(2 * p - total), p)):
+        if conv_out(size, k, s, p, d) == out:
+            return p
+    return None
+
+
+def test_the_closed_form_padding_equals_the_search():
+    from explorer.core.importers.onnx.windows import solve_padding
+
+    cases = 0
+    for size in (1, 2, 5, 7, 16):
+        for k in (1, 2, 3, 5):
+            for s in (1, 2, 3):
+                for d in (1, 2, 3):
+                    for out in range(0, 10):
+                        for total in range(0, 9):
+                            assert solve_padding(size, k, s, d, out, total) == _old_solve_padding(
+                                size, k, s, d, out, total), (size, k, s, d, out, total)
+                            cases += 1
+    assert cases == 5 * 4 * 3 * 3 * 10 * 9
+
+
+@pytest.mark.parametrize("dilation", [2**24, 2**40])
+def test_a_huge_dilation_is_refused_at_once(tmp_path, dilation):
+    """Issue 24: a 1.5 KB file with a Conv dilation of 2**24 took 41 s and 7 GB; 2**40 ended in MemoryError."""
+    import resource
+    import time
+
+    w = init("w", 4, 3, 3, 3)
+    node = h.make_node("Conv", ["x", "w"], ["y"], name="c", dilations=[dilation, dilation], pads=[0, 0, 0, 0])
+    path = tmp_path / "hostile.onnx"
+    path.write_bytes(graph([node], [inp("x", 1, 3, 8, 8)], [h.make_tensor_value_info("y", T.FLOAT, [1, 4, 4, 4])],
+                           [w]))
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t0 = time.perf_counter()
+    with pytest.raises(OnnxImportError, match=r"node 0 \(Conv 'c'\): dilations .* must be 2 whole numbers from 1 to"):
+        import_onnx(path)
+    assert time.perf_counter() - t0 < 1.0
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss < 50_000  # KiB: no list as long as the dilation

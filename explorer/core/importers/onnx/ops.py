@@ -17,6 +17,7 @@ import onnx
 from explorer.core.importers.onnx.graph import GraphInfo, Shape
 from explorer.core.importers.onnx.nodes import attr
 from explorer.core.importers.onnx.patterns import Anchor, find_patterns
+from explorer.core.importers.onnx.windows import check_window, pad_total, solve_padding
 from explorer.core.workload.layers.base import conv_out
 from explorer.core.workload.model import LayerSpec
 
@@ -34,26 +35,6 @@ REDUCTIONS = {  # one FLOP per input element
 MOVEMENT = {  # no arithmetic: traffic only
     "Concat", "Split", "Slice", "Pad", "Cast", "CastLike", "Expand", "Tile", "Gather", "GatherElements",
     "GatherND", "DepthToSpace", "SpaceToDepth", "Trilu", "ScatterND", "ScatterElements"}
-
-
-def solve_padding(size: int, k: int, s: int, d: int, out: int, total: int) -> int | None:
-    """The symmetric padding that gives ONNX's output size, nearest to half the total padding."""
-    for p in sorted(range(total + d * k + s + 1), key=lambda p: (abs(2 * p - total), p)):
-        if conv_out(size, k, s, p, d) == out:
-            return p
-    return None
-
-
-def _pad_total(node, axis: int, nd: int, size: int, k: int, s: int, d: int, out: int) -> tuple[int, bool]:
-    """Total padding along one spatial axis and whether it is split unevenly."""
-    auto = attr(node, "auto_pad", "NOTSET")
-    if auto in ("SAME_UPPER", "SAME_LOWER"):
-        total = max((out - 1) * s + d * (k - 1) + 1 - size, 0)
-        return total, total % 2 == 1
-    if auto == "VALID":
-        return 0, False
-    pads = attr(node, "pads", [0] * (2 * nd))
-    return pads[axis] + pads[axis + nd], pads[axis] != pads[axis + nd]
 
 
 def clean(shape: Shape) -> tuple[int, ...]:
@@ -196,7 +177,8 @@ class Mapper:
             self.notes["convolutions other than 1-D/2-D with constant weights: opaque (MACs counted)"] += 1
             return self.opaque(i, macs=macs, flops=flops)
         strides, dil = list(attr(n, "strides", [1] * nd)), list(attr(n, "dilations", [1] * nd))
-        totals = [_pad_total(n, a, nd, xs[a + 1], kernel[a], strides[a], dil[a], ys[a + 1]) for a in range(nd)]
+        check_window(n, i, {"strides": strides, "dilations": dil}, nd)
+        totals = [pad_total(n, a, nd, xs[a + 1], kernel[a], strides[a], dil[a], ys[a + 1]) for a in range(nd)]
         if nd == 1:  # (C, L) as a 1-high image
             xs, ys, kernel, strides, dil, totals = ((xs[0], 1, xs[1]), (ys[0], 1, ys[1]), [1] + kernel,
                                                     [1] + strides, [1] + dil, [(0, False)] + totals)
@@ -352,7 +334,7 @@ class Mapper:
         if nd == 2 and len(xs) == 3 and len(ys) == 3 and kernel[0] == kernel[1] and strides[0] == strides[1] \
                 and dil == [1, 1]:
             k, s = kernel[0], strides[0]
-            totals = [_pad_total(n, a, 2, xs[a + 1], k, s, 1, ys[a + 1])[0] for a in (0, 1)]
+            totals = [pad_total(n, a, 2, xs[a + 1], k, s, 1, ys[a + 1])[0] for a in (0, 1)]
             p = solve_padding(xs[1], k, s, 1, ys[1], totals[0])
             if p is not None and conv_out(xs[2], k, s, p) == ys[2]:
                 kind = "maxpool" if n.op_type == "MaxPool" else "avgpool"
