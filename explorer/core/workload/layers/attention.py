@@ -6,6 +6,12 @@ to ``seq_len`` cached keys and values; the cache is read in full and the new K, 
 
 Causal attention counts only the unmasked score entries (S*(S+1)/2 per head in prefill), as fused kernels
 skip the masked half; non-causal counts all S*S.
+
+Sliding-window attention (Mistral, Gemma 2, Phi-3): with ``window`` W > 0 each query attends to at most W keys,
+itself included (the W most recent positions). Prefill counts sum_i min(i, W) unmasked pairs per head (causal) or
+S * min(S, W) (non-causal); decode attends to min(seq_len, W) cached keys, and the KV cache holds min(seq_len, W)
+positions (a rolling buffer). W = 0, or W >= the sequence, is full attention. The GEMM shapes for tiling stay those of
+the full (S x S) product: windowed kernels still tile the band in blocks of that shape.
 """
 
 from __future__ import annotations
@@ -30,6 +36,9 @@ from explorer.core.workload.layers.base import (
         Param("head_dim", int, 0, minimum=0, help="0 = hidden / heads"),
         Param("causal", bool, True),
         Param("bias", bool, True, help="projections have biases"),
+        Param("qkv_bias", bool, False, help="biases on the q, k, v projections only, not the output (Qwen2)"),
+        Param("window", int, 0, minimum=0, help="sliding window: keys each query attends to, itself included; "
+                                                "0 = full attention"),
     ),
     "multi-head self-attention with QKV and output projections; KV cache in decode",
 )
@@ -46,28 +55,33 @@ def attention(p: dict, in_shape: Shape, ctx: Context, name: str):
         raise ShapeError(f"'attention' heads={heads} must be a multiple of kv_heads={kv_heads}")
     b = ctx.batch
     decode = ctx.phase == "decode"
+    window = p["window"]
     s_kv = (ctx.seq_len or s_q) if decode else s_q  # keys attended to (the cache plus the new token in decode)
+    if decode and window:
+        s_kv = min(s_kv, window)  # the rolling cache holds the last `window` positions
     q_dim, kv_dim = heads * head_dim, kv_heads * head_dim
     qkv_out = q_dim + 2 * kv_dim
     bias = p["bias"]
+    qkv_bias = bias or p["qkv_bias"]
+    w = min(window, s_q) if window else s_q  # keys per query in prefill
     if p["causal"] and not decode:
-        pairs = s_q * (s_q + 1) / 2  # unmasked (query, key) pairs per head
+        pairs = w * (w + 1) / 2 + (s_q - w) * w  # unmasked (query, key) pairs per head: sum of min(i, W)
     else:
-        pairs = s_q * s_kv
+        pairs = s_q * (s_kv if decode else w)
     scores = b * heads * pairs
     kv_new = 2 * b * s_q * kv_dim  # new K and V (written by the QKV projection straight into the cache)
     kv_cached = 2 * b * (s_kv - s_q if decode else 0) * kv_dim  # previous cache read in decode
     m = b * s_q
-    qkv_w = hidden * qkv_out + (qkv_out if bias else 0)
+    qkv_w = hidden * qkv_out + (qkv_out if qkv_bias else 0)
     out_w = q_dim * hidden + (hidden if bias else 0)
     rows = [
-        Row(f"{name}.qkv", "dense", macs=m * hidden * qkv_out, other_flops=m * qkv_out if bias else 0, params=qkv_w,
+        Row(f"{name}.qkv", "dense", macs=m * hidden * qkv_out, other_flops=m * qkv_out if qkv_bias else 0, params=qkv_w,
             weight_elems=qkv_w, input_elems=m * hidden, output_elems=m * qkv_out,
             gemm=(m, qkv_out, hidden), gemm_count=1, out_shape=(s_q, qkv_out)),
         # Q K^T: per (batch, head) a GEMM (S_q x head_dim) @ (head_dim x S_kv); K comes from the cache in decode
         Row(f"{name}.scores", "attention_scores", macs=scores * head_dim, input_elems=m * q_dim + kv_new / 2,
             kv_read_elems=kv_cached / 2, output_elems=scores,
-            kv_cache_elems=2 * b * s_kv * kv_dim if p["causal"] else 0,  # encoders keep no KV cache
+            kv_cache_elems=2 * b * (s_kv if decode else w) * kv_dim if p["causal"] else 0,  # encoders keep none
             gemm=(s_q, s_kv, head_dim), gemm_count=b * heads, out_shape=(heads, s_q, s_kv)),
         Row(f"{name}.softmax", "softmax", other_flops=3 * scores, input_elems=scores, output_elems=scores,
             out_shape=(heads, s_q, s_kv)),

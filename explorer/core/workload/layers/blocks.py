@@ -7,6 +7,7 @@ from explorer.core.workload.layers.base import (
     Context,
     Expansion,
     Param,
+    ParamError,
     Shape,
     ShapeError,
     format_shape,
@@ -23,13 +24,18 @@ from explorer.core.workload.layers.base import (
         Param("kv_heads", int, 0, minimum=0, help="0 = heads"),
         Param("head_dim", int, 0, minimum=0, help="0 = hidden / heads"),
         Param("ffn_hidden", int, 0, minimum=0, help="0 = 4 x hidden"),
-        Param("ffn", str, "gelu", choices=("gelu", "relu", "swiglu")),
+        Param("ffn", str, "gelu", choices=("gelu", "relu", "swiglu", "geglu"),
+              help="swiglu / geglu: gated, SiLU / GELU on the gate (three projections)"),
         Param("norm", str, "layernorm", choices=("layernorm", "rmsnorm")),
         Param("norm_position", str, "pre", choices=("pre", "post")),
         Param("causal", bool, True),
         Param("bias", bool, True),
+        Param("qkv_bias", bool, False, help="biases on the q, k, v projections only (Qwen2)"),
+        Param("window", int, 0, minimum=0, help="sliding-window attention: keys per query; 0 = full"),
+        Param("post_norms", bool, False, help="pre-norm block that also normalizes each sublayer's output before "
+                                              "its residual (Gemma 2: four norms per block)"),
     ),
-    "attention + feed-forward with residuals and norms (GPT/BERT/ViT/Llama style)",
+    "attention + feed-forward with residuals and norms (GPT/BERT/ViT/Llama/Gemma style)",
     is_block=True,
 )
 def transformer_block(p: dict, in_shape: Shape, ctx: Context, name: str):
@@ -39,15 +45,20 @@ def transformer_block(p: dict, in_shape: Shape, ctx: Context, name: str):
     ffn_hidden = p["ffn_hidden"] or 4 * hidden
     x = Expansion(ctx, name, in_shape)
     pre = p["norm_position"] == "pre"
+    if p["post_norms"] and not pre:
+        raise ParamError(f"{name}.post_norms: needs norm_position 'pre'")
     if pre:
         x.add(p["norm"], "norm1")
     x.add("attention", "attn", heads=p["heads"], kv_heads=p["kv_heads"], head_dim=p["head_dim"],
-          causal=p["causal"], bias=p["bias"])
+          causal=p["causal"], bias=p["bias"], qkv_bias=p["qkv_bias"], window=p["window"])
+    if p["post_norms"]:
+        x.add(p["norm"], "post_attn_norm")
     x.add("add", "residual1")
     x.add(p["norm"], "norm2" if pre else "norm1")
-    if p["ffn"] == "swiglu":  # gate and up projections, SiLU on the gate, product, down projection
+    gated = {"swiglu": "silu", "geglu": "gelu"}.get(p["ffn"])
+    if gated:  # gate and up projections, SiLU (GELU) on the gate, product, down projection
         x.add("dense", "ffn_gate", in_features=hidden, out_features=ffn_hidden, bias=p["bias"])
-        x.add("silu", "ffn_act")
+        x.add(gated, "ffn_act")
         x.add("multiply", "ffn_mul")
         x.shape = in_shape
         x.add("dense", "ffn_up", in_features=hidden, out_features=ffn_hidden, bias=p["bias"])
@@ -55,6 +66,8 @@ def transformer_block(p: dict, in_shape: Shape, ctx: Context, name: str):
         x.add("dense", "ffn_up", in_features=hidden, out_features=ffn_hidden, bias=p["bias"])
         x.add(p["ffn"], "ffn_act")
     x.add("dense", "ffn_down", in_features=ffn_hidden, out_features=hidden, bias=p["bias"])
+    if p["post_norms"]:
+        x.add(p["norm"], "post_ffn_norm")
     x.add("add", "residual2")
     if not pre:
         x.add(p["norm"], "norm2")
