@@ -499,3 +499,15 @@ def test_a_huge_dilation_is_refused_at_once(tmp_path, dilation):
         import_onnx(path)
     assert time.perf_counter() - t0 < 1.0
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss < 50_000  # KiB: no list as long as the dilation
+
+
+@pytest.mark.parametrize("size", [-1, 0, -7])
+def test_a_non_positive_input_size_is_refused_not_read_as_one(tmp_path, size):
+    """Issue 24: input dimensions of -1, 0 or -7 were analysed as 1."""
+    w = init("w", 8, 16)
+    path = tmp_path / "m.onnx"
+    path.write_bytes(graph([h.make_node("MatMul", ["x", "w"], ["y"])], [inp("x", 1, size, 8)], [out("y")], [w]))
+    with pytest.raises(OnnxImportError, match=rf"input 'x' dimension 1 is {size}; sizes are whole numbers >= 1"):
+        import_onnx(path)
+    code = main(["analyze", str(path), "--device", "nvidia-h100-sxm5"])
+    assert code == 2

@@ -227,8 +227,14 @@ def _with_batch(proto: onnx.ModelProto, data_inputs: list[str], batch: int, dims
         for axis, d in enumerate(vi.type.tensor_type.shape.dim):
             if axis == axes[vi.name]:
                 d.dim_value = batch
+            elif d.HasField("dim_value") and d.dim_value < 1:  # -1, 0: no size at all, not a size of 1
+                raise OnnxImportError(f"{label}: input '{vi.name}' dimension {axis} is {d.dim_value}; sizes are "
+                                      "whole numbers >= 1")
             elif not d.HasField("dim_value"):
                 if d.dim_param in symbols:
+                    if not isinstance(symbols[d.dim_param], int) or symbols[d.dim_param] < 1:
+                        raise OnnxImportError(f"{label}: dims['{d.dim_param}']: expected a whole number >= 1, got "
+                                              f"{symbols[d.dim_param]!r}")
                     d.dim_value = int(symbols[d.dim_param])
                 elif d.dim_param:
                     raise OnnxImportError(
