@@ -31,8 +31,8 @@ def onnx_path(tmp_path) -> Path:
 
 def test_entries_have_stable_names_in_trial_order():
     assert [e.name for e in importers.importers()] == [
-        "model_file", "onnx", "chrome", "nsight", "torq_runtime", "torq_annotated", "torq_trace"]
-    assert [e.name for e in importers.importers("model")] == ["model_file", "onnx"]
+        "model_file", "onnx", "hf_config", "chrome", "nsight", "torq_runtime", "torq_annotated", "torq_trace"]
+    assert [e.name for e in importers.importers("model")] == ["model_file", "onnx", "hf_config"]
     assert {e.kind for e in importers.importers("trace")} == {"trace"}
     with pytest.raises(ValueError, match="unknown kind"):
         importers.importers("device")

@@ -6,7 +6,7 @@
 >>> find_importer("trace.json").name                 # 'chrome'
 
 Importing this package does not import ``onnx``: loaders are imported when a file is loaded. Entry names
-(``model_file``, ``onnx``, ``chrome``, ``nsight``, ``torq_trace``, ``torq_runtime``, ``torq_annotated``) are
+(``model_file``, ``onnx``, ``hf_config``, ``chrome``, ``nsight``, ``torq_trace``, ``torq_runtime``, ``torq_annotated``) are
 stable ids.
 """
 

@@ -1,4 +1,5 @@
-"""The importers the app ships: our JSON model file, ONNX, and one per profiler-trace format.
+"""The importers the app ships: our JSON model file, ONNX, Hugging Face config.json, and one per profiler-trace
+format.
 
 Sniffs read at most the first few KiB and never import a format's library: the ONNX sniff reads the
 protobuf's first fields by hand, so ``onnx`` is imported only when an ONNX file is loaded.
@@ -10,6 +11,7 @@ import re
 from functools import partial
 from pathlib import Path
 
+from explorer.core.importers.hf_config import sniff_hf_config
 from explorer.core.importers.registry import Imported, register
 from explorer.core.traces import TRACE_FORMATS, detect_format, load_trace
 from explorer.core.workload.model import load_model_file as _read_model_file
@@ -89,6 +91,10 @@ def register_builtin() -> None:
              "explorer.core.importers.builtin:load_model_file")
     register("onnx", "ONNX model", "model", (".onnx",), sniff_onnx,
              "explorer.core.importers.onnx.convert:load_imported", options=("dims", "name"))
+    # before the traces: the Chrome trace sniff accepts any JSON. No suffix: a config is told by its content (or is
+    # the config.json of a dropped folder), so an unrecognized .json still goes to the model-file loader
+    register("hf_config", "Hugging Face config.json (or its folder)", "model", (), sniff_hf_config,
+             "explorer.core.importers.hf_config:load_hf_config")
     for fmt in TRACE_FORMATS:  # in detection order: the first format that matches decides
         register(fmt.name, fmt.label, "trace", fmt.suffixes, partial(_sniff_trace, fmt.name),
                  partial(_load_trace, fmt.name), options=("clock_hz",))

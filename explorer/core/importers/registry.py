@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 KINDS = ("model", "trace")
+#: the file inside a folder that the importers are asked about (a Hugging Face model folder holds its config.json)
+FOLDER_FILE = "config.json"
 KIND_NOUNS = {"model": "Models", "trace": "Profiler traces"}
 
 
@@ -65,7 +67,7 @@ class Importer:
         return replace(result, importer=self.name, path=Path(path))
 
     def describe(self) -> str:
-        return f"{self.label} ({', '.join(self.suffixes)})"
+        return f"{self.label} ({', '.join(self.suffixes)})" if self.suffixes else self.label
 
 
 _REGISTRY: dict[str, Importer] = {}
@@ -114,7 +116,8 @@ def _sniffs(entry: Importer, path: Path) -> bool:
 
 def find_importer(path: str | Path, kind: str | None = None, name: str | None = None) -> Importer:
     """The importer for ``path``: the one called ``name`` if given; else the first whose ``sniff`` recognizes
-    the content; else the only one claiming the file's suffix. :class:`ImporterError` otherwise."""
+    the content; else the only one claiming the file's suffix. A folder is a model folder: the model importers are
+    asked about its ``config.json`` (by content only). :class:`ImporterError` otherwise."""
     candidates = importers(kind)
     what = {"model": "model", "trace": "trace"}.get(kind or "", "file")
     if name is not None:
@@ -124,12 +127,20 @@ def find_importer(path: str | Path, kind: str | None = None, name: str | None = 
                                 f"{', '.join(e.name for e in candidates)}")
         return entry
     p = Path(path)
-    if not p.is_file():
-        reason = "it is a folder" if p.is_dir() else "no such file"
-        raise ImporterError(f"{path}: cannot be read ({reason})")
+    folder = p.is_dir()
+    if folder:  # a model folder (Hugging Face): read as a model through its config.json
+        p = p / FOLDER_FILE
+        if not p.is_file():
+            raise ImporterError(f"{path}: cannot be read (it is a folder without a {FOLDER_FILE})")
+        candidates = tuple(e for e in candidates if e.kind == "model")
+    elif not p.is_file():
+        raise ImporterError(f"{path}: cannot be read (no such file)")
     for entry in candidates:
         if _sniffs(entry, p):
             return entry
+    if folder:  # a folder is read only through a config.json that an importer recognizes
+        raise ImporterError(f"{path}: its {FOLDER_FILE} is not a format the app reads. "
+                            f"Accepted formats: {accepted_formats(kind)}")
     claiming = [e for e in candidates if p.suffix.lower() in e.suffixes]
     if len(claiming) == 1:
         return claiming[0]
@@ -141,9 +152,11 @@ def find_importer(path: str | Path, kind: str | None = None, name: str | None = 
 
 def load(path: str | Path, kind: str | None = None, name: str | None = None, **options) -> Imported:
     """Find the importer for ``path`` (see :func:`find_importer`) and load the file with ``options``
-    (``dims=`` for ONNX, ``clock_hz=`` for traces). The loader's own errors (``ModelError``, ``TraceError``,
+    (``dims=`` for ONNX, ``clock_hz=`` for traces); a folder loads its ``config.json``. The loader's own errors (``ModelError``, ``TraceError``,
     ``OnnxImportError``, all ``ValueError``) pass through."""
-    return find_importer(path, kind, name).load(path, **options)
+    entry = find_importer(path, kind, name)
+    p = Path(path)
+    return entry.load(p / FOLDER_FILE if p.is_dir() else p, **options)
 
 
 def file_filter(kind: str | None = None) -> str:
@@ -151,5 +164,6 @@ def file_filter(kind: str | None = None) -> str:
     entries = importers(kind)
     patterns = " ".join(f"*{s}" for s in suffixes(kind))
     title = KIND_NOUNS.get(kind or "", "Supported files")
-    lines = [f"{title} ({patterns})"] + [f"{e.label} ({' '.join('*' + s for s in e.suffixes)})" for e in entries]
+    lines = [f"{title} ({patterns})"] + [f"{e.label} ({' '.join('*' + s for s in e.suffixes)})" for e in entries
+                                         if e.suffixes]  # a suffix-less format is found by content, under "all"
     return ";;".join([*lines, "All files (*)"])
