@@ -188,8 +188,8 @@ def test_moe_and_mla_families_are_refused_by_name(tmp_path, model_type, needs):
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"model_type": "falcon"}, "model_type 'falcon' is not supported; supported: llama, mistral, qwen2, phi3, gemma, "
-                               "gemma2"),
+    ({"model_type": "falcon"}, ("model_type 'falcon' is not supported; supported: llama, mistral, qwen2, phi3, "
+                                "gemma, gemma2")),
     ({"intermediate_size": None}, "intermediate_size: is required for model_type 'llama'"),
     ({"num_attention_heads": 48, "head_dim": None}, "num_attention_heads: 48 heads do not divide hidden_size 4096"),
     ({"num_key_value_heads": 5}, "num_key_value_heads: 5 does not divide num_attention_heads 32"),

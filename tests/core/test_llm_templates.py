@@ -36,18 +36,23 @@ def by_hand(n, hidden, heads, kv_heads, ffn, vocab, head_dim=0, qkv_bias=False):
 # (id, published count, sizes of the checkpoint's config.json)
 CASES = [
     # Llama 2 70B (Touvron et al. 2023; meta-llama/Llama-2-70b-hf): 80 x 8192, 64/8 heads, FFN 28672, vocab 32000
-    ("llama2-70b", 68_976_648_192, dict(n=80, hidden=8192, heads=64, kv_heads=8, ffn=28672, vocab=32000)),
+    ("llama2-70b", 68_976_648_192,
+     {"n": 80, "hidden": 8192, "heads": 64, "kv_heads": 8, "ffn": 28672, "vocab": 32000}),
     # meta-llama/Meta-Llama-3-8B: 32 x 4096, 32/8 heads, FFN 14336, vocab 128256
-    ("llama3-8b", 8_030_261_248, dict(n=32, hidden=4096, heads=32, kv_heads=8, ffn=14336, vocab=128256)),
+    ("llama3-8b", 8_030_261_248,
+     {"n": 32, "hidden": 4096, "heads": 32, "kv_heads": 8, "ffn": 14336, "vocab": 128256}),
     # meta-llama/Meta-Llama-3-70B: 80 x 8192, 64/8 heads, FFN 28672, vocab 128256
-    ("llama3-70b", 70_553_706_496, dict(n=80, hidden=8192, heads=64, kv_heads=8, ffn=28672, vocab=128256)),
+    ("llama3-70b", 70_553_706_496,
+     {"n": 80, "hidden": 8192, "heads": 64, "kv_heads": 8, "ffn": 28672, "vocab": 128256}),
     # meta-llama/Llama-3.1-405B: 126 x 16384, 128/8 heads, FFN 53248, vocab 128256
-    ("llama3.1-405b", 405_853_388_800, dict(n=126, hidden=16384, heads=128, kv_heads=8, ffn=53248, vocab=128256)),
+    ("llama3.1-405b", 405_853_388_800,
+     {"n": 126, "hidden": 16384, "heads": 128, "kv_heads": 8, "ffn": 53248, "vocab": 128256}),
     # mistralai/Mistral-7B-v0.1: 32 x 4096, 32/8 heads, FFN 14336, vocab 32000 (the window has no weights)
-    ("mistral-7b", 7_241_732_096, dict(n=32, hidden=4096, heads=32, kv_heads=8, ffn=14336, vocab=32000)),
+    ("mistral-7b", 7_241_732_096,
+     {"n": 32, "hidden": 4096, "heads": 32, "kv_heads": 8, "ffn": 14336, "vocab": 32000}),
     # Qwen/Qwen2.5-7B: 28 x 3584, 28/4 heads of 128, FFN 18944, vocab 152064, biases on q, k, v
-    ("qwen2.5-7b", 7_615_616_512, dict(n=28, hidden=3584, heads=28, kv_heads=4, ffn=18944, vocab=152064,
-                                       qkv_bias=True)),
+    ("qwen2.5-7b", 7_615_616_512,
+     {"n": 28, "hidden": 3584, "heads": 28, "kv_heads": 4, "ffn": 18944, "vocab": 152064, "qkv_bias": True}),
 ]
 
 

@@ -4,8 +4,8 @@ import cycle; ``templates`` re-exports every name."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from explorer.core.workload.layers import Context
 from explorer.core.workload.model import Model
