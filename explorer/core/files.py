@@ -63,3 +63,36 @@ class SafeCsvWriter:
 
     def writerow(self, row) -> None:
         self._writer.writerow([spreadsheet_safe(v) for v in row])
+
+
+#: Deeper nesting than any file of ours has: a deeper one is refused before anything walks it.
+MAX_DEPTH = 64
+
+
+class NestingError(ValueError):
+    """A JSON or YAML document nested deeper than :data:`MAX_DEPTH` (the readers turn it into their one line)."""
+
+
+def parse_nested(loads, text: str):
+    """``loads(text)`` (``json.loads``, ``yaml.safe_load``) refusing documents nested deeper than
+    :data:`MAX_DEPTH`: such input ends the parser or a later walk in a RecursionError, never a message."""
+    try:
+        data = loads(text)
+    except RecursionError:
+        raise NestingError(f"nested too deeply to read (more than {MAX_DEPTH} levels)") from None
+    stack = [(data, 1)]
+    while stack:
+        node, depth = stack.pop()
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
+        for child in children:
+            if isinstance(child, (dict, list)):
+                if depth + 1 > MAX_DEPTH:
+                    raise NestingError(f"nested more than {MAX_DEPTH} levels deep")
+                stack.append((child, depth + 1))
+    return data
+
+
+def names(keys) -> str:
+    """Keys for a one-line message: plain ones as they are, others (a newline, a control character) as Python
+    literals, so a hostile key never breaks the message's line."""
+    return ", ".join(k if isinstance(k, str) and k.isprintable() and k.strip() == k and k else repr(k) for k in keys)

@@ -18,7 +18,7 @@ import warnings
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
-from explorer.core.files import atomic_write_text
+from explorer.core.files import NestingError, atomic_write_text, names, parse_nested
 
 from .precision import check_precision
 
@@ -81,7 +81,7 @@ class Preferences:
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known - {"format"})
         if unknown:
-            raise ValueError(f"{where}: unknown keys {', '.join(unknown)}")
+            raise ValueError(f"{where}: unknown keys {names(unknown)}")
         values = {k: v for k, v in data.items() if k in known}
         try:
             return cls(**values).checked()
@@ -105,7 +105,9 @@ def load_preferences(path: str | Path | None = None) -> Preferences:
     except (OSError, UnicodeDecodeError) as exc:
         return _fallback(f"{path}: cannot read ({exc})")
     try:
-        data = json.loads(text)
+        data = parse_nested(json.loads, text)
+    except NestingError as exc:
+        return _fallback(f"{path}: {exc}")
     except json.JSONDecodeError as exc:
         return _fallback(f"{path}: line {exc.lineno}: invalid JSON ({exc.msg})")
     try:

@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from explorer.core.files import NestingError, parse_nested
 from explorer.core.hardware.device import Device
 from explorer.core.hardware.device_file import FORMAT, check_device_dict, device_to_dict
 
@@ -125,7 +126,9 @@ def _entries(
     if not text.strip():
         raise ImportFileError(f"{name}: the file is empty")
     try:
-        data = json.loads(text) if fmt == "json" else yaml.safe_load(text)
+        data = parse_nested(json.loads if fmt == "json" else yaml.safe_load, text)
+    except NestingError as exc:
+        raise ImportFileError(f"{name}: {exc}") from None
     except json.JSONDecodeError as exc:
         hint = _truncation_hint(text, exc.lineno, exc.msg.startswith("Unterminated"))
         raise ImportFileError(f"{name}: line {exc.lineno}: invalid JSON ({exc.msg}){hint}") from None

@@ -10,6 +10,7 @@ from typing import Any
 
 import yaml
 
+from explorer.core.files import NestingError, parse_nested
 from explorer.core.hardware import fields as F
 from explorer.core.hardware.device import (
     DATAFLOWS,
@@ -273,7 +274,11 @@ def check_device_dict(data: Any, where: str = "<data>", require_sources: bool = 
         r.problem("year", f"expected a year, got {year!r}")
         year = None
     conflicts = []
-    for i, c in enumerate(data.get("conflicts") or []):
+    raw_conflicts = data.get("conflicts") or []
+    if not isinstance(raw_conflicts, list):
+        r.problem("conflicts", "expected a list of {field, note}")
+        raw_conflicts = []
+    for i, c in enumerate(raw_conflicts):
         if not isinstance(c, dict) or "field" not in c or "note" not in c:
             r.problem(f"conflicts[{i}]", "needs field and note")
             continue
@@ -324,9 +329,9 @@ def read_device_data(path: str | Path) -> Any:
     except OSError as exc:
         raise DeviceFileError([f"{path}: cannot read ({exc.strerror})"]) from None
     try:
-        if path.suffix.lower() == ".json":
-            return json.loads(text)
-        return yaml.safe_load(text)
+        return parse_nested(json.loads if path.suffix.lower() == ".json" else yaml.safe_load, text)
+    except NestingError as exc:
+        raise DeviceFileError([f"{path}: {exc}"]) from None
     except json.JSONDecodeError as exc:
         raise DeviceFileError([f"{path}: line {exc.lineno}: invalid JSON ({exc.msg})"]) from None
     except yaml.YAMLError as exc:

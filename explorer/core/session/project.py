@@ -14,7 +14,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from explorer.core.analysis.procurement import Requirements
-from explorer.core.files import atomic_write_text
+from explorer.core.files import NestingError, atomic_write_text, names, parse_nested
 from explorer.core.traces.model import Trace, trace_from_dict, trace_to_dict
 from explorer.core.workload.model import Model, ModelError
 
@@ -55,7 +55,7 @@ def requirements_from_dict(data, where: str = "requirements") -> Requirements:
     known = {f.name for f in fields(Requirements)}
     unknown = sorted(set(data) - known)
     if unknown:
-        raise ValueError(f"{where}: unknown keys {', '.join(unknown)}")
+        raise ValueError(f"{where}: unknown keys {names(unknown)}")
     for name in ("price", "cloud_price"):
         quotes = data.get(name, {})
         if not isinstance(quotes, dict) or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
@@ -147,7 +147,9 @@ def load_project(path: str | Path) -> Project:
     except UnicodeDecodeError:
         raise ProjectError(f"{path}: not a text file") from None
     try:
-        data = json.loads(text)
+        data = parse_nested(json.loads, text)
+    except NestingError as exc:
+        raise ProjectError(f"{path}: {exc}") from None
     except json.JSONDecodeError as exc:
         raise ProjectError(f"{path}: line {exc.lineno}, column {exc.colno}: invalid JSON ({exc.msg})") from None
     return Project.from_dict(data, str(path))

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 
 from explorer.core.analysis.procurement import Requirements
+from explorer.core.files import names
 from explorer.core.precision import check_precision
 from explorer.core.traces.model import Trace
 from explorer.core.workload.layers import Context
@@ -66,7 +67,7 @@ class Assumptions:
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
-            raise ValueError(f"{where}: unknown keys {', '.join(unknown)}")
+            raise ValueError(f"{where}: unknown keys {names(unknown)}")
         try:
             return cls(**data).checked()
         except (TypeError, ValueError) as exc:

@@ -13,6 +13,7 @@ import json
 import math
 from pathlib import Path
 
+from explorer.core.files import NestingError, parse_nested
 from explorer.core.traces.csv_table import read_text
 from explorer.core.traces.model import (
     ANNOTATION,
@@ -59,16 +60,18 @@ def load_chrome(path: str | Path) -> Trace:
 
 def _decode(text: str, file: str) -> tuple[object, list[str]]:
     try:
-        return json.loads(text), []
+        return parse_nested(json.loads, text), []
+    except NestingError as exc:
+        raise TraceError(str(exc), file=file) from None
     except json.JSONDecodeError as exc:
         first = exc
     stripped = text.rstrip()
     # The Chrome trace format lets the array form end without its closing bracket.
     if stripped.startswith("["):
         try:
-            return json.loads(stripped.rstrip(",") + "]"), [("the event array has no closing ']' "
+            return parse_nested(json.loads, stripped.rstrip(",") + "]"), [("the event array has no closing ']' "
                                                             "(allowed by the Chrome trace format)")]
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, NestingError):
             pass
     truncated = first.pos >= len(stripped) - 1 or not stripped.endswith(("}", "]"))
     what = "ends early (truncated file?)" if truncated else "is not valid JSON"
@@ -114,13 +117,24 @@ def _lane(event: dict, cat: str, args: dict, thread_names: dict) -> str:
     return name if name else f"pid {pid} tid {tid}"
 
 
+def _thread(event: dict, index: int, file: str) -> tuple:
+    """The event's (pid, tid): numbers or text (the format allows either), anything else is refused by name."""
+    for key in ("pid", "tid"):
+        value = event.get(key)
+        if not (value is None or isinstance(value, (int, float, str))):
+            raise TraceError(f"must be a number or text, got {type(value).__name__}", file=file,
+                             field=f"traceEvents[{index}].{key}")
+    return event.get("pid"), event.get("tid")
+
+
 def _build(raw_events: list, file: str, warnings: list[str]) -> Trace:
     thread_names: dict = {}
-    for event in raw_events:
+    for i, event in enumerate(raw_events):
         if isinstance(event, dict) and event.get("ph") == "M" and event.get("name") == "thread_name":
-            name = (event.get("args") or {}).get("name")
+            args = event.get("args")
+            name = args.get("name") if isinstance(args, dict) else None
             if name:
-                thread_names[(event.get("pid"), event.get("tid"))] = str(name)
+                thread_names[_thread(event, i, file)] = str(name)
 
     spans: list[tuple[str, str, float, float, str, float | None, float | None]] = []
     open_begins: dict = {}
@@ -139,7 +153,7 @@ def _build(raw_events: list, file: str, warnings: list[str]) -> Trace:
         if not isinstance(args, dict):
             raise TraceError("must be an object", file=file, field=f"traceEvents[{i}].args")
         ts = _number(event, "ts", i, file, required=True)
-        key = (event.get("pid"), event.get("tid"))
+        key = _thread(event, i, file)
         if ph == "B":
             open_begins.setdefault(key, []).append((i, event, ts))
             continue

@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from explorer.core.files import names
+
 #: Categories the importers use. Others may appear (a Chrome trace's own ``cat`` values, lower-cased).
 COMPUTE = "compute"
 DMA_IN = "dma_in"
@@ -137,7 +139,7 @@ def trace_from_dict(data, where: str = "trace") -> Trace:
         raise ValueError(f"{where}: expected an object")
     unknown = sorted(set(data) - {"source_format", "source", "clock_hz", "lanes", "warnings", "events"})
     if unknown:
-        raise ValueError(f"{where}: unknown keys {', '.join(unknown)}")
+        raise ValueError(f"{where}: unknown keys {names(unknown)}")
     events = data.get("events")
     if not isinstance(events, dict) or set(events) != set(_EVENT_FIELDS):
         raise ValueError(f"{where}.events: expected the columns {', '.join(_EVENT_FIELDS)}")

@@ -17,7 +17,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from explorer.core.files import atomic_write_text
+from explorer.core.files import NestingError, atomic_write_text, parse_nested
 from explorer.core.workload.layers import REGISTRY, Context, ParamError, Row, Shape, ShapeError, format_shape
 
 FORMAT = 1
@@ -67,7 +67,7 @@ class LayerSpec:
         if not isinstance(data, dict):
             raise ModelError(f"{where}: expected an object with a 'kind'")
         kind = data.get("kind")
-        if kind not in REGISTRY:
+        if not isinstance(kind, str) or kind not in REGISTRY:
             raise ModelError(f"{where}.kind: unknown layer kind {kind!r}; known: {', '.join(sorted(REGISTRY))}")
         name = data.get("name", "")
         if not isinstance(name, str):
@@ -151,7 +151,9 @@ def load_model_file(path: str | Path) -> Model:
     except OSError as exc:
         raise ModelError(f"{path}: cannot read ({exc.strerror})") from None
     try:
-        data = json.loads(text)
+        data = parse_nested(json.loads, text)
+    except NestingError as exc:
+        raise ModelError(f"{path}: {exc}") from None
     except json.JSONDecodeError as exc:
         raise ModelError(f"{path}: line {exc.lineno}: invalid JSON ({exc.msg})") from None
     return Model.from_dict(data, str(path))

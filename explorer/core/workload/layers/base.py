@@ -16,6 +16,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from explorer.core.files import names
+
 Shape = tuple[int, ...]
 
 
@@ -85,7 +87,7 @@ class LayerKind:
         known = {p.name for p in self.params} | {"kind", "name", "repeat", "input_shape"}
         unknown = sorted(set(raw) - known)
         if unknown:
-            raise ParamError(f"{where}: unknown parameter(s) {', '.join(unknown)} for '{self.kind}'")
+            raise ParamError(f"{where}: unknown parameter(s) {names(unknown)} for '{self.kind}'")
         out = {}
         for p in self.params:
             value = raw.get(p.name, p.default)
@@ -106,12 +108,12 @@ def _coerce(p: Param, value: Any, where: str) -> Any:
         return value
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ParamError(f"{where}: expected a number, got {value!r}")
+    if not math.isfinite(value):  # before the whole-number check: int() of inf or nan raises
+        raise ParamError(f"{where}: expected a finite number, got {value!r}")
     if p.type is int:
         if value != int(value):
             raise ParamError(f"{where}: expected a whole number, got {value!r}")
         value = int(value)
-    if not math.isfinite(value):
-        raise ParamError(f"{where}: expected a finite number, got {value!r}")
     if p.minimum is not None and value < p.minimum:
         raise ParamError(f"{where}: must be at least {p.minimum:g}, got {value!r}")
     return value

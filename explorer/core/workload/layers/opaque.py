@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from explorer.core.files import names
 from explorer.core.workload.layers.base import (
     REGISTRY,
     Context,
@@ -44,7 +45,7 @@ class OpaqueKind(LayerKind):
         known = {p.name for p in self.params} | set(DESCRIPTIVE) | {"kind", "name", "repeat", "input_shape"}
         unknown = sorted(set(raw) - known)
         if unknown:
-            raise ParamError(f"{where}: unknown parameter(s) {', '.join(unknown)} for '{self.kind}'")
+            raise ParamError(f"{where}: unknown parameter(s) {names(unknown)} for '{self.kind}'")
         out = {p.name: _coerce(p, raw.get(p.name, p.default), f"{where}.{p.name}") for p in self.params}
         op = raw.get("op_type", "op")
         if not isinstance(op, str) or not op:
