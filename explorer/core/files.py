@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import csv
+import glob
 import os
 import tempfile
+import time
 from pathlib import Path
 
 
@@ -14,9 +16,25 @@ def atomic_write_text(path: str | Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
+#: A temporary file of ours older than this was left by a write that was killed (a live one takes well under it).
+STALE_AFTER_S = 60.0
+
+
+def _remove_stale_temporaries(path: Path) -> None:
+    """Delete what killed writes of ``path`` left beside it (``.NAME.*.tmp``), so they do not pile up."""
+    now = time.time()
+    for tmp in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+        try:
+            if now - tmp.stat().st_mtime > STALE_AFTER_S:
+                tmp.unlink()
+        except OSError:
+            pass  # gone already, or not ours to delete
+
+
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     """:func:`atomic_write_text` for bytes (PDF and other binary exports)."""
     path = Path(path)
+    _remove_stale_temporaries(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:

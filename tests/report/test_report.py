@@ -289,3 +289,24 @@ def test_report_and_its_commands_import_no_qt():
             " or m.startswith('explorer.ui'))))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def test_a_killed_save_leaves_no_temporary_behind_the_next_save(tmp_path):
+    """Issue 24: killed saves kept their temporary files beside the project forever (14 files, 23 MB)."""
+    import os
+    import time
+
+    from explorer.core.files import atomic_write_text
+
+    target = tmp_path / "study.hwproj"
+    stale = tmp_path / ".study.hwproj.abc123.tmp"
+    stale.write_text("half a project")
+    old = time.time() - 3600
+    os.utime(stale, (old, old))
+    fresh = tmp_path / ".study.hwproj.live99.tmp"  # another write in progress: left alone
+    fresh.write_text("")
+    other = tmp_path / ".other.hwproj.x.tmp"
+    other.write_text("")
+    os.utime(other, (old, old))
+    atomic_write_text(target, "{}")
+    assert target.read_text() == "{}" and not stale.exists() and fresh.exists() and other.exists()
