@@ -59,18 +59,24 @@ def _is_number(text: str) -> bool:
     return True
 
 
+def _runs_as_formula(text: str) -> bool:
+    """Would a spreadsheet run ``text`` once its leading apostrophes (ours) are taken off?"""
+    rest = text.lstrip("'")
+    return rest.startswith(FORMULA_STARTS) and not _is_number(rest)
+
+
 def spreadsheet_safe(value):
     """``value`` as a CSV cell a spreadsheet will not run: text starting with ``= + - @``, a tab or a carriage return
-    gets a leading apostrophe; numbers, and text that reads as a number ("-1.5"), are left as they are."""
-    if isinstance(value, str) and value.startswith(FORMULA_STARTS) and not _is_number(value):
+    gets a leading apostrophe (and so does such text that already starts with apostrophes, so that reading back is
+    exact); numbers, and text that reads as a number ("-1.5"), are left as they are."""
+    if isinstance(value, str) and _runs_as_formula(value):
         return "'" + value
     return value
 
 
 def spreadsheet_unsafe(cell: str) -> str:
     """:func:`spreadsheet_safe` undone, for reading back a CSV file this application wrote."""
-    return cell[1:] if cell.startswith("'") and cell[1:].startswith(FORMULA_STARTS) and not _is_number(cell[1:]) \
-        else cell
+    return cell[1:] if cell.startswith("'") and _runs_as_formula(cell[1:]) else cell
 
 
 class SafeCsvWriter:

@@ -8,6 +8,8 @@ import io
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from explorer.core.analysis.evaluate import evaluate
 from explorer.core.files import spreadsheet_safe, spreadsheet_unsafe
@@ -25,6 +27,7 @@ EVIL = "=cmd|' /C calc'!A0"
 @pytest.mark.parametrize("value, expected", [
     (EVIL, "'" + EVIL), ("+SUM(A1:A2)", "'+SUM(A1:A2)"), ("-x", "'-x"), ("@A1", "'@A1"), ("\t=1", "'\t=1"),
     ("-1.5", "-1.5"), ("+3", "+3"), ("1e-3", "1e-3"), (-2.0, -2.0), (7, 7), ("plain", "plain"), ("", ""),
+    ("'-", "''-"), ("''=x", "'" * 3 + "=x"), ("'plain", "'plain"),  # text that looks escaped stays exact
 ])
 def test_cells(value, expected):
     assert spreadsheet_safe(value) == expected
@@ -52,3 +55,11 @@ def test_catalog_csv_round_trips_a_formula_like_name():
     assert "'=HYPERLINK" in text
     (entry,), header_problems = read_csv(text)
     assert header_problems == [] and entry[1]["name"] == data["name"] and entry[2] == []
+
+
+@given(st.text(max_size=12))
+def test_any_text_reads_back_exactly(text):
+    cell = spreadsheet_safe(text)
+    assert spreadsheet_unsafe(cell) == text
+    if cell.startswith(("=", "+", "-", "@", "\t", "\r")):  # only a number may start so
+        float(cell)
