@@ -175,14 +175,16 @@ def cmd_list(args) -> int:
     peak_label = f"PEAK {args.precision}" if args.precision else "PEAK (best dense)"
     table = [("ID", "VENDOR", "KIND", "TIER", peak_label, "BANDWIDTH", "MEMORY", "TDP", "PRICE", "ORIGIN")]
     for r in rows:
-        peak = r.peak_at(args.precision) if args.precision else max(r.peak.values(), default=math.nan)
+        precision = args.precision or max(r.peak, key=r.peak.get, default=None)
+        peak = r.peak_at(precision) if precision else math.nan
+        unit = "OP/s" if precision and precision.startswith("int") else "FLOP/s"  # integer peaks are not FLOP/s
         table.append(
             (
                 r.id,
                 r.vendor,
                 r.kind,
                 r.tier or "-",
-                format_si(peak, "FLOP/s"),
+                format_si(peak, unit) + (f" {precision}" if math.isfinite(peak) and not args.precision else ""),
                 format_si(r.bandwidth, "B/s"),
                 format_bytes(r.capacity),
                 format_si(r.tdp, "W"),

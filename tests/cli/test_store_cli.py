@@ -187,3 +187,11 @@ def test_resolve_device_uses_the_given_database(tmp_path):
     with open_catalog(url) as repo:
         repo.duplicate(repo.ids()[0], "team-special")
     assert resolve_device("team-special", url).origin == "user"
+
+
+def test_list_names_the_precision_of_the_best_peak_and_counts_integer_ops_as_ops(db, capsys):
+    """Issue 24: an int8 TOP/s peak was printed under a TFLOP/s heading (Apple's ANE: 38 TOPS, int8)."""
+    assert run(["catalog", "list", "--db", db]) == 0
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()[1:-1]}
+    assert "38 TOP/s int8" in lines["apple-ane-m4"] and "FLOP/s" not in lines["apple-ane-m4"]
+    assert "1.979 PFLOP/s fp8" in lines["nvidia-h100-sxm5"]
