@@ -14,7 +14,8 @@ from explorer.core.workload.model import Model, build_table
 from explorer.core.workload.templates import TEMPLATES, PublishedFigure, UnknownTemplateError, get_template
 
 IDS = ("resnet50", "mobilenetv2", "vit-b16", "bert-base", "gpt2", "llama2-7b", "dlrm-small", "kws-dscnn",
-       "llama2-70b", "llama3-8b", "llama3-70b", "llama3.1-405b", "mistral-7b", "qwen2.5-7b")  # LLMs: test_llm_templates
+       "llama2-70b", "llama3-8b", "llama3-70b", "llama3.1-405b", "mistral-7b", "qwen2.5-7b",  # LLMs: test_llm_templates
+       "mixtral-8x7b", "deepseek-v3")  # mixtures of experts: test_moe_templates
 
 
 def table(template_id, **ctx):

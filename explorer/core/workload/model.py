@@ -168,8 +168,8 @@ def save_model_file(model: Model, path: str | Path) -> None:
 
 
 # --------------------------------------------------------------------------------------------- work table
-NUMERIC = ("macs", "other_flops", "params", "weight_elems", "input_elems", "output_elems", "kv_read_elems",
-           "kv_cache_elems", "count")
+NUMERIC = ("macs", "other_flops", "params", "active_params", "weight_elems", "input_elems", "output_elems",
+           "kv_read_elems", "kv_cache_elems", "count")
 
 
 @dataclass(frozen=True)
@@ -255,6 +255,9 @@ def build_table(model: Model, ctx: Context = Context()) -> LayerTable:
         rows.extend(new_rows)
         status.append(LayerStatus(shape, out, error, first, len(new_rows)))
         shape = out
+    for r in rows:  # a row that does not say otherwise computes with all its parameters
+        if r.active_params is None:
+            r.active_params = r.params
     columns = {c: np.array([getattr(r, c) for r in rows], dtype=float) for c in NUMERIC}
     for a in columns.values():
         a.setflags(write=False)

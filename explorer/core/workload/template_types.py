@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from explorer.core.workload.layers import Context
 from explorer.core.workload.model import Model
 
-QUANTITIES = ("params", "macs", "flops")
+QUANTITIES = ("params", "active_params", "macs", "flops")
 PHASES = ("prefill", "decode")
 
 
@@ -22,7 +22,7 @@ class UnknownTemplateError(ValueError):
 class PublishedFigure:
     """A size or cost figure as its source states it (``value`` in plain units: parameters, MACs or FLOPs)."""
 
-    quantity: str  # params | macs | flops
+    quantity: str  # params | active_params (per token, mixture of experts) | macs | flops
     value: float
     context: str  # the input and batch the figure is for, e.g. "224x224, batch 1"
     citation: str  # title of the paper or model card, and its URL

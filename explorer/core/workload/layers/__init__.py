@@ -1,7 +1,17 @@
 """Layer kinds, registered on import. ``REGISTRY`` maps a kind name to its schema and expansion."""
 
 # registration side effects:
-from explorer.core.workload.layers import attention, blocks, conv, elementwise, linear, opaque, recommendation  # noqa: F401
+from explorer.core.workload.layers import (  # noqa: F401
+    attention,
+    blocks,
+    conv,
+    elementwise,
+    linear,
+    mla,
+    moe,
+    opaque,
+    recommendation,
+)
 from explorer.core.workload.layers.base import (
            REGISTRY,
            Context,

@@ -6,6 +6,8 @@ Conventions (``docs/model-file.md`` states them for users):
 * ``1 MAC = 2 FLOP``. Non-MAC work per element: relu/relu6 1, sigmoid 4, silu 4, gelu 8, tanh 4, add/multiply 1,
   batchnorm (inference, folded scale and shift) 2, layernorm 6 (the chapter's count: mean 1, variance 2,
   normalize 3), rmsnorm 4, softmax 3 (exp, sum, divide: the chapter's count), pooling 1 per window element.
+* ``params`` are the stored parameters, ``active_params`` those one token computes with: the same except in a
+  mixture of experts, where a token runs only its ``top_k`` routed experts (``layers/moe.py``).
 * Traffic counts every tensor once (the chapter's ideal-reuse model): inputs + weights read + outputs (+ KV cache).
   Element counts are turned into bytes by the analyses at the chosen precision.
 """
@@ -61,6 +63,7 @@ class Row:
     macs: float = 0.0
     other_flops: float = 0.0  # FLOPs not counted as MACs (norms, softmax, activations)
     params: float = 0.0  # stored parameters (for the model's size)
+    active_params: float | None = None  # parameters each token computes with (None = params; MoE: top_k experts)
     weight_elems: float = 0.0  # parameter elements read per execution (embeddings read only looked-up rows)
     input_elems: float = 0.0
     output_elems: float = 0.0

@@ -34,8 +34,21 @@ from explorer.core.workload.layers.base import (
         Param("window", int, 0, minimum=0, help="sliding-window attention: keys per query; 0 = full"),
         Param("post_norms", bool, False, help="pre-norm block that also normalizes each sublayer's output before "
                                               "its residual (Gemma 2: four norms per block)"),
+        # mixture of experts (layers/moe.py): experts > 0 replaces the feed-forward
+        Param("experts", int, 0, minimum=0, help="routed experts of a mixture-of-experts feed-forward; 0 = dense"),
+        Param("top_k", int, 0, minimum=0, help="routed experts each token uses (required with experts)"),
+        Param("shared_experts", int, 0, minimum=0, help="experts every token uses besides its top_k (DeepSeek)"),
+        Param("expert_ffn_hidden", int, 0, minimum=0, help="one expert's feed-forward width; 0 = ffn_hidden"),
+        Param("router_bias", bool, False, help="a bias per expert on the router (DeepSeek-V3)"),
+        # multi-head latent attention (layers/mla.py): kv_lora_rank > 0 replaces the attention
+        Param("kv_lora_rank", int, 0, minimum=0, help="multi-head latent attention's key/value latent; 0 = attention"),
+        Param("q_lora_rank", int, 0, minimum=0, help="MLA: compressed query width; 0 = none"),
+        Param("qk_nope_head_dim", int, 0, minimum=0, help="MLA: per-head query/key width without rotary encoding"),
+        Param("qk_rope_head_dim", int, 0, minimum=0, help="MLA: per-head rotary query/key width"),
+        Param("v_head_dim", int, 0, minimum=0, help="MLA: per-head value width"),
     ),
-    "attention + feed-forward with residuals and norms (GPT/BERT/ViT/Llama/Gemma style)",
+    "attention + feed-forward with residuals and norms (GPT/BERT/ViT/Llama/Gemma style; mixture of experts and "
+    "latent attention as options)",
     is_block=True,
 )
 def transformer_block(p: dict, in_shape: Shape, ctx: Context, name: str):
@@ -49,14 +62,37 @@ def transformer_block(p: dict, in_shape: Shape, ctx: Context, name: str):
         raise ParamError(f"{name}.post_norms: needs norm_position 'pre'")
     if pre:
         x.add(p["norm"], "norm1")
-    x.add("attention", "attn", heads=p["heads"], kv_heads=p["kv_heads"], head_dim=p["head_dim"],
-          causal=p["causal"], bias=p["bias"], qkv_bias=p["qkv_bias"], window=p["window"])
+    if p["kv_lora_rank"]:
+        for field in ("kv_heads", "head_dim", "window", "qkv_bias"):
+            if p[field]:
+                raise ParamError(f"{name}.{field}: has no meaning with latent attention (kv_lora_rank > 0)")
+        for field in ("qk_nope_head_dim", "v_head_dim"):
+            if not p[field]:
+                raise ParamError(f"{name}.{field}: is required with latent attention (kv_lora_rank > 0)")
+        x.add("mla", "attn", heads=p["heads"], kv_lora_rank=p["kv_lora_rank"], q_lora_rank=p["q_lora_rank"],
+              qk_nope_head_dim=p["qk_nope_head_dim"], qk_rope_head_dim=p["qk_rope_head_dim"],
+              v_head_dim=p["v_head_dim"], causal=p["causal"], bias=p["bias"])
+    else:
+        for field in ("q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
+            if p[field]:
+                raise ParamError(f"{name}.{field}: needs latent attention (kv_lora_rank > 0)")
+        x.add("attention", "attn", heads=p["heads"], kv_heads=p["kv_heads"], head_dim=p["head_dim"],
+              causal=p["causal"], bias=p["bias"], qkv_bias=p["qkv_bias"], window=p["window"])
     if p["post_norms"]:
         x.add(p["norm"], "post_attn_norm")
     x.add("add", "residual1")
     x.add(p["norm"], "norm2" if pre else "norm1")
     gated = {"swiglu": "silu", "geglu": "gelu"}.get(p["ffn"])
-    if gated:  # gate and up projections, SiLU (GELU) on the gate, product, down projection
+    if p["experts"]:
+        if not p["top_k"]:
+            raise ParamError(f"{name}.top_k: is required with experts (the routed experts each token uses)")
+        x.add("moe", "moe", experts=p["experts"], top_k=p["top_k"], shared_experts=p["shared_experts"],
+              ffn_hidden=p["expert_ffn_hidden"] or ffn_hidden, ffn=p["ffn"], bias=p["bias"],
+              router_bias=p["router_bias"])
+    elif p["top_k"] or p["shared_experts"] or p["expert_ffn_hidden"] or p["router_bias"]:
+        field = next(f for f in ("top_k", "shared_experts", "expert_ffn_hidden", "router_bias") if p[f])
+        raise ParamError(f"{name}.{field}: needs a mixture of experts (experts > 0)")
+    elif gated:  # gate and up projections, SiLU (GELU) on the gate, product, down projection
         x.add("dense", "ffn_gate", in_features=hidden, out_features=ffn_hidden, bias=p["bias"])
         x.add(gated, "ffn_act")
         x.add("multiply", "ffn_mul")
@@ -65,7 +101,8 @@ def transformer_block(p: dict, in_shape: Shape, ctx: Context, name: str):
     else:
         x.add("dense", "ffn_up", in_features=hidden, out_features=ffn_hidden, bias=p["bias"])
         x.add(p["ffn"], "ffn_act")
-    x.add("dense", "ffn_down", in_features=ffn_hidden, out_features=hidden, bias=p["bias"])
+    if not p["experts"]:
+        x.add("dense", "ffn_down", in_features=ffn_hidden, out_features=hidden, bias=p["bias"])
     if p["post_norms"]:
         x.add(p["norm"], "post_ffn_norm")
     x.add("add", "residual2")
