@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from explorer.core.workload.layers import Context
+from explorer.core.workload.layers.moe import ROUTING_ASSUMPTION
 
 from ..core.analysis.evaluate import ModelAnalysis, evaluate
 from ..core.precision import PRECISIONS
@@ -64,14 +65,19 @@ def _num(x) -> float | None:
     return x if math.isfinite(x) else None
 
 
+def routing_assumption(r: ModelAnalysis) -> str | None:
+    """How the weights a mixture of experts reads per step are estimated; None for a model without experts."""
+    return ROUTING_ASSUMPTION if "moe_experts" in r.table.kinds else None
+
+
 def analysis_json(r: ModelAnalysis) -> dict:
     """The documented JSON shape (docs/cli.md): plain numbers in SI base units, null where unknown."""
     t = r.table
     out = {
-        "model": {"name": r.model.name, "params": t.total("params"), "macs": t.total("macs"),
-                  "flops": t.total("flops")},
+        "model": {"name": r.model.name, "params": t.total("params"), "active_params": t.total("active_params"),
+                  "macs": t.total("macs"), "flops": t.total("flops")},
         "assumptions": {"precision": r.precision, "batch": r.ctx.batch, "seq_len": r.ctx.seq_len,
-                        "phase": r.ctx.phase},
+                        "phase": r.ctx.phase, "moe_routing": routing_assumption(r)},
         "results": [],
     }
     dev = r.devices
@@ -86,6 +92,7 @@ def analysis_json(r: ModelAnalysis) -> dict:
             layers.append({
                 "name": t.names[i], "kind": t.kinds[i], "count": int(r.count[i]),
                 "macs": float(t.macs[i]), "flops": float(r.flops[i]), "params": float(t.params[i]),
+                "active_params": float(t.active_params[i]),
                 "weight_bytes": float(r.weight_bytes[i]), "activation_bytes": float(r.activation_bytes[i]),
                 "bytes": float(r.bytes[i]), "intensity": _num(r.intensity[i]),
                 "attainable_flops": _num(r.attainable[i, j]), "ideal_time_s": _num(r.ideal_time[i, j]),
@@ -127,9 +134,13 @@ def _f(x, digits=3) -> str:
 
 def print_tables(r: ModelAnalysis) -> None:
     t = r.table
-    print(f"{r.model.name}: {format_si(t.total('params'), 'params')}, {format_si(t.total('macs'), 'MAC')}, "
+    params, active = t.total("params"), t.total("active_params")
+    per_token = f" ({format_si(active, 'params')} active per token)" if active != params else ""
+    print(f"{r.model.name}: {format_si(params, 'params')}{per_token}, {format_si(t.total('macs'), 'MAC')}, "
           f"{format_si(t.total('flops'), 'FLOP')} per {'step' if r.ctx.phase == 'decode' else 'inference'} "
           f"(batch {r.ctx.batch}, {r.precision}, {r.ctx.phase})")
+    if routing_assumption(r):
+        print(f"experts' weights read per step: {routing_assumption(r)}, T the tokens of the step")
     headers = ["layer", "kind", "x", "GFLOP", "MB", "FLOP/B", "attain TFLOP/s", "time [us]", "bound", "map eff",
                "energy [mJ]"]
     bounds = r.bound_names()

@@ -1,4 +1,5 @@
-"""The status bar's model totals: parameters, work (GFLOP) and memory footprint, with units.
+"""The status bar's model totals: parameters (and, for a mixture of experts, those active per token), work (GFLOP)
+and memory footprint, with units.
 
 The figures are the model's own (they do not depend on a device), taken from the workspace's layer table at
 the current precision with the same definitions as ``ModelAnalysis.totals``: memory = weights + KV cache +
@@ -23,6 +24,7 @@ from .binding import bind
 @dataclass(frozen=True)
 class ModelTotals:
     params: float
+    active_params: float  # per token: = params except in a mixture of experts
     flops: float
     weight_bytes: float
     kv_cache_bytes: float
@@ -40,6 +42,7 @@ def model_totals(table: LayerTable, precision: str) -> ModelTotals:
     activations = c["input_elems"] + c["output_elems"]
     return ModelTotals(
         params=table.total("params"),
+        active_params=table.total("active_params"),
         flops=table.total("flops"),
         weight_bytes=table.total("params") * bpe,
         kv_cache_bytes=table.total("kv_cache_elems") * bpe,
@@ -67,14 +70,16 @@ class ModelTotalsLabel(QLabel):
     def refresh(self) -> None:
         precision = self.ws.assumptions.precision
         t = self.totals = model_totals(self.ws.table, precision)
-        text = (f"Params {format_count(t.params)} \u00b7 {t.flops / 1e9:,.2f} GFLOP \u00b7 "
+        active = f" ({format_count(t.active_params)} active)" if t.active_params != t.params else ""
+        text = (f"Params {format_count(t.params)}{active} \u00b7 {t.flops / 1e9:,.2f} GFLOP \u00b7 "
                 f"Memory {format_bytes(t.memory_bytes)} ({precision})")
         if t.errors:
             text = f"\u26a0 {t.errors} layer{'s' if t.errors > 1 else ''} do{'' if t.errors > 1 else 'es'} not fit \u00b7 " + text
         self.setText(text)
         phase = self.ws.assumptions.phase
+        per_token = f"Active per token (a mixture of experts' top-k): {t.active_params:,.0f}\n" if active else ""
         self.setToolTip(
-            f"Parameters: {t.params:,.0f}\n"
+            f"Parameters: {t.params:,.0f}\n{per_token}"
             f"Work: {format_si(t.flops, 'FLOP')} per {'decode step' if phase == 'decode' else 'inference'} "
             f"(batch {self.ws.assumptions.batch}; 1 MAC = 2 FLOP)\n"
             f"Memory at {precision}: weights {format_bytes(t.weight_bytes)} + KV cache {format_bytes(t.kv_cache_bytes)}"

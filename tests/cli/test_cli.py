@@ -38,7 +38,8 @@ def test_analyze_json_shape(files, capsys):
     code, out, err = run(capsys, "analyze", files / "m.json", "--device", files / "a100.yaml", "--batch", "32", "--json")
     assert code == 0 and err == ""
     data = json.loads(out)
-    assert data["model"] == {"name": "dense", "params": 4194304.0, "macs": 134217728.0, "flops": 268435456.0}
+    assert data["model"] == {"name": "dense", "params": 4194304.0, "active_params": 4194304.0,  # added with MoE
+                             "macs": 134217728.0, "flops": 268435456.0}
     (result,) = data["results"]
     assert result["device"]["ridge"] == pytest.approx(153.016, abs=1e-3)
     (layer,) = result["layers"]

@@ -43,10 +43,9 @@ def test_analyze_a_model_folder(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"model_type": "mixtral", "num_local_experts": 8},
-     "model_type 'mixtral' needs mixture-of-experts layers, not supported yet"),
-    ({"model_type": "deepseek_v3"},
-     "model_type 'deepseek_v3' needs multi-head latent attention and mixture-of-experts layers, not supported yet"),
+    ({"model_type": "qwen2_moe", "num_experts": 60},  # mixtral and deepseek_v3 are mapped: test_hf_moe_config
+     "model_type 'qwen2_moe' needs mixture-of-experts layers with a gated shared expert, not supported yet"),
+    ({"model_type": "mixtral"}, "num_experts_per_tok: is required for model_type 'mixtral'"),
     ({"model_type": "falcon"}, "model_type 'falcon' is not supported"),
     ({"num_key_value_heads": 7}, "num_key_value_heads: 7 does not divide num_attention_heads 32"),
     ({"intermediate_size": None}, "intermediate_size: is required for model_type 'mistral'"),

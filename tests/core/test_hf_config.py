@@ -174,12 +174,11 @@ def test_a_folder_is_imported_through_its_config_json(tmp_path):
 
 
 # ------------------------------------------------------------------------------------------------- errors
-@pytest.mark.parametrize("model_type, needs", [
-    ("mixtral", "mixture-of-experts layers"), ("qwen2_moe", "mixture-of-experts layers"),
-    ("deepseek_v2", "multi-head latent attention and mixture-of-experts layers"),
-    ("deepseek_v3", "multi-head latent attention and mixture-of-experts layers"),
+@pytest.mark.parametrize("model_type, needs", [  # mixtral, deepseek_v2 and deepseek_v3: test_hf_moe_config
+    ("qwen2_moe", "mixture-of-experts layers with a gated shared expert"),
+    ("qwen3_moe", "mixture-of-experts layers with per-head query and key norms"),
 ])
-def test_moe_and_mla_families_are_refused_by_name(tmp_path, model_type, needs):
+def test_moe_families_without_a_mapping_are_refused_by_name(tmp_path, model_type, needs):
     path = write(tmp_path, config("mistral-7b-v0.1.json") | {"model_type": model_type, "num_local_experts": 8})
     assert find_importer(path).name == "hf_config"  # recognized, then refused with the reason
     with pytest.raises(HFConfigError) as info:

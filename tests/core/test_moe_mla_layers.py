@@ -196,3 +196,14 @@ def test_a_block_with_mla_and_experts():
     moe = 64 * 4 + 4 + 4 * 3 * 64 * 16 + 3 * 64 * 16
     assert t.total("params") == attn + moe + 2 * 64 and not t.errors
     assert t.total("active_params") == t.total("params") - 2 * 3 * 64 * 16
+
+
+def test_the_new_block_parameters_at_their_defaults_change_nothing():
+    """experts 0 and kv_lora_rank 0 (the defaults) are the dense feed-forward and multi-head attention: a file that
+    writes them out counts exactly as one written before they existed."""
+    old = block(heads=4, kv_heads=2, ffn="swiglu", ffn_hidden=48, phase="decode", batch=3)
+    new = block(heads=4, kv_heads=2, ffn="swiglu", ffn_hidden=48, phase="decode", batch=3, experts=0, top_k=0,
+                shared_experts=0, expert_ffn_hidden=0, router_bias=False, kv_lora_rank=0, q_lora_rank=0,
+                qk_nope_head_dim=0, qk_rope_head_dim=0, v_head_dim=0)
+    assert old.names == new.names
+    assert all((old.columns[c] == new.columns[c]).all() for c in old.columns)

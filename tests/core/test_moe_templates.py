@@ -125,3 +125,14 @@ def test_deepseek_v3_layers_and_template_defaults():
     one = table("deepseek-v3")
     i = one.names.index("layers.moe.moe.experts_up")
     assert one.weight_elems[i] == 8 * D * 2048  # batch 1 reads its 8 routed experts of 256
+
+
+def test_deepseek_v3_prefill_work_of_the_experts():
+    """A prefill of 4096 tokens: each token runs 8 routed and 1 shared SwiGLU experts, 3 x 7168 x 2048 MACs each, in
+    each of the 58 MoE layers, and reads every expert's weights (256 (1 - (248/256)^4096) rounds to 256)."""
+    tab = table("deepseek-v3", phase="prefill")
+    routed = sum(tab.macs[tab.names.index(f"layers.moe.moe.experts_{p}")] for p in ("gate", "up", "down"))
+    shared = sum(tab.macs[tab.names.index(f"layers.moe.moe.shared_{p}")] for p in ("gate", "up", "down"))
+    assert (routed, shared) == (4096 * 8 * DS_EXPERT, 4096 * 1 * DS_EXPERT)
+    assert tab.weight_elems[tab.names.index("layers.moe.moe.experts_down")] == 256 * D * 2048
+

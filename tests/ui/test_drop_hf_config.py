@@ -85,10 +85,11 @@ def test_an_unsupported_family_is_reported_and_changes_nothing(window, monkeypat
     shown = []
     monkeypatch.setattr(QMessageBox, "warning", lambda parent, title, text, *a: shown.append((title, text)))
     monkeypatch.setattr(QMessageBox, "critical", lambda parent, title, text, *a: shown.append((title, text)))
-    data = json.loads((HF / "mistral-7b-v0.1.json").read_text()) | {"model_type": "mixtral", "num_local_experts": 8}
+    data = json.loads((HF / "mistral-7b-v0.1.json").read_text()) | {"model_type": "qwen2_moe", "num_experts": 60}
     path = tmp_path / "config.json"
     path.write_text(json.dumps(data), encoding="utf-8")
     model, undo = window.workspace.model, window.workspace.stack.can_undo
     drop(window, path)
-    assert len(shown) == 1 and "model_type 'mixtral' needs mixture-of-experts layers, not supported yet" in shown[0][1]
+    assert len(shown) == 1 and ("model_type 'qwen2_moe' needs mixture-of-experts layers with a gated shared expert, "
+                                "not supported yet") in shown[0][1]
     assert window.workspace.model is model and window.workspace.stack.can_undo == undo

@@ -105,6 +105,17 @@ def test_status_bar_totals_for_gpt2(window):
     assert "weights 498 MB" in window.totals.toolTip()
 
 
+def test_status_bar_shows_the_active_parameters_of_a_mixture_of_experts(window):
+    """Mixtral 8x7B: 46,702,792,704 parameters, 12,879,925,248 used per token (test_moe_templates works both out)."""
+    window.new_from_template("mixtral-8x7b")
+    totals = window.totals.totals
+    assert (totals.params, totals.active_params) == (46_702_792_704, 12_879_925_248)
+    assert window.totals.text().startswith("Params 46.7 G (12.88 G active) \u00b7 ")
+    assert "Active per token (a mixture of experts' top-k): 12,879,925,248" in window.totals.toolTip()
+    window.new_from_template("gpt2")
+    assert "active" not in window.totals.text() and "Active" not in window.totals.toolTip()
+
+
 def test_status_bar_counts_layers_that_do_not_fit(window):
     window.new_from_template("resnet50")
     from dataclasses import replace
