@@ -36,3 +36,17 @@ def t4():
 @pytest.fixture
 def make_device():
     return chapter_device
+
+
+@pytest.fixture(autouse=True, scope="session")
+def isolated_user_data(tmp_path_factory):
+    """The catalog database and settings of a test session live under a temporary folder, never in the user's data
+    folder (a database written by another version there made catalog-id tests fail). Tests that set their own
+    folders (the UI suite, per test) override this."""
+    mp = pytest.MonkeyPatch()
+    home = tmp_path_factory.mktemp("user-data")
+    mp.setenv("XDG_DATA_HOME", str(home / "data"))
+    mp.setenv("XDG_CONFIG_HOME", str(home / "config"))
+    mp.delenv("HWEXPLORER_DB", raising=False)
+    yield home
+    mp.undo()

@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QApplication, QMainWindow, QMenu, QStyle, QToolBar
 from explorer.core.workload.templates import TEMPLATES
 
 from .binding import bind
+from .help import DOCS, docs_dir, open_doc, show_quick_start
 
 Key = QKeySequence.StandardKey
 
@@ -78,7 +79,15 @@ class MainActions(QObject):
         self.collapse = self._action("&Collapse Blocks", view.collapseAll, None, None, "Hide the block operators")
         self.reset_layout = self._action("&Reset Layout", window.reset_layout, None, None,
                                          "Put every dock back where it started")
-        self.about = self._action("&About Hardware Explorer", window.show_about, Key.HelpContents, None,
+        self.quick_start = self._action("&Quick Start", lambda: show_quick_start(window), Key.HelpContents, None,
+                                        "What to do first and what each panel answers")
+        self.docs = [self._action(text, lambda checked=False, name=name: open_doc(name), None, None,
+                                  f"Open docs/{name}") for text, name in DOCS]
+        if docs_dir() is None:
+            for action in self.docs:
+                action.setEnabled(False)
+                action.setStatusTip("The documentation is not installed beside this copy of the application")
+        self.about = self._action("&About Hardware Explorer", window.show_about, None, None,
                                   "Version and data sources")
         self.about.setMenuRole(QAction.MenuRole.AboutRole)
         self.about_qt = self._action("About &Qt", QApplication.aboutQt, None, None, "")
@@ -135,6 +144,11 @@ class MainActions(QObject):
         self.docks_menu = self.view_menu.addMenu("&Docks")
         self.view_menu.addAction(self.reset_layout)
         help_menu = bar.addMenu("&Help")
+        help_menu.addAction(self.quick_start)
+        docs_menu = help_menu.addMenu("&Documentation")
+        for action in self.docs:
+            docs_menu.addAction(action)
+        help_menu.addSeparator()
         help_menu.addAction(self.about)
         help_menu.addAction(self.about_qt)
 

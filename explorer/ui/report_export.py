@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, QTimer, Signal
+from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, QTimer, QUrl, Signal
+from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import QFileDialog, QMessageBox, QProgressDialog, QWidget
 
 from explorer import report as report_pkg
@@ -29,6 +30,7 @@ class ExportJob(QObject):
         super().__init__(parent)
         self.paths: list[str] | None = None  # set when the report is written
         self.error: str | None = None  # set when it failed
+        self.confirmation: QMessageBox | None = None  # the note saying where the report went (with a parent)
         self.finished.connect(self._written)
         self.failed.connect(self._failed)
 
@@ -89,6 +91,20 @@ def export_report(parent: QWidget | None, workspace, requirements=None) -> Expor
     return run_with_progress(parent, workspace, path, requirements)
 
 
+def confirm_written(parent: QWidget, paths: list[str]) -> QMessageBox:
+    """A non-modal note naming the files written, with Open (the report) and Show Folder."""
+    box = QMessageBox(QMessageBox.Icon.Information, "Export report",
+                      "The report was written:\n" + "\n".join(paths), QMessageBox.StandardButton.Close, parent)
+    open_button = box.addButton("Open", QMessageBox.ButtonRole.ActionRole)
+    folder_button = box.addButton("Show Folder", QMessageBox.ButtonRole.ActionRole)
+    open_button.clicked.connect(lambda: QDesktopServices.openUrl(QUrl.fromLocalFile(paths[0])))
+    folder_button.clicked.connect(lambda: QDesktopServices.openUrl(QUrl.fromLocalFile(str(Path(paths[0]).parent))))
+    box.setWindowModality(Qt.WindowModality.NonModal)
+    box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+    box.show()
+    return box
+
+
 def run_with_progress(parent: QWidget | None, workspace, path: str | Path, requirements=None) -> ExportJob | None:
     try:
         job = start_export(workspace, path, requirements)
@@ -108,6 +124,8 @@ def run_with_progress(parent: QWidget | None, workspace, path: str | Path, requi
     def done(paths):
         dialog.close()
         _RUNNING.discard(dialog)
+        if parent is not None:  # say where it went, and offer to open it
+            job.confirmation = confirm_written(parent, paths)
 
     def failed(message):
         dialog.close()
