@@ -8,6 +8,7 @@ from dataclasses import replace
 import pytest
 import yaml
 from PySide6.QtCore import QEvent, QObject, QPoint, QRect, Qt
+from PySide6.QtWidgets import QStyle, QStyleOptionViewItem
 
 from explorer.core.hardware.device import Cited
 from explorer.core.hardware.device_file import device_to_dict
@@ -314,3 +315,21 @@ def test_clicking_the_check_box_and_space_compare_devices(dock, workspace, qtbot
     assert workspace.device_ids == (first, second)
     workspace.undo()
     assert workspace.device_ids == (first,)
+
+
+def test_ticking_a_device_with_the_mouse_shows_it_in_the_detail_pane(qtbot, dock, workspace):
+    """Issue 24: a click on a row's box ticked it but left the detail pane on the previous device."""
+    dock.show()
+    qtbot.waitExposed(dock)
+    first, other = dock.proxy.device_id(0), dock.proxy.device_id(3)
+    dock.select_device(first)
+    index = dock.proxy.index(3, COLUMN_INDEX["compare"])
+    rect = dock.table.visualRect(index)
+    style = dock.table.style()
+    option = QStyleOptionViewItem()
+    option.rect = rect
+    option.features |= QStyleOptionViewItem.ViewItemFeature.HasCheckIndicator
+    box = style.subElementRect(QStyle.SubElement.SE_ItemViewItemCheckIndicator, option, dock.table)
+    qtbot.mouseClick(dock.table.viewport(), Qt.MouseButton.LeftButton, pos=box.center())
+    assert workspace.device_ids == (other,)
+    assert dock.current_id() == other and dock.detail.device is not None and dock.detail.device.id == other

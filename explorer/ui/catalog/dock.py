@@ -104,6 +104,7 @@ class CatalogDock(QDockWidget):
         self.filter_bar.filter_changed.connect(self._on_filter_changed)
         self.table.selectionModel().currentRowChanged.connect(self._on_current_changed)
         self.table.doubleClicked.connect(self._on_double_clicked)
+        self.table.clicked.connect(self._on_clicked)
         self.refresh()
         self.table.resizeColumnsToContents()
         header.resizeSection(COLUMN_INDEX["name"], min(header.sectionSize(COLUMN_INDEX["name"]), 260))
@@ -164,6 +165,12 @@ class CatalogDock(QDockWidget):
         self.buttons["Delete"].setEnabled(row is not None and row.origin == "user")
         if device_id and device_id in self.workspace.device_ids:
             self.workspace.focus_device(device_id)
+
+    def _on_clicked(self, index: QModelIndex) -> None:
+        """A tick in the compare column also makes that device the one the detail pane shows (a click on the box
+        alone did not move the current row)."""
+        if index.column() == COLUMN_INDEX["compare"] and index.data(ID_ROLE) != self.current_id():
+            self.select_device(index.data(ID_ROLE))
 
     def _on_double_clicked(self, index: QModelIndex) -> None:
         if index.column() != COLUMN_INDEX["compare"]:
