@@ -17,9 +17,9 @@ from explorer.core.hardware.device import Device
 from ..precision import BYTES_PER_ELEMENT, check_precision
 
 HOROWITZ = "Horowitz, 'Computing's energy problem', ISSCC 2014 (45 nm)"
-#: Energy per MAC (multiply + add), J. TF32 uses FP32; FP8/INT4/FP4 use INT8 as a proxy (Horowitz gives none).
+#: Energy per MAC (multiply + add), J. TF32 uses FP32; FP8/FP6/INT4/FP4 use INT8 as a proxy (Horowitz has none).
 DEFAULT_MAC_ENERGY = {"fp32": 4.6e-12, "tf32": 4.6e-12, "fp16": 1.5e-12, "bf16": 1.5e-12, "int8": 0.23e-12,
-                      "fp8": 0.23e-12, "int4": 0.23e-12, "fp4": 0.23e-12}
+                      "fp8": 0.23e-12, "fp6": 0.23e-12, "int4": 0.23e-12, "fp4": 0.23e-12}
 DRAM_ENERGY_PER_BYTE = 160e-12  # 640 pJ per 32-bit access (the chapter's constant) = 160 pJ/B
 _SRAM_POINTS = (np.log([8e3, 32e3, 1e6]), np.array([1.25e-12, 2.5e-12, 12.5e-12]))  # 10/20/100 pJ per 64 bit
 
