@@ -173,8 +173,9 @@ class TensorFormats:
 
     ``compute``: the wider of the weights' and the activations' precisions (ties: the activations'), because
     the kernel converts the narrower operand: W4A16 dequantizes the int4 weights and computes in 16-bit; W8A8
-    and all-FP8 compute in 8-bit; MXFP4 x MXFP4 at the FP4 rate. A tensor stored in a format whose precision
-    is not ``compute`` is converted as it is read (or written): one FLOP per element converted, per pass.
+    and all-FP8 compute in 8-bit; MXFP4 x MXFP4 at the FP4 rate. A tensor stored at a narrower (or another
+    same-size) precision than ``compute`` is dequantized as it is read or written: one FLOP per element, per
+    pass (the multiply by its scale; the widening itself is free).
     """
 
     precision: str  # the shorthand the unset tensors follow
@@ -200,9 +201,12 @@ class TensorFormats:
         return w if BYTES_PER_ELEMENT[w] > BYTES_PER_ELEMENT[a] else a
 
     def converted(self, compute: str | None = None) -> tuple[str, ...]:
-        """The tensors converted to ``compute`` (default: :attr:`compute`) before the multiply."""
+        """The tensors dequantized to ``compute`` (default: :attr:`compute`) for the multiplies: those stored
+        at another precision no wider than it. A wider one (an FP16 KV cache under FP4 multiplies) is taken
+        as it is: its attention is modeled at ``compute`` like every other operator."""
         c = compute or self.compute
-        return tuple(t for t in TENSORS if getattr(self, t).compute != c)
+        return tuple(t for t in TENSORS if getattr(self, t).compute != c
+                     and BYTES_PER_ELEMENT[getattr(self, t).compute] <= BYTES_PER_ELEMENT[c])
 
     def label(self) -> str:
         """'w int4-g128, a fp16, kv fp8' (or the precision alone when uniform)."""
