@@ -130,3 +130,20 @@ def test_a_device_without_any_wider_peak_has_no_compute_time(make_device):
 def test_device_arrays_keep_the_old_rule_for_a_precision_alone():
     plain = device_arrays((H100,), "fp4")
     assert np.isnan(plain.peak[0]) and plain.computes == () and plain.precision_notes == ()
+
+
+def test_the_roofline_and_energy_views_name_the_fallback_precision():
+    from explorer.core.analysis.energy_view import compute_energy_view
+    from explorer.core.analysis.roofline_view import compute_roofline
+
+    r = run(weights="mxfp4", activations="mxfp4")
+    h100 = compute_roofline(r, device_index=0)
+    assert h100.focus_note == "" and "no fp4 peak: computes at fp8" in h100.precision_note
+    assert h100.devices[0].ceiling.precision == "fp8" and h100.devices[0].ceiling.flops == 1979e12
+    assert all(c.precision != "fp8" for c in h100.devices[0].other_ceilings)
+    assert h100.devices[1].ceiling.precision == "fp4" and h100.devices[1].missing == ""
+    b200 = compute_roofline(r, device_index=1)
+    assert b200.focus_note == b200.precision_note == ""
+    assert compute_energy_view(r, 0).precision == "fp8" and compute_energy_view(r, 1).precision == "fp4"
+    plain = compute_roofline(run(), device_index=0)
+    assert plain.precision_note == "" and plain.devices[0].ceiling.precision == "fp16"
