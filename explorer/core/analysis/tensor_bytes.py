@@ -14,8 +14,8 @@ precision too: the extra conversions of that device are ``device_conversions`` (
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 import numpy as np
 
