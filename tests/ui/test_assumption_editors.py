@@ -62,3 +62,16 @@ def test_quantization_and_kv_cache_editors_set_the_tensors_formats(qtbot):
     ws.undo()
     ws.undo()
     assert bar.kv_cache.currentText() == "precision" and ws.assumptions.weights == "int4-g128"
+
+
+def test_the_status_bar_sizes_the_memory_in_the_tensors_formats(qtbot):
+    from explorer.ui.status_bar import ModelTotalsLabel
+
+    ws = Workspace(get_template("llama2-7b").build(), lookup=lambda ids: [], assumptions=Assumptions())
+    label = ModelTotalsLabel(ws)
+    qtbot.addWidget(label)
+    fp16 = label.totals.weight_bytes
+    assert label.text().endswith("(fp16)")
+    ws.set_assumptions(weights="int4-g128")
+    assert label.totals.weight_bytes == fp16 * 4.125 / 16
+    assert label.text().endswith("(w int4-g128, a fp16, kv fp16)")

@@ -25,7 +25,7 @@ from explorer.core.workload.model import LayerTable, Model, build_table
 
 from ..formats import TensorFormats
 from .device_arrays import DeviceArrays, device_arrays
-from .tensor_bytes import resident_bytes, tensor_bytes
+from .tensor_bytes import formats_of, resident_bytes, tensor_bytes
 from .tiling import systolic_arrays, tensor_core_arrays
 
 REGIMES = ("very low", "low", "medium", "high")  # the chapter's Table 14: I < 2, 2-20, 20-200, > 200 FLOP/byte
@@ -204,7 +204,7 @@ def evaluate(model_or_table, devices: Sequence[Device] | DeviceArrays, precision
     decode = ctx.phase == "decode"
     t_total = count @ time
     f_total = float(np.sum(count * flops))
-    weight_bytes, kv_cache, act_peak = resident_bytes(c, dev)
+    weight_bytes, kv_cache, act_peak = resident_bytes(c, formats_of(dev))
     footprint = weight_bytes + kv_cache + act_peak
     macs_w = c["macs"] * count
     with np.errstate(invalid="ignore", divide="ignore"):

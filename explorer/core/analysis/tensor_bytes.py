@@ -67,9 +67,9 @@ def tensor_bytes(c: Mapping[str, np.ndarray], dev: DeviceArrays) -> TensorBytes:
                        a_bpe=act.bytes_per_element, b_bpe=b_bpe)
 
 
-def resident_bytes(c: Mapping[str, np.ndarray], dev: DeviceArrays) -> tuple[float, float, float]:
-    """The memory footprint's parts: (weights stored, KV cache resident, the largest row's activations)."""
-    fm = formats_of(dev)
+def resident_bytes(c: Mapping[str, np.ndarray], fm: TensorFormats) -> tuple[float, float, float]:
+    """The memory footprint's parts under formats ``fm``: (weights stored, KV cache resident, the largest
+    row's activations)."""
     count = c["count"]
     weights = fm.weights.nbytes(float(np.sum(c["params"] * count)),
                                 tensors=float(np.sum((c["params"] > 0) * count)))
