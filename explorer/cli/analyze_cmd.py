@@ -10,10 +10,12 @@ from explorer.core.workload.layers import Context
 from explorer.core.workload.layers.moe import ROUTING_ASSUMPTION
 
 from ..core.analysis.evaluate import ModelAnalysis, evaluate
+from ..core.analysis.tensor_bytes import formats_of
 from ..core.precision import PRECISIONS
 from ..core.units import format_bytes, format_si
 from .common import CliError, print_json
 from .resolve import load_model_arg, resolve_devices
+from .tensor_args import add_format_args, formats_from_args
 
 
 def add_parser(sub) -> None:
@@ -34,6 +36,7 @@ def add_workload_args(p) -> None:
     p.add_argument("--seq-len", type=int, default=None, help="sequence length (token models; decode: context)")
     p.add_argument("--phase", choices=("prefill", "decode"), default=None,
                    help="prefill processes the sequence; decode one token per sequence against a KV cache")
+    add_format_args(p)
 
 
 def workload_from_args(args):
@@ -49,7 +52,7 @@ def workload_from_args(args):
 
 def run(args) -> int:
     model, ctx, devices = workload_from_args(args)
-    result = evaluate(model, devices, args.precision, ctx)
+    result = evaluate(model, devices, args.precision, ctx, formats=formats_from_args(args))
     if result.table.errors:
         i, msg = result.table.errors[0]
         raise CliError(f"layer {i} ({model.layers[i].name or model.layers[i].kind}): {msg}")
@@ -70,6 +73,15 @@ def routing_assumption(r: ModelAnalysis) -> str | None:
     return ROUTING_ASSUMPTION if "moe_experts" in r.table.kinds else None
 
 
+def formats_json(r: ModelAnalysis) -> dict:
+    """The tensors' formats (the precision's own when none was set), the compute precision and the notes."""
+    fm = formats_of(r.devices)
+    out = fm.to_dict()
+    return {"precision": fm.precision, "weights": out["weights"], "activations": out["activations"],
+            "kv_cache": out["kv_cache"], "compute_precision": out["compute"], "bits_per_element": out["bits"],
+            "format_notes": list(fm.notes())}
+
+
 def analysis_json(r: ModelAnalysis) -> dict:
     """The documented JSON shape (docs/cli.md): plain numbers in SI base units, null where unknown."""
     t = r.table
@@ -77,7 +89,7 @@ def analysis_json(r: ModelAnalysis) -> dict:
         "model": {"name": r.model.name, "params": t.total("params"), "active_params": t.total("active_params"),
                   "macs": t.total("macs"), "flops": t.total("flops")},
         "assumptions": {"precision": r.precision, "batch": r.ctx.batch, "seq_len": r.ctx.seq_len,
-                        "phase": r.ctx.phase, "moe_routing": routing_assumption(r)},
+                        "phase": r.ctx.phase, "moe_routing": routing_assumption(r), **formats_json(r)},
         "results": [],
     }
     dev = r.devices
@@ -117,6 +129,8 @@ def analysis_json(r: ModelAnalysis) -> dict:
             },
             "defaults_used": list(dev.defaults_used[j]),
         })
+        out["results"][-1]["device"].update(compute_precision=dev.compute_of(j),
+                                            precision_note=(dev.precision_notes or ("",) * len(dev))[j] or None)
     return out
 
 
@@ -138,9 +152,11 @@ def print_tables(r: ModelAnalysis) -> None:
     per_token = f" ({format_si(active, 'params')} active per token)" if active != params else ""
     print(f"{r.model.name}: {format_si(params, 'params')}{per_token}, {format_si(t.total('macs'), 'MAC')}, "
           f"{format_si(t.total('flops'), 'FLOP')} per {'step' if r.ctx.phase == 'decode' else 'inference'} "
-          f"(batch {r.ctx.batch}, {r.precision}, {r.ctx.phase})")
+          f"(batch {r.ctx.batch}, {formats_of(r.devices).label()}, {r.ctx.phase})")
     if routing_assumption(r):
         print(f"experts' weights read per step: {routing_assumption(r)}, T the tokens of the step")
+    for note in formats_of(r.devices).notes():
+        print(f"formats: {note}")
     headers = ["layer", "kind", "x", "GFLOP", "MB", "FLOP/B", "attain TFLOP/s", "time [us]", "bound", "map eff",
                "energy [mJ]"]
     bounds = r.bound_names()
@@ -162,5 +178,7 @@ def print_tables(r: ModelAnalysis) -> None:
         print(f"-- memory: {format_bytes(tot.memory_bytes)} needed (weights {format_bytes(tot.weight_bytes)}, "
               f"KV cache {format_bytes(tot.kv_cache_bytes)}, activations {format_bytes(tot.activation_peak_bytes)})"
               f" of {format_bytes(dev.capacity[j])}: {fits}")
+        if dev.precision_notes and dev.precision_notes[j]:
+            print(f"-- precision: {dev.precision_notes[j]}")
         if dev.defaults_used[j]:
             print(f"-- defaults used (Horowitz 45 nm / 128x128 tile): {', '.join(dev.defaults_used[j])}")

@@ -10,6 +10,7 @@ from ..core.analysis.procurement import PlanResult, Requirements, format_usd, pa
 from ..core.session.results import Results
 from ..core.units import UnitError, format_si, parse_quantity, parse_si
 from .analyze_cmd import add_workload_args, workload_from_args
+from .tensor_args import formats_from_args
 from .common import CliError, print_json
 
 
@@ -96,7 +97,7 @@ def prepare(args):
                            cloud_price=_pairs(args.cloud_price, "--cloud-price", "money_rate"))
     except ValueError as exc:
         raise CliError(str(exc)) from None
-    analysis = evaluate(model, devices, args.precision, ctx)
+    analysis = evaluate(model, devices, args.precision, ctx, formats=formats_from_args(args))
     if analysis.table.errors:
         i, msg = analysis.table.errors[0]
         raise CliError(f"layer {i} ({model.layers[i].name or model.layers[i].kind}): {msg}")

@@ -1,8 +1,14 @@
-"""Numeric precisions and their storage size."""
+"""Numeric precisions and their storage size.
+
+These are the keys of a device's peaks (one per element type the vendor prints a rate for). Block-scaled and
+group-quantized storage formats (MXFP4, NVFP4, int4 with a scale per 128...) are in :mod:`.formats`; each
+computes at one of these precisions.
+"""
 
 from __future__ import annotations
 
-PRECISIONS: tuple[str, ...] = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4", "fp4")
+#: fp6 comes last (it came after the others), so the earlier ones keep their positions in the lists that show them.
+PRECISIONS: tuple[str, ...] = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4", "fp4", "fp6")
 
 #: Bytes per element as stored in memory. TF32 is a compute format: its operands are stored as FP32.
 BYTES_PER_ELEMENT: dict[str, float] = {
@@ -12,6 +18,7 @@ BYTES_PER_ELEMENT: dict[str, float] = {
     "fp16": 2.0,
     "bf16": 2.0,
     "fp8": 1.0,
+    "fp6": 0.75,  # FP6 (E2M3 / E3M2), packed: 6 bits
     "int8": 1.0,
     "int4": 0.5,
     "fp4": 0.5,

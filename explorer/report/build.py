@@ -153,9 +153,9 @@ def _cited_row(device: Device, figure: str, cited: Cited | None) -> SourceRow | 
 
 def figure_sources(analysis: ModelAnalysis, requirements: Requirements) -> tuple[SourceRow, ...]:
     """Where every device figure the analysis, the cost model and the plan used comes from."""
-    precision = analysis.precision
     rows: list[SourceRow | None] = []
-    for device in analysis.devices.devices:
+    for j, device in enumerate(analysis.devices.devices):
+        precision = analysis.devices.compute_of(j)  # the analysis precision, or this device's fallback
         rows.append(_cited_row(device, f"peak {precision}", device.peak.get(precision)))
         for level in device.memory:
             if level.role == "registers":
@@ -235,7 +235,8 @@ def _workload(analysis: ModelAnalysis) -> str:
     parts = [ctx.phase, f"batch {ctx.batch}"]
     if seq:
         parts.append(f"{'context' if ctx.phase == 'decode' else 'sequence'} {seq} tokens")
-    parts.append(analysis.precision.upper())
+    fm = analysis.devices.formats
+    parts.append(analysis.precision.upper() if fm is None else f"{fm.label()}, computing at {fm.compute.upper()}")
     return ", ".join(parts)
 
 
@@ -251,6 +252,10 @@ def _assumptions(data_plan: PlanResult, analysis: ModelAnalysis) -> tuple[tuple[
     if req.power_cap is not None:
         rows.append(("Power cap", f"{format_si(req.power_cap, 'W', 3)} per {req.power_scope}"))
     rows += list(data_plan.assumptions)
+    dev = analysis.devices
+    if dev.formats is not None:
+        rows.append(("Tensor formats", "; ".join(dev.formats.notes())))
+        rows += [(f"Precision: {d.name}", note) for d, note in zip(dev.devices, dev.precision_notes) if note]
     for device, used in zip(analysis.devices.devices, analysis.devices.defaults_used):
         if used:
             rows.append((f"Defaults: {device.name}", ", ".join(used)))

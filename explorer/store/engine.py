@@ -20,7 +20,7 @@ from .errors import CatalogDatabaseError
 from .repository import ADVISORY_LOCK_KEY, CatalogRepository
 
 ENV_VAR = "HWEXPLORER_DB"
-HEAD_REVISION = "0001"  # the newest migration in migrations/versions (a test checks they agree)
+HEAD_REVISION = "0002"  # the newest migration in migrations/versions (a test checks they agree)
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 MEMORY_URL = "sqlite://"
 

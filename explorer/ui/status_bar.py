@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 from PySide6.QtWidgets import QLabel
 
+from explorer.core.analysis.tensor_bytes import resident_bytes
+from explorer.core.formats import TensorFormats
 from explorer.core.precision import BYTES_PER_ELEMENT
 from explorer.core.session.workspace import Workspace
 from explorer.core.units import format_bytes, format_si
@@ -36,9 +38,15 @@ class ModelTotals:
         return self.weight_bytes + self.kv_cache_bytes + self.activation_peak_bytes
 
 
-def model_totals(table: LayerTable, precision: str) -> ModelTotals:
+def model_totals(table: LayerTable, precision: str, formats: TensorFormats | None = None) -> ModelTotals:
+    """The model's size and work; its memory at ``precision``, or with each tensor in its ``formats``."""
     bpe = BYTES_PER_ELEMENT[precision]
     c = table.columns
+    if formats is not None:
+        weights, kv, act = resident_bytes(c, formats)
+        return ModelTotals(params=table.total("params"), active_params=table.total("active_params"),
+                           flops=table.total("flops"), weight_bytes=weights, kv_cache_bytes=kv,
+                           activation_peak_bytes=act, errors=len(table.errors))
     activations = c["input_elems"] + c["output_elems"]
     return ModelTotals(
         params=table.total("params"),
@@ -68,8 +76,9 @@ class ModelTotalsLabel(QLabel):
             self.refresh()
 
     def refresh(self) -> None:
-        precision = self.ws.assumptions.precision
-        t = self.totals = model_totals(self.ws.table, precision)
+        formats = self.ws.assumptions.tensor_formats
+        precision = formats.label() if formats else self.ws.assumptions.precision
+        t = self.totals = model_totals(self.ws.table, self.ws.assumptions.precision, formats)
         active = f" ({format_count(t.active_params)} active)" if t.active_params != t.params else ""
         text = (f"Params {format_count(t.params)}{active} \u00b7 {t.flops / 1e9:,.2f} GFLOP \u00b7 "
                 f"Memory {format_bytes(t.memory_bytes)} ({precision})")

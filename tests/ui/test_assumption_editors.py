@@ -35,3 +35,43 @@ def test_toolbar_and_settings_edit_the_same_assumptions(qtbot):
     # a model without tokens takes no sequence length: both editors say so
     ws.execute(SetModel(replace(ws.model, input=(("features", 512),))))
     assert not toolbar.seq_len.isEnabled() and not settings.seq_len.isEnabled()
+
+
+def test_quantization_and_kv_cache_editors_set_the_tensors_formats(qtbot):
+    ws = Workspace(get_template("llama2-7b").build(), lookup=lambda ids: [], assumptions=Assumptions())
+    toolbar, settings = AnalysisControls(ws), ModelSettings(ws)
+    qtbot.addWidget(toolbar)
+    qtbot.addWidget(settings)
+    bar, full = toolbar.editors, settings.run
+    assert bar.quantization.currentText() == "none" and bar.kv_cache.currentText() == "precision"
+    assert "Quantization" in [label for label, _ in full.rows()]
+    bar.quantization.setCurrentText("w4a16")
+    a = ws.assumptions
+    assert (a.weights, a.activations, a.kv_cache) == ("int4-g128", "fp16", None)
+    assert ws.stack.undo_text == "set weights int4-g128, activations fp16"
+    assert full.quantization.currentText() == "w4a16 (w int4-g128 4.125 bits, a fp16 16 bits)"
+    full.kv_cache.setCurrentIndex(full.kv_cache.findText("fp8 8 bits"))
+    assert ws.assumptions.kv_cache == "fp8" and bar.kv_cache.currentText() == "fp8"
+    # formats no entry names (a project, the CLI) show as a custom entry, and picking a preset replaces it
+    ws.set_assumptions(weights="int4-g64", activations=None)
+    assert bar.quantization.currentText() == "custom: w int4-g64, a =" and full.quantization.count() == 7 + 1
+    full.quantization.setCurrentText("none")
+    assert (ws.assumptions.weights, ws.assumptions.activations) == (None, None)
+    assert full.quantization.count() == 7 and ws.stack.undo_text == "set weights precision"
+    ws.undo()
+    ws.undo()
+    ws.undo()
+    assert bar.kv_cache.currentText() == "precision" and ws.assumptions.weights == "int4-g128"
+
+
+def test_the_status_bar_sizes_the_memory_in_the_tensors_formats(qtbot):
+    from explorer.ui.status_bar import ModelTotalsLabel
+
+    ws = Workspace(get_template("llama2-7b").build(), lookup=lambda ids: [], assumptions=Assumptions())
+    label = ModelTotalsLabel(ws)
+    qtbot.addWidget(label)
+    fp16 = label.totals.weight_bytes
+    assert label.text().endswith("(fp16)")
+    ws.set_assumptions(weights="int4-g128")
+    assert label.totals.weight_bytes == fp16 * 4.125 / 16
+    assert label.text().endswith("(w int4-g128, a fp16, kv fp16)")

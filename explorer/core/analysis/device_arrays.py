@@ -2,6 +2,11 @@
 
 Missing figures are NaN and propagate: an unknown bandwidth gives an unknown memory time, never a guess.
 Defaults that *are* applied (Horowitz energies, the default thread-block tile) are named in ``defaults_used``.
+
+With per-tensor ``formats`` (weights, activations, KV cache stored differently), the precision is the one the
+formats compute at, and a device without a peak there computes at the nearest wider precision it has
+(:data:`explorer.core.formats.FALLBACK`: MXFP4 on an H100 at FP8), said in ``precision_notes``. A precision
+alone keeps the old rule: no peak, no compute time (NaN).
 """
 
 from __future__ import annotations
@@ -14,12 +19,13 @@ import numpy as np
 
 from explorer.core.hardware.device import Device
 
+from ..formats import TensorFormats, fallback_precision
 from ..precision import BYTES_PER_ELEMENT, check_precision
 
 HOROWITZ = "Horowitz, 'Computing's energy problem', ISSCC 2014 (45 nm)"
-#: Energy per MAC (multiply + add), J. TF32 uses FP32; FP8/INT4/FP4 use INT8 as a proxy (Horowitz gives none).
+#: Energy per MAC (multiply + add), J. TF32 uses FP32; FP8/FP6/INT4/FP4 use INT8 as a proxy (Horowitz has none).
 DEFAULT_MAC_ENERGY = {"fp32": 4.6e-12, "tf32": 4.6e-12, "fp16": 1.5e-12, "bf16": 1.5e-12, "int8": 0.23e-12,
-                      "fp8": 0.23e-12, "int4": 0.23e-12, "fp4": 0.23e-12}
+                      "fp8": 0.23e-12, "fp6": 0.23e-12, "int4": 0.23e-12, "fp4": 0.23e-12}
 DRAM_ENERGY_PER_BYTE = 160e-12  # 640 pJ per 32-bit access (the chapter's constant) = 160 pJ/B
 _SRAM_POINTS = (np.log([8e3, 32e3, 1e6]), np.array([1.25e-12, 2.5e-12, 12.5e-12]))  # 10/20/100 pJ per 64 bit
 
@@ -69,10 +75,17 @@ class DeviceArrays:
     cloud_price: np.ndarray  # USD/s
     tdp: np.ndarray
     defaults_used: tuple[tuple[str, ...], ...] = field(default=())
+    formats: TensorFormats | None = None  # per-tensor formats (None: every tensor at ``precision``)
+    computes: tuple[str, ...] = ()  # per device, the precision its peak is taken at (empty: ``precision``)
+    precision_notes: tuple[str, ...] = ()  # per device, why it computes elsewhere ('' when it does not)
 
     @property
     def ids(self) -> tuple[str, ...]:
         return tuple(d.id for d in self.devices)
+
+    def compute_of(self, j: int) -> str:
+        """The precision device ``j`` computes at (``precision`` unless it had to fall back)."""
+        return self.computes[j] if self.computes else self.precision
 
     @property
     def ridge(self) -> np.ndarray:
@@ -87,9 +100,36 @@ def _v(c) -> float:
     return c.value if c is not None else np.nan
 
 
-def device_arrays(devices: Sequence[Device], precision: str) -> DeviceArrays:
+def _fallbacks(devices: tuple[Device, ...], formats: TensorFormats) -> tuple[tuple[str, ...], ...]:
+    """Per device: the precision it computes ``formats`` at; a note where it is not ``formats.compute``."""
+    want, used, notes = formats.compute, [], []
+    for d in devices:
+        have = [p for p in d.precisions if d.peak[p].value > 0]
+        got = fallback_precision(want, have)
+        used.append(got or want)
+        if got is None:
+            notes.append(f"{d.name} has no {want} peak nor a wider one in the catalog: no compute time")
+        elif got != want:
+            conv = " and ".join(t.replace("_", " ") for t in formats.converted(got))
+            notes.append(f"{d.name} has no {want} peak: computes at {got}, the nearest wider precision it "
+                         f"has ({conv} converted to {got}, 1 FLOP per element)")
+        else:
+            notes.append("")
+    return tuple(used), tuple(notes)
+
+
+def device_arrays(devices: Sequence[Device], precision: str,
+                  formats: TensorFormats | None = None) -> DeviceArrays:
+    """``devices`` at ``precision``; with ``formats`` (not all at the precision), at the precision the formats
+    compute at, each device falling back to the nearest wider precision it has a peak for."""
     precision = check_precision(precision)
     devices = tuple(devices)
+    if formats is not None and formats.uniform and formats.precision == precision:
+        formats = None  # every tensor at the precision: exactly the analysis of the precision alone
+    computes, notes = (), ()
+    if formats is not None:
+        precision = formats.compute
+        computes, notes = _fallbacks(devices, formats)
     n = len(devices)
     depth = max((len([lv for lv in d.memory if lv.role != "registers"]) for d in devices), default=0)
     level_bw = np.full((n, depth), np.nan)
@@ -117,11 +157,12 @@ def device_arrays(devices: Sequence[Device], precision: str) -> DeviceArrays:
                 level_energy[i, j] = default_sram_energy(tiles[j])
                 used.append(f"{lv.name} energy")
             level_tile[i, j] = tiles[j + 1] if j + 1 < len(levels) else np.nan
-        e = d.energy_per_mac.get(precision)
+        at = computes[i] if computes else precision
+        e = d.energy_per_mac.get(at)
         if e is not None:
             mac[i] = e.value
-        elif precision in DEFAULT_MAC_ENERGY:
-            mac[i] = DEFAULT_MAC_ENERGY[precision]
+        elif at in DEFAULT_MAC_ENERGY:
+            mac[i] = DEFAULT_MAC_ENERGY[at]
             used.append("MAC energy")
         eng = d.matrix_engine
         if eng is not None and eng.type == "systolic" and eng.rows and eng.cols:
@@ -137,7 +178,7 @@ def device_arrays(devices: Sequence[Device], precision: str) -> DeviceArrays:
             sms[i] = _v(eng.sm_count) if eng.sm_count else (_v(eng.units) if eng.units else 1)
         defaults.append(tuple(used))
     arrays = dict(
-        peak=np.array([d.peak_flops(precision) for d in devices]),
+        peak=np.array([d.peak_flops(computes[i] if computes else precision) for i, d in enumerate(devices)]),
         bandwidth=np.array([d.bandwidth for d in devices]),
         eta_c=np.array([d.efficiency_compute for d in devices]),
         eta_m=np.array([d.efficiency_memory for d in devices]),
@@ -151,4 +192,5 @@ def device_arrays(devices: Sequence[Device], precision: str) -> DeviceArrays:
         mac_energy=mac, level_names=tuple(names), level_bw=level_bw,
         level_energy=level_energy, level_tile=level_tile, engine=engine, rows=rows, cols=cols, dataflow=dataflow,
         units=units, block_m=block_m, block_n=block_n, sm_count=sms, defaults_used=tuple(defaults), **arrays,
+        formats=formats, computes=computes, precision_notes=notes,
     )

@@ -184,7 +184,7 @@ def compute_energy_view(
     device_levels = np.where(present, analysis.totals.energy_by_level, np.nan) / batch
     device_compute = analysis.totals.compute_energy / batch
     device = dev.devices[d]
-    precision = dev.precision
+    precision = dev.compute_of(d)  # the precision of its MAC energy (a fallback's, with per-tensor formats)
     bpe = 4.0  # per 32-bit access, to compare with the ladder
     own = [
         LadderEntry(name, float(dev.level_energy[d, j]) * bpe, "32-bit access")

@@ -23,7 +23,9 @@ from explorer.core.hardware.device import Device
 from explorer.core.workload.layers import Context
 from explorer.core.workload.model import LayerTable, Model, build_table
 
+from ..formats import TensorFormats
 from .device_arrays import DeviceArrays, device_arrays
+from .tensor_bytes import formats_of, resident_bytes, tensor_bytes
 from .tiling import systolic_arrays, tensor_core_arrays
 
 REGIMES = ("very low", "low", "medium", "high")  # the chapter's Table 14: I < 2, 2-20, 20-200, > 200 FLOP/byte
@@ -112,26 +114,27 @@ class Totals:
 
 
 def evaluate(model_or_table, devices: Sequence[Device] | DeviceArrays, precision: str = "fp16",
-             ctx: Context = Context(), model: Model | None = None) -> ModelAnalysis:
-    """Analyze a model (or a prebuilt :class:`LayerTable`) on devices at a precision."""
+             ctx: Context = Context(), model: Model | None = None,
+             formats: TensorFormats | None = None) -> ModelAnalysis:
+    """Analyze a model (or a prebuilt :class:`LayerTable`) on devices at a precision; ``formats``: each
+    tensor's storage format (weights, activations, KV cache; :mod:`.tensor_bytes`)."""
     if isinstance(model_or_table, Model):
         model, table = model_or_table, build_table(model_or_table, ctx)
     else:
         table = model_or_table
-    dev = devices if isinstance(devices, DeviceArrays) else device_arrays(devices, precision)
+    dev = devices if isinstance(devices, DeviceArrays) else device_arrays(devices, precision, formats)
     bpe = dev.bytes_per_element
     c = table.columns
     count = c["count"]
-    flops = table.flops
-    weight_b = c["weight_elems"] * bpe
-    act_b = (c["input_elems"] + c["output_elems"]) * bpe
-    kv_b = c["kv_read_elems"] * bpe
+    tb = tensor_bytes(c, dev)  # each tensor in its own format; dequantization FLOPs
+    flops = table.flops + tb.conversions
+    weight_b, act_b, kv_b = tb.weight, tb.activation, tb.kv
     nbytes = weight_b + act_b + kv_b
     with np.errstate(invalid="ignore", divide="ignore"):
         intensity = np.where(nbytes > 0, flops / nbytes, np.nan)
     regime = np.searchsorted(REGIME_EDGES, np.nan_to_num(intensity, nan=0.0), side="right")
 
-    F, B, I = flops[:, None], nbytes[:, None], intensity[:, None]
+    F, B, I = flops[:, None] + tb.device_conversions, nbytes[:, None], intensity[:, None]
     peak, bw = dev.peak[None, :], dev.bandwidth[None, :]
     eta_c, eta_m = dev.eta_c[None, :], dev.eta_m[None, :]
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -166,7 +169,8 @@ def evaluate(model_or_table, devices: Sequence[Device] | DeviceArrays, precision
     engine_m = np.where(dev.engine == 1, dev.rows, np.where(dev.engine == 2, dev.block_m, np.inf))
     engine_n = np.where(dev.engine == 1, dev.cols, np.where(dev.engine == 2, dev.block_n, np.inf))
     traffic_levels, energy_levels = [], []
-    energy = (c["macs"][:, None] + 0.5 * c["other_flops"][:, None]) * dev.mac_energy[None, :]
+    other = c["other_flops"][:, None] + tb.conversions[:, None] + tb.device_conversions
+    energy = (c["macs"][:, None] + 0.5 * other) * dev.mac_energy[None, :]
     compute_energy = energy.copy()
     mem_time_eff = None
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -179,9 +183,9 @@ def evaluate(model_or_table, devices: Sequence[Device] | DeviceArrays, precision
                 tile_m, tile_n = np.where(known, square, engine_m), np.where(known, square, engine_n)
             t = np.repeat(B, n_dev, axis=1)
             if len(g):
-                extra = (m * k * np.maximum(np.ceil(n / tile_n[None, :]) - 1, 0)
-                         + k * n * np.maximum(np.ceil(m / tile_m[None, :]) - 1, 0))
-                t[g] += np.nan_to_num(extra, nan=0.0) * gc * bpe
+                extra = (m * k * np.maximum(np.ceil(n / tile_n[None, :]) - 1, 0) * tb.a_bpe
+                         + k * n * np.maximum(np.ceil(m / tile_m[None, :]) - 1, 0) * tb.b_bpe[g][:, None])
+                t[g] += np.nan_to_num(extra, nan=0.0) * gc
             t *= present[:, j][None, :]
             e = t * np.nan_to_num(dev.level_energy[:, j], nan=0.0)[None, :]
             energy += e
@@ -200,19 +204,17 @@ def evaluate(model_or_table, devices: Sequence[Device] | DeviceArrays, precision
     decode = ctx.phase == "decode"
     t_total = count @ time
     f_total = float(np.sum(count * flops))
-    weight_bytes = float(np.sum(c["params"] * count)) * bpe
-    kv_cache = float(np.sum(c["kv_cache_elems"] * count)) * bpe
-    act_peak = float(np.max((c["input_elems"] + c["output_elems"]), initial=0.0)) * bpe
+    weight_bytes, kv_cache, act_peak = resident_bytes(c, formats_of(dev))
     footprint = weight_bytes + kv_cache + act_peak
     macs_w = c["macs"] * count
     with np.errstate(invalid="ignore", divide="ignore"):
-        achieved = f_total / t_total
+        achieved = (f_total + count @ tb.device_conversions) / t_total
         totals = Totals(
             ideal_time=count @ ideal_time,
             time=t_total,
             throughput=ctx.batch / t_total,
             throughput_unit="tokens/s" if decode else "inferences/s",
-            flops=np.full(len(dev), f_total),
+            flops=np.full(len(dev), f_total) + count @ tb.device_conversions,
             bytes=np.full(len(dev), float(np.sum(count * nbytes))),
             energy=count @ energy,
             weight_bytes=weight_bytes,

@@ -80,11 +80,12 @@ def measured_roofline(trace: Trace, analysis: ModelAnalysis | None, device_index
     dev = analysis.devices
     device = dev.devices[device_index]
     peak, bw = float(dev.peak[device_index]), float(dev.bandwidth[device_index])
-    head = (device.id, device.name, analysis.precision, peak, bw, kernels)
+    at = dev.compute_of(device_index)  # the analysis precision, or this device's fallback
+    head = (device.id, device.name, at, peak, bw, kernels)
     if kernels == 0:
         return _empty(*head, "the trace has no kernels (no compute events, no CPU ops with FLOP counts)")
     if not (math.isfinite(peak) and peak > 0):
-        return _empty(*head, f"{device.name} has no {analysis.precision} peak, so there is no roof to measure "
+        return _empty(*head, f"{device.name} has no {at} peak, so there is no roof to measure "
                              "the kernels against")
     if not (math.isfinite(bw) and bw > 0):
         return _empty(*head, f"{device.name} has no memory bandwidth, so there is no roof to measure the "
@@ -103,7 +104,7 @@ def measured_roofline(trace: Trace, analysis: ModelAnalysis | None, device_index
                    "their name or location)" if no_intensity else "no achieved FLOP/s (no FLOP count or no "
                                                                    "duration)"))
     return MeasuredRoofline(
-        device_id=device.id, device_name=device.name, precision=analysis.precision, peak=peak, bandwidth=bw,
+        device_id=device.id, device_name=device.name, precision=at, peak=peak, bandwidth=bw,
         kernels=kernels, points=points, index=index,
         names=tuple(points.names[i] for i in index),
         layers=tuple(points.matched_layers[i] for i in index),

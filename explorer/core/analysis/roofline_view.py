@@ -87,6 +87,7 @@ class RooflineResult:
     y_range: tuple[float, float]  # FLOP/s
     focused_layer: int
     focus_note: str = ""  # why the device in focus has no operator points ('' when it has its roof)
+    precision_note: str = ""  # the precision the device in focus computes at when not the analysis's, and why
 
 
 def _decade_floor(v: float) -> float:
@@ -136,16 +137,17 @@ def _device_roofline(analysis: ModelAnalysis, d: int, x_lo: float, x_hi: float) 
     device = dev.devices[d]
     peak, bw = float(dev.peak[d]), float(dev.bandwidth[d])
     has_peak = math.isfinite(peak) and peak > 0
+    at = dev.compute_of(d)  # the analysis precision, or the one this device falls back to
     missing = []
     if not has_peak:
-        missing.append(f"no {dev.precision} peak")
+        missing.append(f"no {at} peak")
     ceiling = None
     if has_peak:
         start = peak / bw if math.isfinite(bw) and bw > 0 else x_lo
-        ceiling = Ceiling(dev.precision, peak, np.array([max(start, x_lo), x_hi]), np.array([peak, peak]))
+        ceiling = Ceiling(at, peak, np.array([max(start, x_lo), x_hi]), np.array([peak, peak]))
     others = []
     for precision, cited in device.peak.items():
-        if precision == dev.precision or not cited.value > 0:
+        if precision == at or not cited.value > 0:
             continue
         start = cited.value / bw if math.isfinite(bw) and bw > 0 else x_lo
         others.append(
@@ -204,6 +206,15 @@ def missing_peak_note(device, precision: str) -> str:
     return (f"{device.name} has no {precision} peak in the catalog; it lists {', '.join(listed)} \u2014 {one}")
 
 
+def precision_notes(dev, d: int) -> tuple[str, str]:
+    """Device ``d`` of the arrays ``dev``: (why it has no roof, '' when it has one; the precision it computes at
+    instead of the analysis's and why, per-tensor formats only, '' when none)."""
+    fallback = dev.precision_notes[d] if dev.precision_notes else ""
+    if math.isfinite(dev.peak[d]) and dev.peak[d] > 0:
+        return "", fallback
+    return fallback or missing_peak_note(dev.devices[d], dev.precision), ""
+
+
 def regime_bands(x_lo: float, x_hi: float) -> tuple[RegimeBand, ...]:
     edges = [x_lo, *(float(e) for e in REGIME_EDGES), x_hi]
     return tuple(
@@ -250,8 +261,8 @@ def compute_roofline(
         focused=table.layer_index[rows] == focused_layer if focused_layer >= 0 else np.zeros(len(rows), bool),
     )
     devices = tuple(_device_roofline(analysis, i, x_lo, x_hi) for i in range(n_dev))
-    note = missing_peak_note(analysis.devices.devices[d], analysis.precision) if n_dev else ""
+    note, fallback = precision_notes(analysis.devices, d) if n_dev else ("", "")
     return RooflineResult(
         analysis.precision, d, devices, points, regime_bands(x_lo, x_hi), (x_lo, x_hi), y_range, focused_layer,
-        note,
+        note, fallback,
     )

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from explorer.core.analysis.procurement import Requirements
 from explorer.core.files import NestingError, atomic_write_text, names, parse_nested
+from explorer.core.formats import TENSORS
 from explorer.core.traces.model import Trace, trace_from_dict, trace_to_dict
 from explorer.core.workload.model import Model, ModelError
 
@@ -36,6 +37,12 @@ def _v1_to_v2(data: dict) -> dict:
 
 #: ``MIGRATIONS[n]`` turns a format-n mapping into a format n+1 one.
 MIGRATIONS = {1: _v1_to_v2}
+
+
+def _assumptions_to_dict(a: Assumptions) -> dict:
+    """The assumptions as written: the tensors' formats only where set (absent: the precision), so a project
+    without them is the file it always was."""
+    return {k: v for k, v in a.to_dict().items() if not (k in TENSORS and v is None)}
 
 
 def requirements_to_dict(req: Requirements) -> dict:
@@ -94,7 +101,7 @@ class Project:
 
     def to_dict(self) -> dict:
         return {"format": FORMAT, "kind": KIND, "model": self.model.to_dict(), "devices": list(self.device_ids),
-                "assumptions": self.assumptions.to_dict(),
+                "assumptions": _assumptions_to_dict(self.assumptions),
                 "trace": None if self.trace is None else trace_to_dict(self.trace),
                 "requirements": requirements_to_dict(self.requirements)}
 

@@ -20,6 +20,7 @@ from explorer.core.analysis.procurement import plan
 from explorer.core.analysis.roofline_measured import measured_roofline
 from explorer.core.analysis.roofline_view import compute_roofline
 from explorer.core.analysis.tiling_view import compute_tiling_view
+from explorer.core.formats import TENSORS
 from explorer.core.hardware.device import Device
 
 from .state import Assumptions, State
@@ -27,7 +28,8 @@ from .state import Assumptions, State
 #: What each result is computed from. Names with a dot are fields of a part of the state; "args" are the
 #: arguments of the call (the device shown, the layer in focus...).
 DEPENDS: dict[str, tuple[str, ...]] = {
-    "arrays": ("devices", "assumptions.precision"),
+    "arrays": ("devices", "assumptions.precision", "assumptions.weights", "assumptions.activations",
+               "assumptions.kv_cache"),
     "analysis": ("model", "arrays", "assumptions.batch", "assumptions.seq_len", "assumptions.phase"),
     "cost": ("analysis", "assumptions"),
     "plan": ("analysis", "requirements", "assumptions"),
@@ -66,8 +68,10 @@ class Results:
         """The bundle of an analysis made outside a session (the report of the CLI): its model, devices and
         context, with the horizon, electricity price, PUE and utilization of ``assumptions``; the analysis is
         taken as it is, not evaluated again."""
-        ctx = analysis.ctx
-        a = Assumptions(precision=analysis.precision, batch=ctx.batch, seq_len=ctx.seq_len, phase=ctx.phase,
+        ctx, fm = analysis.ctx, analysis.devices.formats
+        tensors = {} if fm is None else {t: getattr(fm, t).name for t in TENSORS}
+        a = Assumptions(precision=fm.precision if fm else analysis.precision, **tensors,
+                        batch=ctx.batch, seq_len=ctx.seq_len, phase=ctx.phase,
                         electricity_usd_per_kwh=assumptions.electricity_usd_per_kwh, pue=assumptions.pue,
                         utilization=assumptions.utilization, years=assumptions.years)
         devices = analysis.devices.devices
@@ -111,7 +115,8 @@ class Results:
     # -- results
     @property
     def arrays(self):
-        return self._get("arrays", lambda: device_arrays(self.devices, self.state.assumptions.precision))
+        a = self.state.assumptions
+        return self._get("arrays", lambda: device_arrays(self.devices, a.precision, a.tensor_formats))
 
     @property
     def analysis(self) -> ModelAnalysis | None:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, fields, replace
 
 from explorer.core.analysis.procurement import Requirements
 from explorer.core.files import names
+from explorer.core.formats import TENSORS, TensorFormats, check_format
 from explorer.core.precision import check_precision
 from explorer.core.traces.model import Trace
 from explorer.core.workload.layers import Context
@@ -28,6 +29,10 @@ class Assumptions:
     """What the analyses assume beyond the model and the devices. Units: USD/kWh, years, fractions."""
 
     precision: str = "fp16"
+    # each tensor's storage format (explorer.core.formats: "int4-g128", "mxfp4"...); None = ``precision``
+    weights: str | None = None
+    activations: str | None = None
+    kv_cache: str | None = None
     batch: int = 1
     seq_len: int | None = None  # None = the model's own token count
     phase: str = "prefill"
@@ -38,6 +43,10 @@ class Assumptions:
 
     def checked(self) -> "Assumptions":
         check_precision(self.precision)
+        for name in TENSORS:
+            v = getattr(self, name)
+            if v is not None and (not isinstance(v, str) or check_format(v, name) != v):
+                raise ValueError(f"{name}: expected a format name such as 'int4-g128' or null, got {v!r}")
         if self.phase not in PHASES:
             raise ValueError(f"phase: expected prefill or decode, got {self.phase!r}")
         for name in ("batch",):
@@ -54,6 +63,13 @@ class Assumptions:
         if self.pue < 1:
             raise ValueError(f"pue: must be at least 1, got {self.pue!r}")
         return self
+
+    @property
+    def tensor_formats(self) -> TensorFormats | None:
+        """The formats of weights, activations and KV cache; None when all follow ``precision``."""
+        if all(getattr(self, t) is None for t in TENSORS):
+            return None
+        return TensorFormats.of(self.precision, self.weights, self.activations, self.kv_cache)
 
     @property
     def context(self) -> Context:

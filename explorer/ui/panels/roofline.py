@@ -202,6 +202,8 @@ class RooflinePanel(AnalysisPanel):
         )
         if r.focus_note:
             text = f"{r.focus_note}."
+        if r.precision_note:  # per-tensor formats: the device in focus computes at a fallback precision
+            text += f"  {r.precision_note}."
         if missing:
             text += "  Not drawn \u2014 " + "; ".join(missing) + "."
         if self.measured.active:
@@ -380,7 +382,8 @@ class RooflinePanel(AnalysisPanel):
             return ""
         dr = r.devices[int(data)]
         return (
-            f"{dr.name}: ridge {dr.ridge:.3g} FLOP/byte = {si(dr.peak, 'FLOP/s')} ({r.precision}) / "
+            f"{dr.name}: ridge {dr.ridge:.3g} FLOP/byte = {si(dr.peak, 'FLOP/s')} "
+            f"({dr.ceiling.precision if dr.ceiling else r.precision}) / "
             f"{si(dr.bandwidth, 'B/s')}"
         )
 

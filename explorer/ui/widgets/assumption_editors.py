@@ -1,6 +1,7 @@
-"""The editors of the four run assumptions every analysis uses: precision, batch, sequence length and phase.
+"""The editors of the run assumptions every analysis uses: precision, the tensors' formats (a quantization
+preset for weights and activations, and the KV cache's format), batch, sequence length and phase.
 
-The toolbar (``AnalysisControls``) and the model settings show the same four editors, built and bound here:
+The toolbar (``AnalysisControls``) and the model settings show the same editors, built and bound here:
 each edit is one undoable ``SetAssumptions`` command, and the editors follow the workspace when the
 assumptions change elsewhere (undo, an opened project, the other set of editors) without issuing commands.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 from PySide6.QtCore import QSignalBlocker
 from PySide6.QtWidgets import QComboBox, QSpinBox, QWidget
 
+from explorer.core.formats import PRESETS, get_format
 from explorer.core.precision import BYTES_PER_ELEMENT, PRECISIONS
 from explorer.core.session.commands import SetAssumptions
 from explorer.core.session.workspace import PHASES, Workspace
@@ -18,6 +20,16 @@ from ..binding import bind
 
 MAX_BATCH = 1 << 20
 MAX_SEQ_LEN = 100_000_000
+#: (label, weights, activations) of the quantization combo: the formats' presets, by weights and activations
+QUANTIZATIONS = (("none", None, None), *((k, w, a) for k, (w, a, _) in PRESETS.items()))
+KV_FORMATS = (None, "fp8", "int8", "int4")
+
+
+_NONE = {"weights": "precision", "activations": "precision", "kv_cache": "precision"}
+
+
+def _bits(name: str | None) -> str:
+    return "precision" if name is None else f"{name} {get_format(name).bits:g} bits"
 
 
 def set_assumptions(workspace: Workspace, **values) -> bool:
@@ -26,7 +38,8 @@ def set_assumptions(workspace: Workspace, **values) -> bool:
     current = workspace.assumptions
     changed = {k: v for k, v in values.items() if getattr(current, k) != v}
     if changed:
-        text = ", ".join(f"{k.replace('_', ' ')} {v if v is not None else 'model default'}" for k, v in changed.items())
+        text = ", ".join(f"{k.replace('_', ' ')} {v if v is not None else _NONE.get(k, 'model default')}"
+                         for k, v in changed.items())
         try:
             workspace.execute(SetAssumptions(changed, text=f"set {text}"))
         except ValueError:
@@ -58,6 +71,19 @@ class AssumptionEditors:
                                              "new token attends to); 0 = the model's own")
         if compact:
             self.seq_len.setSuffix(" tokens")
+        self.quantization = QComboBox()
+        for label, w, a in QUANTIZATIONS:
+            full = label if w is None else f"{label} (w {_bits(w)}, a {_bits(a)})"
+            self.quantization.addItem(label if compact else full)
+        self.quantization.setToolTip(
+            "Formats of the weights and activations (docs/formats.md): 'none' keeps them at the precision; "
+            "w4a16 stores int4 weights with an FP16 scale per 128 (4.125 bits) and computes in 16-bit, "
+            "dequantizing them")
+        self.kv_cache = QComboBox()
+        for name in KV_FORMATS:
+            self.kv_cache.addItem("precision" if name is None else name if compact else _bits(name))
+        self.kv_cache.setToolTip("Format of the KV cache, which decode reads every step ('precision': as the "
+                                 "rest)")
         self.phase = QComboBox()
         self.phase.addItems(PHASES)
         self.phase.setToolTip("prefill: the whole sequence at once; decode: one new token per sequence (KV cache)")
@@ -66,14 +92,24 @@ class AssumptionEditors:
         for combo, key, values in ((self.precision, "precision", PRECISIONS), (self.phase, "phase", PHASES)):
             for signal in (combo.currentIndexChanged, combo.activated):
                 signal.connect(lambda i, key=key, values=values: i >= 0 and self._set(**{key: values[i]}))
+        for signal in (self.quantization.currentIndexChanged, self.quantization.activated):
+            signal.connect(self._pick_quantization)
+        for signal in (self.kv_cache.currentIndexChanged, self.kv_cache.activated):
+            signal.connect(lambda i: 0 <= i < len(KV_FORMATS) and self._set(kv_cache=KV_FORMATS[i]))
         self.batch.valueChanged.connect(lambda v: self._set(batch=int(v)))
         self.seq_len.valueChanged.connect(lambda v: self._set(seq_len=int(v) or None))
         bind(owner, workspace.changed, self._changed)
 
     def rows(self) -> list[tuple[str, QWidget]]:
         """(label, editor) in display order."""
-        return [("Precision", self.precision), ("Batch", self.batch),
+        return [("Precision", self.precision), ("Quant." if self.compact else "Quantization", self.quantization),
+                ("KV" if self.compact else "KV cache", self.kv_cache), ("Batch", self.batch),
                 ("Seq. length" if self.compact else "Sequence length", self.seq_len), ("Phase", self.phase)]
+
+    def _pick_quantization(self, i: int) -> None:
+        if 0 <= i < len(QUANTIZATIONS):  # past them: the 'custom' entry showing formats set elsewhere
+            _, w, a = QUANTIZATIONS[i]
+            self._set(weights=w, activations=a)
 
     def _set(self, **values) -> None:
         if not set_assumptions(self.workspace, **values):
@@ -86,9 +122,11 @@ class AssumptionEditors:
     def sync(self) -> None:
         """Show the workspace's assumptions (and whether the model takes a sequence length)."""
         a, tokens = self.workspace.assumptions, self.workspace.model.input_dict.get("tokens")
-        blockers = [QSignalBlocker(w) for w in (self.precision, self.batch, self.seq_len, self.phase)]
+        blockers = [QSignalBlocker(w) for w in (self.precision, self.quantization, self.kv_cache, self.batch,
+                                                self.seq_len, self.phase)]
         try:
             self.precision.setCurrentIndex(PRECISIONS.index(a.precision))
+            self._show_formats(a)
             self.batch.setValue(a.batch)
             self.seq_len.setEnabled(tokens is not None)
             if self.compact:
@@ -99,3 +137,19 @@ class AssumptionEditors:
             self.phase.setCurrentIndex(PHASES.index(a.phase))
         finally:
             del blockers
+
+    def _show_formats(self, a) -> None:
+        """Select the preset and KV format of ``a``; formats no entry names (a project, the CLI's int4-g64)
+        show as one more 'custom' entry."""
+        pairs = [(w, x) for _, w, x in QUANTIZATIONS]
+        for combo, known, current in ((self.quantization, pairs, (a.weights, a.activations)),
+                                      (self.kv_cache, list(KV_FORMATS), a.kv_cache)):
+            while combo.count() > len(known):
+                combo.removeItem(combo.count() - 1)
+            if current in known:
+                combo.setCurrentIndex(known.index(current))
+            else:
+                w, x = (current, None) if isinstance(current, str) else current
+                text = w if isinstance(current, str) else f"w {w or '='}, a {x or '='}"
+                combo.addItem(f"custom: {text}")
+                combo.setCurrentIndex(combo.count() - 1)
