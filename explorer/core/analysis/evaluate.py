@@ -24,6 +24,7 @@ from explorer.core.workload.layers import Context
 from explorer.core.workload.model import LayerTable, Model, build_table
 
 from .device_arrays import DeviceArrays, device_arrays
+from .flash import kv_rereads
 from .tiling import systolic_arrays, tensor_core_arrays
 
 REGIMES = ("very low", "low", "medium", "high")  # the chapter's Table 14: I < 2, 2-20, 20-200, > 200 FLOP/byte
@@ -169,6 +170,9 @@ def evaluate(model_or_table, devices: Sequence[Device] | DeviceArrays, precision
     energy = (c["macs"][:, None] + 0.5 * c["other_flops"][:, None]) * dev.mac_energy[None, :]
     compute_energy = energy.copy()
     mem_time_eff = None
+    # a fused attention kernel (ctx.attention): K/V re-read per query block instead of square-tile GEMM re-reads
+    fused, flash = kv_rereads(table, dev, n_levels) if ctx.attention == "fused" else (np.zeros(n_rows, bool), None)
+    tile_gc = gc * ~fused[g][:, None]
     with np.errstate(invalid="ignore", divide="ignore"):
         for j in range(n_levels):
             square = np.maximum(np.floor(np.sqrt(dev.level_tile[:, j] / (3.0 * bpe))), 1.0)
@@ -181,7 +185,9 @@ def evaluate(model_or_table, devices: Sequence[Device] | DeviceArrays, precision
             if len(g):
                 extra = (m * k * np.maximum(np.ceil(n / tile_n[None, :]) - 1, 0)
                          + k * n * np.maximum(np.ceil(m / tile_m[None, :]) - 1, 0))
-                t[g] += np.nan_to_num(extra, nan=0.0) * gc * bpe
+                t[g] += np.nan_to_num(extra, nan=0.0) * tile_gc * bpe
+            if flash is not None:
+                t += flash[:, :, j] * bpe
             t *= present[:, j][None, :]
             e = t * np.nan_to_num(dev.level_energy[:, j], nan=0.0)[None, :]
             energy += e
