@@ -95,7 +95,8 @@ def sram_only(smem):
     return device_from_dict({"id": "s", "name": "s", "vendor": "v", "kind": "gpu", "peak": {"fp16": "100 TFLOP/s"},
                              "memory": [{"name": "HBM", "role": "offchip", "capacity": "16 GB",
                                          "bandwidth": "1 TB/s"},
-                                        {"name": "SRAM", "role": "onchip", "capacity": smem, "instances": 8}]})
+                                        {"name": "SRAM", "role": "onchip", "capacity": smem, "instances": 8}],
+                             "matrix_engine": {"type": "tensor_core", "sm_count": 8}})
 
 
 def attention_model(tokens, hidden, **params):
@@ -224,3 +225,17 @@ def test_fused_never_moves_more_than_naive(tokens, heads, head_dim, causal, wind
         assert off_chip[0] <= off_chip[1] * (1 + 1e-12)
     full = build_table(attention_model(tokens, h * head_dim, heads=h, kv_heads=kv, causal=False, window=window), ctx)
     assert build_table(model, ctx).total("flops") <= full.total("flops")
+
+
+def test_the_tiling_view_prices_a_fused_row_with_its_rereads():
+    """The tiling panel re-evaluates one GEMM row at nearby sizes; for a fused attention row its current size costs
+    what the analysis says (the K/V re-reads included)."""
+    from explorer.core.analysis.tiling_view import compute_tiling_view
+
+    model = attention_model(1000, 512, heads=4)
+    r = evaluate(model, [sram_only("64 KiB")], "fp16",
+                 Context(phase="prefill", attention="fused"))
+    row = r.table.names.index("attn.scores")
+    view = compute_tiling_view(r, row, 0)
+    current = next(o for o in view.options if o.action == "current")
+    assert current.time == pytest.approx(r.time[row, 0], rel=1e-12)
