@@ -239,3 +239,39 @@ def test_the_tiling_view_prices_a_fused_row_with_its_rereads():
     view = compute_tiling_view(r, row, 0)
     current = next(o for o in view.options if o.action == "current")
     assert current.time == pytest.approx(r.time[row, 0], rel=1e-12)
+
+
+# --------------------------------------------------------------------------------------------- the LM head
+def test_lm_head_last_computes_one_position_per_sequence():
+    """Llama-2-7B prefill of 4096 tokens, batch 2: with lm_head 'all' the head computes 2 x 4096 x 4096 x 32000 MACs
+    (training, scoring), with 'last' 2 x 4096 x 32000 (serving: the next token). Its weights are read either way;
+    nothing else changes, and decode (one position) is the same under both."""
+    t = get_template("llama2-7b")
+    model = t.build()
+    every = build_table(model, Context(batch=2, seq_len=4096, phase="prefill"))
+    last = build_table(model, Context(batch=2, seq_len=4096, phase="prefill", lm_head="last"))
+    h = every.names.index("lm_head")
+    assert every.macs[h] == 2 * 4096 * 4096 * 32000 and last.macs[h] == 2 * 4096 * 32000
+    assert last.input_elems[h] == 2 * 4096 and last.output_elems[h] == 2 * 32000
+    assert last.weight_elems[h] == every.weight_elems[h] == 4096 * 32000
+    assert last.out_shapes[h] == (1, 32000)
+    assert every.total("macs") - last.total("macs") == 2 * 4095 * 4096 * 32000
+    assert [n for n in every.names if (every.macs != last.macs)[every.names.index(n)]] == ["lm_head"]
+    d_every = build_table(model, Context(batch=2, seq_len=4096, phase="decode"))
+    d_last = build_table(model, Context(batch=2, seq_len=4096, phase="decode", lm_head="last"))
+    assert d_every.total("macs") == d_last.total("macs")
+
+
+def test_only_a_dense_marked_head_is_cut():
+    """The head is the ``dense`` with ``head: true`` (the templates and the Hugging Face import mark it); another
+    dense over the sequence keeps every position."""
+    from explorer.core.workload.layers.base import run
+
+    ctx = Context(batch=1, phase="prefill", lm_head="last")
+    out, (row,) = run("dense", {"in_features": 8, "out_features": 3}, (5, 8), ctx, "proj")
+    assert out == (5, 3) and row.macs == 5 * 8 * 3
+    out, (row,) = run("dense", {"in_features": 8, "out_features": 3, "head": True}, (5, 8), ctx, "lm_head")
+    assert out == (1, 3) and row.macs == 8 * 3
+    for tid in ("gpt2", "llama3-8b", "mixtral-8x7b"):
+        heads = [s for s in get_template(tid).build().layers if s.params.get("head")]
+        assert [s.name for s in heads] == ["lm_head"]
