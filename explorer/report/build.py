@@ -236,6 +236,10 @@ def _workload(analysis: ModelAnalysis) -> str:
     if seq:
         parts.append(f"{'context' if ctx.phase == 'decode' else 'sequence'} {seq} tokens")
     parts.append(analysis.precision.upper())
+    if ctx.attention == "fused":
+        parts.append("fused attention (FlashAttention)")
+    if ctx.lm_head == "last":
+        parts.append("LM head on the last position")
     return ", ".join(parts)
 
 
