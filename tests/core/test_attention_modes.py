@@ -275,3 +275,63 @@ def test_only_a_dense_marked_head_is_cut():
     for tid in ("gpt2", "llama3-8b", "mixtral-8x7b"):
         heads = [s for s in get_template(tid).build().layers if s.params.get("head")]
         assert [s.name for s in heads] == ["lm_head"]
+
+
+# --------------------------------------------------------------------------------------------------- LoRA
+def with_lora(template_id, **lora):
+    model = get_template(template_id).build()
+    layers = tuple(s.with_params(**lora) if s.kind == "transformer_block" else s for s in model.layers)
+    return Model(model.name, model.input, layers)
+
+
+def test_lora_rank_16_on_llama2_7b_by_hand():
+    """Rank 16 on q, k, v, o of Llama-2-7B (4096 wide, 32 heads of 128): 32 layers x 4 x 16 x (4096 + 4096) =
+    16,777,216 parameters; per token 16 x (4096 + 4096) MACs per projection, 2 x 16,777,216 FLOPs over the model."""
+    base = get_template("llama2-7b").build()
+    ctx = Context(batch=1, seq_len=4096, phase="prefill")
+    plain, adapted = build_table(base, ctx), build_table(with_lora("llama2-7b", lora_rank=16), ctx)
+    assert adapted.total("params") - plain.total("params") == 32 * 4 * 16 * (4096 + 4096) == 16_777_216
+    assert adapted.total("macs") - plain.total("macs") == 4096 * 16_777_216  # per token x 4096 tokens
+    assert adapted.total("flops") - plain.total("flops") == 4096 * 2 * 16_777_216
+    i = adapted.names.index("layers.attn_lora")
+    assert adapted.count[i] == 32 and adapted.kinds[i] == "lora" and adapted.gemm_count[i] == 0
+    assert adapted.input_elems[i] == 4096 * 4 * 4096 + 4096 * 16 * 4  # the projections' inputs, the intermediates
+    assert [n for n in adapted.names if n not in plain.names] == ["layers.attn_lora"]
+    # decode: one token per sequence, the same adapter weights read
+    step = build_table(with_lora("llama2-7b", lora_rank=16), Context(batch=1, seq_len=4096, phase="decode"))
+    j = step.names.index("layers.attn_lora")
+    assert step.macs[j] == 4 * 16 * 8192 and step.weight_elems[j] == 4 * 16 * 8192
+
+
+def test_lora_on_every_projection_and_several_adapters():
+    """'all' on Llama-2-7B adds gate, up (4096 -> 11008) and down (11008 -> 4096): 16 x (4 x 8192 + 3 x 15104) per
+    layer. Four adapters store four times the parameters; a token computes with one; a decode batch of 8 sequences
+    reads 4 x (1 - (3/4)^8) = 3.6 adapters' weights (uniform choice), one sequence reads one."""
+    per_layer = 16 * (4 * 8192 + 3 * 15104)
+    ctx = Context(batch=8, seq_len=4096, phase="decode")
+    plain = build_table(get_template("llama2-7b").build(), ctx)
+    t = build_table(with_lora("llama2-7b", lora_rank=16, lora_targets="all", lora_adapters=4), ctx)
+    assert t.total("params") - plain.total("params") == 4 * 32 * per_layer
+    assert t.total("active_params") - plain.total("active_params") == 32 * per_layer
+    assert t.total("macs") - plain.total("macs") == 8 * 32 * per_layer  # 8 tokens, one adapter each
+    ffn = t.names.index("layers.ffn_lora")
+    assert t.weight_elems[ffn] == pytest.approx(4 * (1 - 0.75**8) * 16 * 3 * 15104)
+    one = build_table(with_lora("llama2-7b", lora_rank=16, lora_targets="q,v", lora_adapters=4),
+                      Context(batch=1, seq_len=4096, phase="decode"))
+    i = one.names.index("layers.attn_lora")
+    assert one.weight_elems[i] == one.active_params[i] == 2 * 16 * 8192
+    gqa = build_table(with_lora("llama3-8b", lora_rank=8, lora_targets="k,v"), ctx)  # k, v are 1024 wide
+    assert gqa.params[gqa.names.index("layers.attn_lora")] == 2 * 8 * (4096 + 1024)
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"lora_targets": "q,v"}, "h.lora_targets: needs LoRA adapters (lora_rank > 0)"),
+    ({"lora_adapters": 3}, "h.lora_adapters: needs LoRA adapters"),
+    ({"lora_rank": 8, "lora_targets": "q,x"}, "h.lora_targets: expected 'all' or distinct names"),
+    ({"lora_rank": 8, "lora_targets": "gate"}, "h.lora_targets: expected"),  # a GELU feed-forward has no gate
+    ({"lora_rank": 8, "lora_adapters": 0}, "h.lora_adapters: must be at least 1"),
+])
+def test_inconsistent_lora_params_are_flagged(params, message):
+    model = Model.make("m", {"tokens": 8, "hidden": 32}, [LayerSpec.make("transformer_block", "h", heads=4, **params)])
+    (error,) = [msg for _, msg in build_table(model, Context()).errors]
+    assert message in error
