@@ -2,11 +2,14 @@
 settings as session assumptions (the project file, the results they invalidate)."""
 
 import json
+from dataclasses import replace
 
 import pytest
 
 from explorer.__main__ import main
+from explorer.core.session.results import Results
 from explorer.core.session.state import Assumptions, State
+from explorer.core.workload.templates import get_template
 
 
 def run(capsys, *args):
@@ -53,7 +56,7 @@ def test_unknown_settings_are_refused(capsys, option, value):
 
 
 def test_plan_and_report_take_the_settings(capsys, tmp_path):
-    code, out, err = run(capsys, "plan", "llama2-7b", "-d", "nvidia-h100-sxm5", "--target", "100 tokens/s",
+    code, _, err = run(capsys, "plan", "llama2-7b", "-d", "nvidia-h100-sxm5", "--target", "100 tokens/s",
                          "--attention", "fused", "--lm-head", "last")
     assert code == 0, err
     out_file = tmp_path / "r.html"
@@ -78,11 +81,6 @@ def test_assumptions_carry_the_settings_and_old_files_read():
 
 
 def test_a_new_setting_re_evaluates_the_analysis(h100):
-    from dataclasses import replace
-
-    from explorer.core.session.results import Results
-    from explorer.core.workload.templates import get_template
-
     state = State(model=get_template("gpt2").build(), device_ids=("h100",))
     r = Results(state, [h100])
     before = r.analysis

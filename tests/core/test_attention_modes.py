@@ -3,11 +3,16 @@
 the LM head in prefill, LoRA adapters. Every expected figure is worked out by hand in the test."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from explorer.core.analysis.evaluate import evaluate
+from explorer.core.analysis.flash import block_rows, floor_sum, keys_read
+from explorer.core.analysis.tiling_view import compute_tiling_view
 from explorer.core.hardware.device_file import device_from_dict
-from explorer.core.workload.layers import Context
-from explorer.core.workload.model import build_table
+from explorer.core.workload.layers import AttentionShape, Context
+from explorer.core.workload.layers.base import run
+from explorer.core.workload.model import LayerSpec, Model, build_table
 from explorer.core.workload.templates import get_template
 
 
@@ -82,13 +87,6 @@ def test_llama2_7b_fused_decode_moves_exactly_the_kv_cache():
 
 
 # ------------------------------------------------------------------------------------ fused (FlashAttention)
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
-from explorer.core.analysis.flash import block_rows, floor_sum, keys_read  # noqa: E402
-from explorer.core.workload.layers import AttentionShape  # noqa: E402
-from explorer.core.workload.model import LayerSpec, Model  # noqa: E402
-
 
 def sram_only(smem):
     """HBM feeding a per-core on-chip memory directly (FlashAttention's model: no L2 in between)."""
@@ -185,7 +183,7 @@ def brute_keys_read(shape, br):
             lo = max(0, first + off - w + 1) if w else 0
             total += last + off + 1 - lo
         else:
-            total += keys if not w or w >= keys else min(keys, min(s_q, -(-br // g)) + w - 1)
+            total += keys if not w or w >= keys else min(keys, last - first + w)
     return total
 
 
@@ -230,8 +228,6 @@ def test_fused_never_moves_more_than_naive(tokens, heads, head_dim, causal, wind
 def test_the_tiling_view_prices_a_fused_row_with_its_rereads():
     """The tiling panel re-evaluates one GEMM row at nearby sizes; for a fused attention row its current size costs
     what the analysis says (the K/V re-reads included)."""
-    from explorer.core.analysis.tiling_view import compute_tiling_view
-
     model = attention_model(1000, 512, heads=4)
     r = evaluate(model, [sram_only("64 KiB")], "fp16",
                  Context(phase="prefill", attention="fused"))
@@ -265,8 +261,6 @@ def test_lm_head_last_computes_one_position_per_sequence():
 def test_only_a_dense_marked_head_is_cut():
     """The head is the ``dense`` with ``head: true`` (the templates and the Hugging Face import mark it); another
     dense over the sequence keeps every position."""
-    from explorer.core.workload.layers.base import run
-
     ctx = Context(batch=1, phase="prefill", lm_head="last")
     out, (row,) = run("dense", {"in_features": 8, "out_features": 3}, (5, 8), ctx, "proj")
     assert out == (5, 3) and row.macs == 5 * 8 * 3
@@ -335,3 +329,22 @@ def test_inconsistent_lora_params_are_flagged(params, message):
     model = Model.make("m", {"tokens": 8, "hidden": 32}, [LayerSpec.make("transformer_block", "h", heads=4, **params)])
     (error,) = [msg for _, msg in build_table(model, Context()).errors]
     assert message in error
+
+
+def test_latent_attention_fused_moves_no_scores():
+    """DeepSeek-V3 decode (absorbed): 128 heads share the cached latent (512 + 64 per token). Fused, the scores,
+    softmax and context rows move no scores; the latent is still read once per sequence at HBM (the 50 MB L2 blocks
+    all 128 query rows together), and from the L2 ceil(128 / 56) = 3 times (Br = floor(256 KiB / (4 x 576 x 2)))."""
+    t = get_template("deepseek-v3")
+    ctx = Context(batch=1, seq_len=4096, phase="decode", attention="fused")
+    naive = evaluate(t.build(), [gpu()], "fp16", Context(batch=1, seq_len=4096, phase="decode"))
+    r = evaluate(t.build(), [gpu()], "fp16", ctx)
+    names = r.table.names
+    s = next(i for i, n in enumerate(names) if n.endswith("attn.scores"))
+    sm, c = s + 1, s + 2
+    scores = 128 * 4096
+    assert naive.bytes[s] - r.bytes[s] == 2 * scores and r.bytes[sm] == 0
+    assert naive.bytes[c] - r.bytes[c] == 2 * scores
+    assert r.level_traffic[s, 0, 0] == r.bytes[s]
+    assert r.level_traffic[s, 0, 1] == r.bytes[s] + 2 * (3 - 1) * 4096 * 576
+    assert block_rows(256 * 1024, 576, 2) == 56

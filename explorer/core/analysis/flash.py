@@ -18,8 +18,8 @@ A fused kernel keeps the S x S scores on chip (the layers already count no score
   p = row // G, which attend keys max(0, p + off - W + 1) .. p + off (off = S_kv - S_q, the cache before the new
   tokens; W the sliding window, none when 0). So the re-reads follow the lower triangle, as the FLOPs do (the FLOPs per
   pair, the reads per block: a block reads the keys of its last query). One block (``Br`` >= the rows) reads each key
-  once. Non-causal attention with a window reads ``min(S_kv, span + W - 1)`` keys per block (span: the block's
-  positions), an estimate.
+  once. Non-causal attention with a window reads ``min(S_kv, n + W - 1)`` keys per block of n positions (their
+  windows of W keys overlapping but for W - 1), an estimate of where the windows fall.
 * **Per memory level**, as ``evaluate``'s hierarchical traffic: the bytes crossing level j depend on the capacity of
   the level inside it (j + 1), which holds the blocks: the innermost level's capacity gives FlashAttention's Br (capped
   at d), and an outer one (an L2 between HBM and the cores) blocks the queries the same way, ``floor(M / (4 d b))``
@@ -103,7 +103,7 @@ def keys_read(shape: AttentionShape, br: float) -> int:
     if not shape.causal:
         if not w or w >= keys:
             return blocks * keys
-        return blocks * min(keys, min(s_q, -(-br // g)) + w - 1)
+        return _windowed(g, rows, keys, w, br, blocks)
     off = keys - s_q
     # the last position of block i is ((i + 1) br - 1) // g, of the last block s_q - 1; it reads up to that + off
     hi = floor_sum(blocks - 1, g, br, br - 1) + (s_q - 1) + blocks * (off + 1)
@@ -117,6 +117,17 @@ def keys_read(shape: AttentionShape, br: float) -> int:
             n = blocks - i0
             lo = floor_sum(n, g, br, br * i0) - t * n if n > 0 else 0
     return hi - lo
+
+
+def _windowed(g: int, rows: int, keys: int, w: int, br: int, blocks: int) -> int:
+    """Non-causal sliding window: block i, positions first_i .. last_i, reads min(S_kv, last_i - first_i + W) keys
+    (its positions' windows of W keys overlap but for W - 1). Summed in chunks of blocks."""
+    total = 0
+    for start in range(0, blocks, 1 << 20):
+        i = np.arange(start, min(blocks, start + (1 << 20)), dtype=np.int64)
+        first, last = i * br // g, (np.minimum((i + 1) * br, rows) - 1) // g
+        total += int(np.minimum(keys, last - first + w).sum())
+    return total
 
 
 def kv_rereads(table: LayerTable, devices: DeviceArrays, n_levels: int) -> tuple[np.ndarray, np.ndarray]:
