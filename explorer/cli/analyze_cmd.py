@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from explorer.core.workload.layers import Context
+from explorer.core.workload.layers import ATTENTION, LM_HEAD, Context
 from explorer.core.workload.layers.moe import ROUTING_ASSUMPTION
 
 from ..core.analysis.evaluate import ModelAnalysis, evaluate
@@ -37,6 +37,12 @@ def add_workload_args(p) -> None:
     p.add_argument("--phase", choices=("prefill", "decode"), default=None,
                    help="prefill processes the sequence; decode one token per sequence against a KV cache")
     add_format_args(p)
+    p.add_argument("--attention", choices=ATTENTION, default="naive",
+                   help="naive: the S x S scores go through memory (default); fused: FlashAttention, K and V re-read "
+                        "once per query block sized from the device's on-chip memory")
+    p.add_argument("--lm-head", choices=LM_HEAD, default="all",
+                   help="the positions whose logits prefill computes: all (default; training, scoring) or last "
+                        "(serving: each sequence's next token)")
 
 
 def workload_from_args(args):
@@ -45,7 +51,8 @@ def workload_from_args(args):
         if value is not None and value < 1:
             raise CliError(f"--{name.replace('_', '-')}: must be a positive whole number, got {value}")
     model, phase_default = load_model_arg(args.model)
-    ctx = Context(batch=args.batch, seq_len=args.seq_len, phase=args.phase or phase_default)
+    ctx = Context(batch=args.batch, seq_len=args.seq_len, phase=args.phase or phase_default,
+                  attention=args.attention, lm_head=args.lm_head)
     devices = resolve_devices(args.device, getattr(args, "db", None))
     return model, ctx, devices
 
@@ -89,7 +96,8 @@ def analysis_json(r: ModelAnalysis) -> dict:
         "model": {"name": r.model.name, "params": t.total("params"), "active_params": t.total("active_params"),
                   "macs": t.total("macs"), "flops": t.total("flops")},
         "assumptions": {"precision": r.precision, "batch": r.ctx.batch, "seq_len": r.ctx.seq_len,
-                        "phase": r.ctx.phase, "moe_routing": routing_assumption(r), **formats_json(r)},
+                        "phase": r.ctx.phase, "moe_routing": routing_assumption(r),
+                        "attention": r.ctx.attention, "lm_head": r.ctx.lm_head, **formats_json(r)},
         "results": [],
     }
     dev = r.devices
@@ -146,13 +154,19 @@ def _f(x, digits=3) -> str:
     return "\u2014" if not np.isfinite(x) else f"{x:.{digits}g}"
 
 
+def _settings(r: ModelAnalysis) -> str:
+    """The attention and LM-head settings when they are not the defaults (', fused attention')."""
+    return (", fused attention" if r.ctx.attention == "fused" else "") + (
+        ", LM head on the last position" if r.ctx.lm_head == "last" else "")
+
+
 def print_tables(r: ModelAnalysis) -> None:
     t = r.table
     params, active = t.total("params"), t.total("active_params")
     per_token = f" ({format_si(active, 'params')} active per token)" if active != params else ""
     print(f"{r.model.name}: {format_si(params, 'params')}{per_token}, {format_si(t.total('macs'), 'MAC')}, "
           f"{format_si(t.total('flops'), 'FLOP')} per {'step' if r.ctx.phase == 'decode' else 'inference'} "
-          f"(batch {r.ctx.batch}, {formats_of(r.devices).label()}, {r.ctx.phase})")
+          f"(batch {r.ctx.batch}, {formats_of(r.devices).label()}, {r.ctx.phase}{_settings(r)})")
     if routing_assumption(r):
         print(f"experts' weights read per step: {routing_assumption(r)}, T the tokens of the step")
     for note in formats_of(r.devices).notes():

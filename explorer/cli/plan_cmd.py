@@ -10,8 +10,8 @@ from ..core.analysis.procurement import PlanResult, Requirements, format_usd, pa
 from ..core.session.results import Results
 from ..core.units import UnitError, format_si, parse_quantity, parse_si
 from .analyze_cmd import add_workload_args, workload_from_args
-from .tensor_args import formats_from_args
 from .common import CliError, print_json
+from .tensor_args import formats_from_args
 
 
 def add_parser(sub) -> None:

@@ -237,6 +237,10 @@ def _workload(analysis: ModelAnalysis) -> str:
         parts.append(f"{'context' if ctx.phase == 'decode' else 'sequence'} {seq} tokens")
     fm = analysis.devices.formats
     parts.append(analysis.precision.upper() if fm is None else f"{fm.label()}, computing at {fm.compute.upper()}")
+    if ctx.attention == "fused":
+        parts.append("fused attention (FlashAttention)")
+    if ctx.lm_head == "last":
+        parts.append("LM head on the last position")
     return ", ".join(parts)
 
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from explorer.__main__ import main
 from explorer.core.hardware.device_file import DeviceFileError, load_device_file
-from explorer.core.session.project import Project, ProjectError, load_project, save_project
+from explorer.core.session.project import Project, ProjectError, load_project
 from explorer.core.session.state import State
 from explorer.core.traces import TraceError, load_trace
 from explorer.core.workload.model import ModelError, load_model_file

@@ -6,8 +6,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from explorer.core.formats import (FALLBACK, FORMATS, NVIDIA_NVFP4, OCP_MX, PRESETS, TensorFormats,
-                                   fallback_precision, get_format)
+from explorer.core.formats import (
+    FALLBACK,
+    FORMATS,
+    NVIDIA_NVFP4,
+    OCP_MX,
+    PRESETS,
+    TensorFormats,
+    fallback_precision,
+    get_format,
+)
 from explorer.core.precision import BYTES_PER_ELEMENT, PRECISIONS
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from explorer.core.analysis.procurement import Requirements, plan
-from explorer.core.session.commands import (AddLayers, SetAssumptions, SetModel, SetRequirements, SetTrace)
+from explorer.core.session.commands import AddLayers, SetAssumptions, SetModel, SetRequirements, SetTrace
 from explorer.core.session.project import FORMAT, Project, ProjectError, load_project, save_project
 from explorer.core.session.results import DEPENDS
 from explorer.core.session.state import State

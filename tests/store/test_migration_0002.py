@@ -5,7 +5,13 @@ from __future__ import annotations
 from alembic import command
 from sqlalchemy import inspect, text
 
-from explorer.store.engine import HEAD_REVISION, _alembic_config, create_catalog_engine, current_revision, open_catalog
+from explorer.store.engine import (
+    HEAD_REVISION,
+    _alembic_config,
+    create_catalog_engine,
+    current_revision,
+    open_catalog,
+)
 
 
 def test_a_revision_0001_database_gains_the_fp6_columns_and_keeps_its_devices(tmp_path):

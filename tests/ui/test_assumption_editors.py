@@ -75,3 +75,23 @@ def test_the_status_bar_sizes_the_memory_in_the_tensors_formats(qtbot):
     ws.set_assumptions(weights="int4-g128")
     assert label.totals.weight_bytes == fp16 * 4.125 / 16
     assert label.text().endswith("(w int4-g128, a fp16, kv fp16)")
+
+
+def test_model_settings_choose_how_attention_runs_and_the_lm_head(qtbot):
+    """The model settings (not the toolbar) show the attention and LM-head combos; each pick is one undoable
+    command and the combos follow undo."""
+    ws = Workspace(get_template("gpt2").build(), lookup=lambda ids: [])
+    toolbar, settings = AnalysisControls(ws), ModelSettings(ws)
+    qtbot.addWidget(toolbar)
+    qtbot.addWidget(settings)
+    labels = [label for label, _ in settings.run.rows()]
+    assert labels[-2:] == ["Attention", "LM head"] and "Attention" not in [x for x, _ in toolbar.editors.rows()]
+    assert settings.run.attention.currentIndex() == 0 and settings.run.lm_head.currentIndex() == 0
+    settings.run.attention.setCurrentIndex(1)
+    assert ws.assumptions.attention == "fused" and ws.stack.undo_text == "set attention fused"
+    settings.run.lm_head.setCurrentIndex(1)
+    assert ws.assumptions.lm_head == "last" and ws.context.lm_head == "last"
+    ws.undo()
+    ws.undo()
+    assert ws.assumptions == Assumptions() and settings.run.attention.currentIndex() == 0
+    assert settings.run.lm_head.currentIndex() == 0

@@ -178,3 +178,18 @@ def test_ctrl_z_and_ctrl_shift_z_reach_the_workspace(qtbot, window):
                    Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
     assert ws.assumptions.batch == 4
     window.close()
+
+
+def test_a_text_parameter_is_edited_as_text(window):
+    """A transformer block's lora_targets (free text): the inspector shows it and an edit is one undoable command."""
+    window.workspace.focus_layer(0)
+    targets = window.inspector.editors["lora_targets"]
+    assert targets.text() == "q,k,v,o"
+
+    def edit():
+        targets.setText("q,v")
+        targets.editingFinished.emit()
+
+    _, after = check_undo_redo(window, edit, "set h lora_targets")
+    assert after[0].layers[0].params["lora_targets"] == "q,v"
+    assert targets.text() == "q,k,v,o"  # the form follows undo

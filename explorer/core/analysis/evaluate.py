@@ -25,6 +25,7 @@ from explorer.core.workload.model import LayerTable, Model, build_table
 
 from ..formats import TensorFormats
 from .device_arrays import DeviceArrays, device_arrays
+from .flash import kv_rereads
 from .tensor_bytes import formats_of, resident_bytes, tensor_bytes
 from .tiling import systolic_arrays, tensor_core_arrays
 
@@ -173,6 +174,9 @@ def evaluate(model_or_table, devices: Sequence[Device] | DeviceArrays, precision
     energy = (c["macs"][:, None] + 0.5 * other) * dev.mac_energy[None, :]
     compute_energy = energy.copy()
     mem_time_eff = None
+    # a fused attention kernel (ctx.attention): K/V re-read per query block instead of square-tile GEMM re-reads
+    fused, flash = kv_rereads(table, dev, n_levels) if ctx.attention == "fused" else (np.zeros(n_rows, bool), None)
+    tile_gc = gc * ~fused[g][:, None]
     with np.errstate(invalid="ignore", divide="ignore"):
         for j in range(n_levels):
             square = np.maximum(np.floor(np.sqrt(dev.level_tile[:, j] / (3.0 * bpe))), 1.0)
@@ -185,7 +189,9 @@ def evaluate(model_or_table, devices: Sequence[Device] | DeviceArrays, precision
             if len(g):
                 extra = (m * k * np.maximum(np.ceil(n / tile_n[None, :]) - 1, 0) * tb.a_bpe
                          + k * n * np.maximum(np.ceil(m / tile_m[None, :]) - 1, 0) * tb.b_bpe[g][:, None])
-                t[g] += np.nan_to_num(extra, nan=0.0) * gc
+                t[g] += np.nan_to_num(extra, nan=0.0) * tile_gc
+            if flash is not None:
+                t += flash[:, :, j] * bpe
             t *= present[:, j][None, :]
             e = t * np.nan_to_num(dev.level_energy[:, j], nan=0.0)[None, :]
             energy += e

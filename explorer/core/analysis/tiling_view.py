@@ -109,6 +109,7 @@ def _scaled_table(table: LayerTable, row: int, dim: str, values: np.ndarray) -> 
         gemm=gemm,
         gemm_count=np.full(len(values), table.gemm_count[row]),
         columns=c,
+        attention=(table.attention[row],) * len(values) if table.attention else (),  # fused K/V re-reads as they are
     )
 
 

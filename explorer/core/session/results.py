@@ -30,7 +30,8 @@ from .state import Assumptions, State
 DEPENDS: dict[str, tuple[str, ...]] = {
     "arrays": ("devices", "assumptions.precision", "assumptions.weights", "assumptions.activations",
                "assumptions.kv_cache"),
-    "analysis": ("model", "arrays", "assumptions.batch", "assumptions.seq_len", "assumptions.phase"),
+    "analysis": ("model", "arrays", "assumptions.batch", "assumptions.seq_len", "assumptions.phase",
+                 "assumptions.attention", "assumptions.lm_head"),
     "cost": ("analysis", "assumptions"),
     "plan": ("analysis", "requirements", "assumptions"),
     "roofline": ("analysis", "args"),
@@ -73,7 +74,8 @@ class Results:
         a = Assumptions(precision=fm.precision if fm else analysis.precision, **tensors,
                         batch=ctx.batch, seq_len=ctx.seq_len, phase=ctx.phase,
                         electricity_usd_per_kwh=assumptions.electricity_usd_per_kwh, pue=assumptions.pue,
-                        utilization=assumptions.utilization, years=assumptions.years)
+                        utilization=assumptions.utilization, years=assumptions.years, attention=ctx.attention,
+                        lm_head=ctx.lm_head)
         devices = analysis.devices.devices
         state = State(model=analysis.model, device_ids=tuple(d.id for d in devices), assumptions=a,
                       requirements=requirements if requirements is not None else State().requirements)

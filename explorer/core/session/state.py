@@ -14,7 +14,7 @@ from explorer.core.files import names
 from explorer.core.formats import TENSORS, TensorFormats, check_format
 from explorer.core.precision import check_precision
 from explorer.core.traces.model import Trace
-from explorer.core.workload.layers import Context
+from explorer.core.workload.layers import ATTENTION, LM_HEAD, Context
 from explorer.core.workload.model import Model
 
 #: The names a command may report as changed, one per part of the state ("layers" and "input" are parts of the
@@ -40,6 +40,8 @@ class Assumptions:
     pue: float = 1.3
     utilization: float = 0.6  # duty cycle for TCO and cost per million
     years: float = 3.0
+    attention: str = "naive"  # naive | fused (FlashAttention): how attention kernels run
+    lm_head: str = "all"  # all | last: the positions whose logits prefill computes
 
     def checked(self) -> "Assumptions":
         check_precision(self.precision)
@@ -49,6 +51,9 @@ class Assumptions:
                 raise ValueError(f"{name}: expected a format name such as 'int4-g128' or null, got {v!r}")
         if self.phase not in PHASES:
             raise ValueError(f"phase: expected prefill or decode, got {self.phase!r}")
+        for name, choices in (("attention", ATTENTION), ("lm_head", LM_HEAD)):
+            if getattr(self, name) not in choices:
+                raise ValueError(f"{name}: expected {' or '.join(choices)}, got {getattr(self, name)!r}")
         for name in ("batch",):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
@@ -73,7 +78,8 @@ class Assumptions:
 
     @property
     def context(self) -> Context:
-        return Context(batch=self.batch, seq_len=self.seq_len, phase=self.phase)
+        return Context(batch=self.batch, seq_len=self.seq_len, phase=self.phase, attention=self.attention,
+                       lm_head=self.lm_head)
 
     def to_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}

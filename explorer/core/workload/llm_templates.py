@@ -86,8 +86,9 @@ def decoder_model(name: str, *, vocab: int, hidden: int, layers: int | tuple[Blo
     for g in groups:
         params = {**block, **({} if g.dense else experts), **({"window": g.window} if g.window else {})}
         specs.append(L("transformer_block", g.label, repeat=g.count, **params))
-    head = {"tied": True} if tied else {}
-    specs += [L("rmsnorm", "norm"), L("dense", "lm_head", in_features=hidden, out_features=vocab, bias=False, **head)]
+    tie = {"tied": True} if tied else {}
+    specs += [L("rmsnorm", "norm"),
+              L("dense", "lm_head", in_features=hidden, out_features=vocab, bias=False, head=True, **tie)]
     return Model.make(name, {"tokens": tokens}, specs)
 
 

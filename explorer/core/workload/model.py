@@ -18,7 +18,16 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from explorer.core.files import NestingError, atomic_write_text, parse_nested
-from explorer.core.workload.layers import REGISTRY, Context, ParamError, Row, Shape, ShapeError, format_shape
+from explorer.core.workload.layers import (
+    REGISTRY,
+    AttentionShape,
+    Context,
+    ParamError,
+    Row,
+    Shape,
+    ShapeError,
+    format_shape,
+)
 
 FORMAT = 1
 INPUT_FORMS = (("channels", "height", "width"), ("tokens", "hidden"), ("tokens",), ("features",))
@@ -195,6 +204,7 @@ class LayerTable:
     columns: Mapping[str, np.ndarray] = field(default_factory=dict)
     status: tuple[LayerStatus, ...] = ()
     out_shapes: tuple[Shape, ...] = ()
+    attention: tuple[AttentionShape | None, ...] = ()  # per row: the K/V stream of an attention product, or None
 
     def __getattr__(self, item):  # table.macs etc.
         columns = self.__dict__.get("columns", {})
@@ -224,7 +234,7 @@ def build_table(model: Model, ctx: Context = Context()) -> LayerTable:
     """Infer shapes layer by layer and count work. A layer that does not fit is flagged with the reason and
     passes its input through unchanged, so the layers after it are still analyzed."""
     if ctx.seq_len is None and model.default_seq_len() is not None:  # decode attends to the model's full context
-        ctx = Context(ctx.batch, model.default_seq_len(), ctx.phase)
+        ctx = replace(ctx, seq_len=model.default_seq_len())
     rows: list[Row] = []
     status: list[LayerStatus] = []
     shape = model.input_shape(ctx)
@@ -270,4 +280,5 @@ def build_table(model: Model, ctx: Context = Context()) -> LayerTable:
         columns=columns,
         status=tuple(status),
         out_shapes=tuple(r.out_shape for r in rows),
+        attention=tuple(r.attention for r in rows),
     )

@@ -93,7 +93,7 @@ def bert_base() -> Model:
 def gpt2() -> Model:
     layers = [L("embedding", "wte", num_embeddings=50257, embedding_dim=768, position_embeddings=1024),
               L("transformer_block", "h", repeat=12, heads=12), L("layernorm", "ln_f"),
-              L("dense", "lm_head", in_features=768, out_features=50257, bias=False, tied=True)]
+              L("dense", "lm_head", in_features=768, out_features=50257, bias=False, tied=True, head=True)]
     return Model.make("GPT-2 (124M)", {"tokens": 1024}, layers)
 
 
@@ -101,7 +101,8 @@ def llama2_7b() -> Model:
     layers = [L("embedding", "embed_tokens", num_embeddings=32000, embedding_dim=4096),
               L("transformer_block", "layers", repeat=32, heads=32, ffn="swiglu", ffn_hidden=11008, norm="rmsnorm",
                 bias=False),
-              L("rmsnorm", "norm"), L("dense", "lm_head", in_features=4096, out_features=32000, bias=False)]
+              L("rmsnorm", "norm"),
+              L("dense", "lm_head", in_features=4096, out_features=32000, bias=False, head=True)]
     return Model.make("Llama-2-7B", {"tokens": 4096}, layers)
 
 

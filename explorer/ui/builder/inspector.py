@@ -141,6 +141,10 @@ class LayerInspector(QWidget):
             combo.addItems([str(c) for c in p.choices])
             combo.activated.connect(lambda i, p=p: self._commit_param(p, p.choices[i]))
             return combo
+        if p.type is str:  # free text (a transformer block's lora_targets): checked by the layer, flagged if wrong
+            edit = QLineEdit()
+            edit.editingFinished.connect(lambda p=p, edit=edit: self._commit_param(p, edit.text().strip()))
+            return edit
         if p.type is int:
             spin = QSpinBox(keyboardTracking=False)
             spin.setRange(int(p.minimum) if p.minimum is not None else -INT_MAX, INT_MAX)
@@ -176,6 +180,8 @@ class LayerInspector(QWidget):
                     editor.setChecked(bool(value))
                 elif isinstance(editor, QComboBox):
                     editor.setCurrentText(str(value))
+                elif isinstance(editor, QLineEdit):
+                    editor.setText(str(value))
                 elif value is not None:
                     editor.setValue(value)
         table = self.ws.table

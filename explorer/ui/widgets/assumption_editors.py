@@ -1,5 +1,6 @@
 """The editors of the run assumptions every analysis uses: precision, the tensors' formats (a quantization
-preset for weights and activations, and the KV cache's format), batch, sequence length and phase.
+preset for weights and activations, and the KV cache's format), batch, sequence length and phase; and, in the
+model settings only, how attention runs and the LM head's positions.
 
 The toolbar (``AnalysisControls``) and the model settings show the same editors, built and bound here:
 each edit is one undoable ``SetAssumptions`` command, and the editors follow the workspace when the
@@ -15,6 +16,7 @@ from explorer.core.formats import PRESETS, get_format
 from explorer.core.precision import BYTES_PER_ELEMENT, PRECISIONS
 from explorer.core.session.commands import SetAssumptions
 from explorer.core.session.workspace import PHASES, Workspace
+from explorer.core.workload.layers import ATTENTION, LM_HEAD
 
 from ..binding import bind
 
@@ -87,9 +89,18 @@ class AssumptionEditors:
         self.phase = QComboBox()
         self.phase.addItems(PHASES)
         self.phase.setToolTip("prefill: the whole sequence at once; decode: one new token per sequence (KV cache)")
+        self.attention = QComboBox()
+        self.attention.addItems(["naive (scores through memory)", "fused (FlashAttention)"])
+        self.attention.setToolTip("naive: the S x S attention scores are written to memory and read back; fused: they "
+                                  "stay on chip and K, V are re-read once per query block (on-chip memory sized)")
+        self.lm_head = QComboBox()
+        self.lm_head.addItems(["every position", "last position"])
+        self.lm_head.setToolTip("The positions whose logits the LM head computes in prefill: every one (training, "
+                                "scoring) or each sequence's last (serving)")
         self.sync()
         # currentIndexChanged for edits by program, activated for a pick of the current item (no-op) and tests
-        for combo, key, values in ((self.precision, "precision", PRECISIONS), (self.phase, "phase", PHASES)):
+        for combo, key, values in ((self.precision, "precision", PRECISIONS), (self.phase, "phase", PHASES),
+                                   (self.attention, "attention", ATTENTION), (self.lm_head, "lm_head", LM_HEAD)):
             for signal in (combo.currentIndexChanged, combo.activated):
                 signal.connect(lambda i, key=key, values=values: i >= 0 and self._set(**{key: values[i]}))
         for signal in (self.quantization.currentIndexChanged, self.quantization.activated):
@@ -102,9 +113,10 @@ class AssumptionEditors:
 
     def rows(self) -> list[tuple[str, QWidget]]:
         """(label, editor) in display order."""
-        return [("Precision", self.precision), ("Quant." if self.compact else "Quantization", self.quantization),
+        rows = [("Precision", self.precision), ("Quant." if self.compact else "Quantization", self.quantization),
                 ("KV" if self.compact else "KV cache", self.kv_cache), ("Batch", self.batch),
                 ("Seq. length" if self.compact else "Sequence length", self.seq_len), ("Phase", self.phase)]
+        return rows if self.compact else rows + [("Attention", self.attention), ("LM head", self.lm_head)]
 
     def _pick_quantization(self, i: int) -> None:
         if 0 <= i < len(QUANTIZATIONS):  # past them: the 'custom' entry showing formats set elsewhere
@@ -123,7 +135,7 @@ class AssumptionEditors:
         """Show the workspace's assumptions (and whether the model takes a sequence length)."""
         a, tokens = self.workspace.assumptions, self.workspace.model.input_dict.get("tokens")
         blockers = [QSignalBlocker(w) for w in (self.precision, self.quantization, self.kv_cache, self.batch,
-                                                self.seq_len, self.phase)]
+                                                self.seq_len, self.phase, self.attention, self.lm_head)]
         try:
             self.precision.setCurrentIndex(PRECISIONS.index(a.precision))
             self._show_formats(a)
@@ -135,6 +147,8 @@ class AssumptionEditors:
                 self.seq_len.setSpecialValueText(f"model ({tokens})" if tokens else "\u2014")
             self.seq_len.setValue(a.seq_len or 0)
             self.phase.setCurrentIndex(PHASES.index(a.phase))
+            self.attention.setCurrentIndex(ATTENTION.index(a.attention))
+            self.lm_head.setCurrentIndex(LM_HEAD.index(a.lm_head))
         finally:
             del blockers
 

@@ -13,7 +13,10 @@ from explorer.core.workload.layers import (  # noqa: F401
     recommendation,
 )
 from explorer.core.workload.layers.base import (
+           ATTENTION,
+           LM_HEAD,
            REGISTRY,
+           AttentionShape,
            Context,
            LayerKind,
            Param,
@@ -26,5 +29,5 @@ from explorer.core.workload.layers.base import (
 
 GROUPS = ("linear algebra", "convolution", "normalization", "activation", "attention", "blocks", "other")
 
-__all__ = ["REGISTRY", "GROUPS", "Context", "LayerKind", "Param", "ParamError", "Row", "Shape", "ShapeError",
+__all__ = ["ATTENTION", "LM_HEAD", "REGISTRY", "GROUPS", "AttentionShape", "Context", "LayerKind", "Param", "ParamError", "Row", "Shape", "ShapeError",
            "format_shape"]

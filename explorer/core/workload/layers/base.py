@@ -45,13 +45,38 @@ class Param:
         return self.default is None
 
 
+#: How attention runs: ``naive`` writes the S x S scores to memory and reads them back (softmax in between);
+#: ``fused`` (FlashAttention) keeps them on chip and streams K and V once per query block (analysis/flash.py).
+ATTENTION = ("naive", "fused")
+#: Which positions the LM head (a ``dense`` with ``head: true``) computes logits for in prefill: ``all`` (training,
+#: scoring) or ``last`` (serving: the next token of each sequence).
+LM_HEAD = ("all", "last")
+
+
 @dataclass(frozen=True)
 class Context:
-    """Assumptions that change the work: batch, sequence length, phase."""
+    """Assumptions that change the work: batch, sequence length, phase, how attention runs, the LM head's rows."""
 
     batch: int = 1
     seq_len: int | None = None  # overrides the model's token count when given
     phase: str = "prefill"  # prefill | decode (decode: one new token per sequence against a KV cache)
+    attention: str = "naive"  # naive | fused (ATTENTION)
+    lm_head: str = "all"  # all | last (LM_HEAD)
+
+
+@dataclass(frozen=True)
+class AttentionShape:
+    """What a fused attention kernel streams, for the K/V re-reads that depend on the device's on-chip memory
+    (analysis/flash.py). Carried by the scores and context rows: each streams one of K, V (or the latent)."""
+
+    streams: int  # K/V streams: batch x KV heads (batch for latent attention's absorbed decode)
+    group: int  # query heads sharing one stream (G = heads / kv_heads)
+    queries: int  # query positions per sequence (1 in decode)
+    keys: int  # key positions attended (the cache in decode)
+    width: int  # elements per key position this row streams (head_dim of K or V; the latent)
+    dim: int  # the head dimension d that sizes the blocks
+    causal: bool
+    window: int = 0
 
 
 @dataclass
@@ -74,6 +99,7 @@ class Row:
     out_shape: Shape = ()
     layer_index: int = -1  # index of the top-level layer this row belongs to
     count: int = 1  # repeat multiplier (blocks with repeat > 1)
+    attention: AttentionShape | None = None  # the K/V stream of an attention product (scores, context)
 
 
 @dataclass(frozen=True)

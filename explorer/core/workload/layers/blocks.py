@@ -14,6 +14,7 @@ from explorer.core.workload.layers.base import (
     layer_kind,
     need_rank,
 )
+from explorer.core.workload.layers.lora import lora_rows, lora_targets
 
 
 @layer_kind(
@@ -46,6 +47,11 @@ from explorer.core.workload.layers.base import (
         Param("qk_nope_head_dim", int, 0, minimum=0, help="MLA: per-head query/key width without rotary encoding"),
         Param("qk_rope_head_dim", int, 0, minimum=0, help="MLA: per-head rotary query/key width"),
         Param("v_head_dim", int, 0, minimum=0, help="MLA: per-head value width"),
+        # LoRA adapters (layers/lora.py): lora_rank > 0 adds them to the lora_targets projections
+        Param("lora_rank", int, 0, minimum=0, help="rank r of LoRA adapters on the target projections; 0 = none"),
+        Param("lora_targets", str, "q,k,v,o", help="projections with adapters, comma-separated from q, k, v, o, "
+                                                   "gate, up, down; or all"),
+        Param("lora_adapters", int, 1, help="adapters served together (each sequence uses one)"),
     ),
     "attention + feed-forward with residuals and norms (GPT/BERT/ViT/Llama/Gemma style; mixture of experts and "
     "latent attention as options)",
@@ -56,6 +62,8 @@ def transformer_block(p: dict, in_shape: Shape, ctx: Context, name: str):
         raise ShapeError(f"'transformer_block' needs tokens (S, H), got {format_shape(in_shape)}")
     hidden = in_shape[1]
     ffn_hidden = p["ffn_hidden"] or 4 * hidden
+    gated = {"swiglu": "silu", "geglu": "gelu"}.get(p["ffn"])
+    targets = lora_targets(p, name, gated=bool(gated))
     x = Expansion(ctx, name, in_shape)
     pre = p["norm_position"] == "pre"
     if p["post_norms"] and not pre:
@@ -78,11 +86,14 @@ def transformer_block(p: dict, in_shape: Shape, ctx: Context, name: str):
                 raise ParamError(f"{name}.{field}: needs latent attention (kv_lora_rank > 0)")
         x.add("attention", "attn", heads=p["heads"], kv_heads=p["kv_heads"], head_dim=p["head_dim"],
               causal=p["causal"], bias=p["bias"], qkv_bias=p["qkv_bias"], window=p["window"])
+    heads, head_dim = p["heads"], p["head_dim"] or hidden // p["heads"]
+    q_dim, kv_dim = heads * head_dim, (p["kv_heads"] or heads) * head_dim
+    x.rows += lora_rows(p, ctx, f"{name}.attn_lora", in_shape, targets, {
+        "q": (hidden, q_dim), "k": (hidden, kv_dim), "v": (hidden, kv_dim), "o": (q_dim, hidden)})
     if p["post_norms"]:
         x.add(p["norm"], "post_attn_norm")
     x.add("add", "residual1")
     x.add(p["norm"], "norm2" if pre else "norm1")
-    gated = {"swiglu": "silu", "geglu": "gelu"}.get(p["ffn"])
     if p["experts"]:
         if not p["top_k"]:
             raise ParamError(f"{name}.top_k: is required with experts (the routed experts each token uses)")
@@ -103,6 +114,8 @@ def transformer_block(p: dict, in_shape: Shape, ctx: Context, name: str):
         x.add(p["ffn"], "ffn_act")
     if not p["experts"]:
         x.add("dense", "ffn_down", in_features=ffn_hidden, out_features=hidden, bias=p["bias"])
+        x.rows += lora_rows(p, ctx, f"{name}.ffn_lora", in_shape, targets, {
+            "gate": (hidden, ffn_hidden), "up": (hidden, ffn_hidden), "down": (ffn_hidden, hidden)})
     if p["post_norms"]:
         x.add(p["norm"], "post_ffn_norm")
     x.add("add", "residual2")

@@ -45,6 +45,8 @@ def matmul(p: dict, in_shape: Shape, ctx: Context, name: str):
         Param("out_features", int),
         Param("bias", bool, True),
         Param("tied", bool, False, help="weights shared with an embedding: read, but not counted as parameters"),
+        Param("head", bool, False, help="the language-model head: with the lm_head assumption 'last', prefill "
+                                        "computes the logits of each sequence's last position only"),
     ),
     "fully connected layer y = x W + b over the last dimension",
 )
@@ -53,6 +55,8 @@ def dense(p: dict, in_shape: Shape, ctx: Context, name: str):
         raise ShapeError(
             f"'dense' expects {p['in_features']} input features, got a tensor of shape {format_shape(in_shape)}"
         )
+    if p["head"] and ctx.lm_head == "last" and len(in_shape) == 2:  # serving: the next token's logits only
+        in_shape = (1, in_shape[1])
     fin, fout = p["in_features"], p["out_features"]
     rows_per_sample = numel(in_shape[:-1])
     m = ctx.batch * rows_per_sample

@@ -21,11 +21,15 @@ the context stays in the latent space and ``v_up`` maps it to heads x v afterwar
 parameters and the same MACs in ``k_up`` and ``v_up`` per token; decoding with the expanded form would instead
 up-project the whole cache at every step. The cached latent serves as both key and value, so decode reads it once
 (counted on ``scores``).
+
+``Context.attention`` as for ``attention``: ``fused`` keeps the scores on chip (no score traffic on the scores, softmax
+and context rows) and re-reads the keys and values (in decode, the latent) once per query block (analysis/flash.py).
 """
 
 from __future__ import annotations
 
 from explorer.core.workload.layers.base import (
+    AttentionShape,
     Context,
     Param,
     Row,
@@ -89,17 +93,20 @@ def mla(p: dict, in_shape: Shape, ctx: Context, name: str):
     rows.append(_dense(f"{name}.kv_down", m, hidden, latent, bias, (s_q, latent)))
     rows += run("rmsnorm", {}, (s_q, kvl), ctx, f"{name}.kv_norm")[1]
     cache = b * s_kv * latent if (p["causal"] or decode) else 0  # encoders keep none
+    fused = ctx.attention == "fused"
     if decode:  # absorbed: queries into the latent space, attention over the cached latents, v_up afterwards
         scores = b * heads * s_q * s_kv
+        moved = 0 if fused else scores  # score entries through memory (none when fused)
+        stream = AttentionShape(b, heads, s_q, s_kv, latent, latent, p["causal"])  # the latent serves as K and V
         rows += [
             _per_head(f"{name}.k_up", m, heads, nope, kvl, s_q),
             # all heads share the cached latent: per sequence one GEMM (heads x latent) @ (latent x s_kv)
             Row(f"{name}.scores", "attention_scores", macs=scores * latent, input_elems=m * heads * latent + m * latent,
-                kv_read_elems=b * (s_kv - s_q) * latent, output_elems=scores, kv_cache_elems=cache,
-                gemm=(heads * s_q, s_kv, latent), gemm_count=b, out_shape=(heads, s_q, s_kv)),
-            Row(f"{name}.softmax", "softmax", other_flops=3 * scores, input_elems=scores, output_elems=scores,
+                kv_read_elems=b * (s_kv - s_q) * latent, output_elems=moved, kv_cache_elems=cache,
+                gemm=(heads * s_q, s_kv, latent), gemm_count=b, out_shape=(heads, s_q, s_kv), attention=stream),
+            Row(f"{name}.softmax", "softmax", other_flops=3 * scores, input_elems=moved, output_elems=moved,
                 out_shape=(heads, s_q, s_kv)),
-            Row(f"{name}.context", "attention_context", macs=scores * kvl, input_elems=scores,
+            Row(f"{name}.context", "attention_context", macs=scores * kvl, input_elems=moved,
                 output_elems=m * heads * kvl, gemm=(heads * s_q, kvl, s_kv), gemm_count=b,
                 out_shape=(s_q, heads * kvl)),
             _per_head(f"{name}.v_up", m, heads, kvl, v, s_q),
@@ -107,16 +114,20 @@ def mla(p: dict, in_shape: Shape, ctx: Context, name: str):
     else:  # expanded: per-head keys and values from the latent, then multi-head attention
         pairs = s_q * (s_q + 1) / 2 if p["causal"] else s_q * s_q
         scores = b * heads * pairs
+        moved = 0 if fused else scores
+        d = max(qk, v)
         rows += [
             _dense(f"{name}.k_up", m, kvl, heads * nope, False, (s_q, heads * nope)),
             _dense(f"{name}.v_up", m, kvl, heads * v, False, (s_q, heads * v)),
             Row(f"{name}.scores", "attention_scores", macs=scores * qk,
-                input_elems=m * heads * qk + m * heads * nope + m * rope, output_elems=scores, kv_cache_elems=cache,
-                gemm=(s_q, s_q, qk), gemm_count=b * heads, out_shape=(heads, s_q, s_q)),
-            Row(f"{name}.softmax", "softmax", other_flops=3 * scores, input_elems=scores, output_elems=scores,
+                input_elems=m * heads * qk + m * heads * nope + m * rope, output_elems=moved, kv_cache_elems=cache,
+                gemm=(s_q, s_q, qk), gemm_count=b * heads, out_shape=(heads, s_q, s_q),
+                attention=AttentionShape(b * heads, 1, s_q, s_q, qk, d, p["causal"])),
+            Row(f"{name}.softmax", "softmax", other_flops=3 * scores, input_elems=moved, output_elems=moved,
                 out_shape=(heads, s_q, s_q)),
-            Row(f"{name}.context", "attention_context", macs=scores * v, input_elems=scores + m * heads * v,
-                output_elems=m * heads * v, gemm=(s_q, v, s_q), gemm_count=b * heads, out_shape=(s_q, heads * v)),
+            Row(f"{name}.context", "attention_context", macs=scores * v, input_elems=moved + m * heads * v,
+                output_elems=m * heads * v, gemm=(s_q, v, s_q), gemm_count=b * heads, out_shape=(s_q, heads * v),
+                attention=AttentionShape(b * heads, 1, s_q, s_q, v, d, p["causal"])),
         ]
     rows.append(_dense(f"{name}.out", m, heads * v, hidden, bias, (s_q, hidden)))
     return (s_q, hidden), rows
