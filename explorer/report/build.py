@@ -246,7 +246,11 @@ def _workload(analysis: ModelAnalysis) -> str:
 
 def _assumptions(data_plan: PlanResult, analysis: ModelAnalysis) -> tuple[tuple[str, str], ...]:
     req = data_plan.requirements
-    rows = [("Workload", _workload(analysis))]
+    t = analysis.table
+    params, active = t.total("params"), t.total("active_params")
+    rows = [("Workload", _workload(analysis)),
+            ("Parameters", format_si(params, "params", 4) + (f", {format_si(active, 'params', 4)} active per token"
+                                                           if active != params else ""))]
     if req.target is not None:
         rows.append(("Target", f"{req.target:,.0f} {req.target_unit}"))
     if req.latency is not None:

@@ -310,3 +310,15 @@ def test_a_killed_save_leaves_no_temporary_behind_the_next_save(tmp_path):
     os.utime(other, (old, old))
     atomic_write_text(target, "{}")
     assert target.read_text() == "{}" and not stale.exists() and fresh.exists() and other.exists()
+
+
+def test_the_report_names_total_and_active_parameters():
+    """Mixtral-8x7B: 46,702,792,704 parameters, 12,879,925,248 active per token (tests/core/test_moe_templates.py);
+    a dense model shows its total alone."""
+    template = get_template("mixtral-8x7b")
+    device = load_device_file(CATALOG / "nvidia-h100-sxm5.yaml")
+    data = build_report(evaluate(template.build(), [device], "fp16", template.context(phase="decode")), ASSUME)
+    assert dict(data.assumptions)["Parameters"] == "46.7 Gparams, 12.88 Gparams active per token"
+    dense = get_template("gpt2")
+    data = build_report(evaluate(dense.build(), [device], "fp16", dense.context(phase="decode")), ASSUME)
+    assert dict(data.assumptions)["Parameters"] == "124.4 Mparams"
