@@ -129,6 +129,15 @@ class Requirements:
             for dev, v in getattr(self, name).items():
                 _positive(f"{name}[{dev}]", v, allow_none=False)
 
+    def with_defaults(self, assumptions: CostAssumptionsLike) -> "Requirements":
+        """These requirements with the horizon, electricity price and PUE they leave to the session's assumptions
+        filled in from ``assumptions``."""
+        a = assumptions
+        return replace(self, years=a.years if self.years is None else self.years,
+                       electricity_usd_per_kwh=(a.electricity_usd_per_kwh if self.electricity_usd_per_kwh is None
+                                                else self.electricity_usd_per_kwh),
+                       pue=a.pue if self.pue is None else self.pue)
+
 
 @dataclass(frozen=True)
 class Check:
@@ -273,11 +282,9 @@ def plan(analysis: ModelAnalysis, requirements: Requirements, assumptions: CostA
         phase = "decode" if unit == "tokens/s" else "prefill"
         raise ValueError(f"target: given in {req.target_unit} but the analysis ({phase}) counts {unit}; "
                          f"switch the phase or give the target in {unit}")
-    cost_assumptions = CostAssumptions(
-        years=req.years if req.years is not None else assumptions.years,
-        electricity_usd_per_kwh=(req.electricity_usd_per_kwh if req.electricity_usd_per_kwh is not None
-                                 else assumptions.electricity_usd_per_kwh),
-        pue=req.pue if req.pue is not None else assumptions.pue, utilization=assumptions.utilization)
+    full = req.with_defaults(assumptions)
+    cost_assumptions = CostAssumptions(years=full.years, electricity_usd_per_kwh=full.electricity_usd_per_kwh,
+                                       pue=full.pue, utilization=assumptions.utilization)
     analysis = _with_quotes(analysis, req)
     cost = compute_cost(analysis, cost_assumptions)
     dev, tot = analysis.devices, analysis.totals

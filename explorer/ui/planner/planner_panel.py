@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import replace
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QBrush, QColor
@@ -162,14 +161,6 @@ class PlannerPanel(QWidget):
         self._edited_field = field
         self.schedule()
 
-    def _resolved(self, req: Requirements) -> Requirements:
-        """``req`` with the assumptions' horizon, electricity price and PUE where it leaves them to the session."""
-        a = self.workspace.assumptions
-        return replace(req, years=a.years if req.years is None else req.years,
-                       electricity_usd_per_kwh=(a.electricity_usd_per_kwh if req.electricity_usd_per_kwh is None
-                                                else req.electricity_usd_per_kwh),
-                       pue=a.pue if req.pue is None else req.pue)
-
     def commit(self) -> None:
         """Make the fields' requirements the session's, as one undoable edit (a run of edits of one field merges
         into one), when the user changed a field, every field is valid and they differ."""
@@ -177,17 +168,17 @@ class PlannerPanel(QWidget):
         if not field:
             return
         req = self.requirements()
-        if req is None or req == self._resolved(self.workspace.requirements):
+        if req is None or req == self.workspace.requirements.with_defaults(self.workspace.assumptions):
             return
         self.workspace.execute(SetRequirements(req, text=f"edit {field}", merge_key=f"requirements.{field}"))
 
     def _on_changed(self, changes) -> None:
-        if "requirements" in changes and self.requirements() != self._resolved(self.workspace.requirements):
+        if "requirements" in changes and self.requirements() != self.workspace.requirements.with_defaults(self.workspace.assumptions):
             self.show_requirements(self.workspace.requirements)
 
     def show_requirements(self, req: Requirements) -> None:
         """Fill the fields with ``req`` (an undo, a redo, an opened project), without committing them again."""
-        req = self._resolved(req)
+        req = req.with_defaults(self.workspace.assumptions)
         widgets = (self.target, self.latency, self.budget, self.budget_covers, self.power_cap, self.power_scope,
                    self.years, self.electricity, self.pue, self.quotes)
         blocked = [w.blockSignals(True) for w in widgets]
