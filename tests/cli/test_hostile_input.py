@@ -11,6 +11,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -101,62 +102,47 @@ MODEL_DOC = get_template("gpt2").build().to_dict()
 FUZZ = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
+def _fuzz(tmp_path, data, kind: str, doc, name: str, load, error):
+    """Load a mutated copy of ``doc``: the reader's value, or None after its own one-line ``error``."""
+    path = _write(tmp_path, name, _mutate(doc, data))
+    COUNTS[f"{kind} tried"] += 1
+    try:
+        return load(path)
+    except error as exc:
+        assert "\n" not in str(exc) or error is DeviceFileError  # a device file lists its problems, a line each
+        COUNTS[f"{kind} rejected"] += 1
+        return None
+
+
+PROJECT_DOC = Project.of_state(State(model=get_template("gpt2").build(), device_ids=("a",))).to_dict()
+TRACE_DOC = json.loads((FIXTURES / "torch_cpu_trace.json").read_text())
+TRACE_DOC["traceEvents"] = TRACE_DOC["traceEvents"][:12]
+DEVICE_DOC = json.loads(json.dumps(yaml.safe_load((ROOT / "catalog" / "nvidia-l4.yaml").read_text()), default=str))
+
+
 @FUZZ
 @given(data=st.data())
 def test_fuzz_model_files(tmp_path, data):
-    path = _write(tmp_path, "m.json", _mutate(MODEL_DOC, data))
-    COUNTS["model tried"] += 1
-    try:
-        load_model_file(path)
-    except ModelError as exc:
-        assert "\n" not in str(exc)
-        COUNTS["model rejected"] += 1
+    _fuzz(tmp_path, data, "model", MODEL_DOC, "m.json", load_model_file, ModelError)
 
 
 @FUZZ
 @given(data=st.data())
 def test_fuzz_project_files(tmp_path, data):
-    doc = Project.of_state(State(model=get_template("gpt2").build(), device_ids=("a",))).to_dict()
-    path = _write(tmp_path, "p.hwproj", _mutate(doc, data))
-    COUNTS["project tried"] += 1
-    try:
-        load_project(path)
-    except ProjectError as exc:
-        assert "\n" not in str(exc)
-        COUNTS["project rejected"] += 1
-
-
-TRACE_DOC = json.loads((FIXTURES / "torch_cpu_trace.json").read_text())
-TRACE_DOC["traceEvents"] = TRACE_DOC["traceEvents"][:12]
+    _fuzz(tmp_path, data, "project", PROJECT_DOC, "p.hwproj", load_project, ProjectError)
 
 
 @FUZZ
 @given(data=st.data())
 def test_fuzz_chrome_traces(tmp_path, data):
-    path = _write(tmp_path, "t.json", _mutate(TRACE_DOC, data))
-    COUNTS["trace tried"] += 1
-    try:
-        trace = load_trace(path)
-    except TraceError as exc:
-        assert "\n" not in str(exc)
-        COUNTS["trace rejected"] += 1
-    else:
-        assert all(math.isfinite(e.start_s) and math.isfinite(e.duration_s) for e in trace.events)
-
-
-DEVICE_DOC = json.loads(json.dumps(__import__("yaml").safe_load((ROOT / "catalog" / "nvidia-l4.yaml").read_text()),
-                                   default=str))
+    trace = _fuzz(tmp_path, data, "trace", TRACE_DOC, "t.json", load_trace, TraceError)
+    assert trace is None or all(math.isfinite(e.start_s) and math.isfinite(e.duration_s) for e in trace.events)
 
 
 @FUZZ
 @given(data=st.data())
 def test_fuzz_device_files(tmp_path, data):
-    path = _write(tmp_path, "d.json", _mutate(DEVICE_DOC, data))
-    COUNTS["device tried"] += 1
-    try:
-        load_device_file(path)
-    except DeviceFileError:
-        COUNTS["device rejected"] += 1
+    _fuzz(tmp_path, data, "device", DEVICE_DOC, "d.json", load_device_file, DeviceFileError)
 
 
 def test_zz_print_counts():
