@@ -10,9 +10,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
-from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QMessageBox
+from test_drop_import import drop  # the same synthetic drag and drop
 
 from explorer.core.session.workspace import Assumptions, Workspace
 from explorer.core.workload.layers import Context
@@ -31,19 +30,6 @@ def window(qtbot, shared_repository, monkeypatch):
     qtbot.addWidget(win)
     win.new_from_template("resnet50")
     return win
-
-
-def drop(window, path) -> QDropEvent:
-    data = QMimeData()
-    data.setUrls([QUrl.fromLocalFile(str(path))])
-    enter = QDragEnterEvent(QPoint(20, 20), Qt.DropAction.CopyAction, data, Qt.MouseButton.LeftButton,
-                            Qt.KeyboardModifier.NoModifier)
-    window.dragEnterEvent(enter)
-    assert enter.isAccepted()
-    event = QDropEvent(QPointF(20, 20), Qt.DropAction.CopyAction, data, Qt.MouseButton.LeftButton,
-                       Qt.KeyboardModifier.NoModifier)
-    window.dropEvent(event)
-    return event
 
 
 def test_a_dropped_config_json_becomes_an_editable_model(window, tmp_path):
