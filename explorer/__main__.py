@@ -9,8 +9,6 @@ from . import __version__
 from .cli.common import CliError
 from .core.session.project import SUFFIX as PROJECT_SUFFIX
 
-COMMANDS = ("analyze", "tiling", "catalog", "plan", "report")
-
 
 class OneLineParser(argparse.ArgumentParser):
     """Bad options are bad input like any other: one line and exit 2, not the usage text (``--help`` shows it)."""
@@ -34,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in (analyze_cmd, tiling_cmd, catalog_cmd, plan_cmd, report_cmd):
         module.add_parser(sub)
+    parser.commands = tuple(sub.choices)  # the subcommands' names (a project path is none of them)
     return parser
 
 
@@ -42,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     project = None
     if argv and argv[-1].lower().endswith(PROJECT_SUFFIX) and not argv[-1].startswith("-") and not any(
-            a in COMMANDS for a in argv):
+            a in parser.commands for a in argv):
         project = argv.pop()  # hwexplorer study.hwproj: the app, with that project open
     args = parser.parse_args(argv)
     if args.command is None:
