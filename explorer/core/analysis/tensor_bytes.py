@@ -80,8 +80,3 @@ def resident_bytes(c: Mapping[str, np.ndarray], fm: TensorFormats) -> tuple[floa
     peak = float(np.max((c["input_elems"] + c["output_elems"]), initial=0.0))
     act = fm.activations.nbytes(peak, tensors=2.0 if peak > 0 else 0.0)
     return float(weights), float(kv), float(act)
-
-
-def converted_tensors(dev: DeviceArrays, j: int) -> tuple[str, ...]:
-    """The tensors device ``j`` converts before its multiplies."""
-    return formats_of(dev).converted(dev.compute_of(j))
