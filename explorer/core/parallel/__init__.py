@@ -1,0 +1,1 @@
+"""Many devices: collectives on the link they cross, parallel layouts that shard the work table, the system pass."""
