@@ -28,7 +28,7 @@ imported graphs) are replicated: tensor parallelism applies to transformer block
 
 from __future__ import annotations
 
-import math
+import functools
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -42,6 +42,8 @@ HEADS_KINDS = {"attention_scores", "attention_context"}
 SHARDED = {"ffn_act", "ffn_mul", "shared_act", "shared_mul"}
 EXPERT_PARTS = {"experts_act", "experts_mul"}
 ROLES = ("column", "row", "heads", "sharded", "vocab", "expert", "replicate")
+WORK = ("macs", "other_flops")
+WEIGHTS = ("params", "active_params", "weight_elems")
 
 
 def role_of(name: str, kind: str) -> str:
@@ -65,16 +67,6 @@ def roles(table: LayerTable) -> np.ndarray:
     return np.array([role_of(n, k) for n, k in zip(table.names, table.kinds)], dtype=object)
 
 
-@dataclass(frozen=True)
-class Comm:
-    """One collective per execution of a row (times ``count``): its operation, group and full message in elements."""
-
-    row: int
-    op: str  # all_reduce | all_gather | all_to_all
-    group: int  # ranks taking part
-    elements: float  # n of :mod:`.collectives`, in activation elements
-
-
 def kv_heads_of(table: LayerTable, batch: int) -> int:
     """The smallest KV-head count of the model's attention rows (1 for latent attention; 0 without attention)."""
     heads = [a.streams // max(batch, 1) for a in table.attention if a is not None]
@@ -86,75 +78,108 @@ def query_heads_of(table: LayerTable, batch: int) -> int:
     return min(heads) if heads else 0
 
 
-def shard_table(table: LayerTable, tp: int, ep: int = 1, batch: int = 1,
-                imbalance: float = 1.0) -> tuple[LayerTable, tuple[Comm, ...]]:
-    """One device's work table under tensor degree ``tp`` and expert degree ``ep`` (ep divides tp), and the
-    collectives each row adds. ``imbalance``: the busiest expert group's load over the mean (:mod:`.experts`)."""
-    if tp == 1 and ep == 1:
-        return table, ()
-    role = roles(table)
-    c = {k: v.copy() for k, v in table.columns.items()}
-    gemm, gcount = table.gemm.copy(), table.gemm_count.copy()
-    attention = list(table.attention)
-    kv_div = max(1, min(tp, kv_heads_of(table, batch) or tp))
-    etp = tp // ep  # each expert's tensor split
-    work = ("macs", "other_flops")
-    weights = ("params", "active_params", "weight_elems")
-    comms: list[Comm] = []
+@dataclass(frozen=True, eq=False)
+class Comms:
+    """The collectives of K shardings, one entry per (sharding, row, collective): per execution of the row."""
 
-    def scale(rows: np.ndarray, names, by: float) -> None:
-        for name in names:
-            c[name][rows] = c[name][rows] / by
+    key: np.ndarray  # (E,) index of the sharding
+    row: np.ndarray  # (E,) row of the work table
+    op: tuple[str, ...]  # (E,) all_reduce | all_gather | all_to_all
+    group: np.ndarray  # (E,) ranks taking part
+    elements: np.ndarray  # (E,) n of :mod:`.collectives`, in activation elements
 
-    col, row_, heads = role == "column", role == "row", role == "heads"
-    sharded, vocab, expert = role == "sharded", role == "vocab", role == "expert"
-    scale(col, work + weights + ("output_elems",), tp)
-    gemm[col, 1] = np.ceil(gemm[col, 1] / tp)
-    scale(row_, work + weights + ("input_elems",), tp)
-    gemm[row_, 2] = np.ceil(gemm[row_, 2] / tp)
-    scale(heads, work + ("input_elems", "output_elems"), tp)
-    scale(heads, ("kv_read_elems", "kv_cache_elems"), kv_div)
-    gcount[heads] = np.ceil(gcount[heads] / tp)
-    for i in np.flatnonzero(heads):
-        a = attention[i]
-        if a is not None:
-            attention[i] = replace(a, streams=max(1, a.streams // kv_div), group=max(1, a.group * kv_div // tp))
-    scale(sharded, work + ("input_elems", "output_elems"), tp)
-    scale(vocab, weights, tp)
-    out_full = table.columns["output_elems"]
-    for i in np.flatnonzero(row_):
-        comms.append(Comm(int(i), "all_reduce", tp, float(out_full[i])))
-    for i in np.flatnonzero(vocab):
-        comms.append(Comm(int(i), "all_reduce", tp, float(out_full[i])))
-    for i in np.flatnonzero(col):
-        if table.names[i].rsplit(".", 1)[-1] == "lm_head":
-            comms.append(Comm(int(i), "all_gather", tp, float(out_full[i])))
-    # -- experts: split over ep groups (each expert tp / ep ways); the busiest group sets the pace
-    if expert.any():
-        load = imbalance if ep > 1 else 1.0
-        scale(expert, work + ("input_elems", "output_elems"), tp / load)
-        scale(expert, weights, tp)
-        moe = np.flatnonzero(expert & np.array([k == "moe_experts" for k in table.kinds]))
-        for i in moe:
-            part = table.names[i].rsplit("_", 1)[-1]
-            gcount[i] = max(1.0, math.ceil(gcount[i] / ep))
-            gemm[i, 0] = math.ceil(gemm[i, 0] * load)
-            if part in ("gate", "up"):
-                gemm[i, 1] = math.ceil(gemm[i, 1] / etp)
-            else:
-                gemm[i, 2] = math.ceil(gemm[i, 2] / etp)
-        combine = [i for i, n in enumerate(table.names) if n.endswith(".combine") and table.kinds[i] == "moe_combine"]
-        for i in combine:
-            if ep > 1:  # dispatch the routed tokens and bring their outputs back: two all-to-alls among ep devices;
-                # each device sends its 1/ep share of the (token, expert) vectors, the busiest receives ``load`` x
-                routed = float(table.columns["input_elems"][i] - (out_full[i] if _has_shared(table, i) else 0.0))
-                comms.append(Comm(int(i), "all_to_all", ep, routed / ep * load))
-                comms.append(Comm(int(i), "all_to_all", ep, routed / ep * load))
-            if etp > 1:
-                comms.append(Comm(int(i), "all_reduce", etp, float(out_full[i])))
-    for a in c.values():
+    def __len__(self) -> int:
+        return len(self.key)
+
+
+@functools.lru_cache(maxsize=256)
+def _roles(table: LayerTable) -> np.ndarray:
+    return roles(table)
+
+
+def shard_many(table: LayerTable, tp, ep, batch: int = 1, imbalance=None) -> tuple[LayerTable, Comms]:
+    """K shardings of one work table at once: degrees ``tp`` (K,), ``ep`` (K,) (ep divides tp), the busiest expert
+    group's ``imbalance`` (K,). Returns the K device tables stacked (K x L rows, sharding k in rows k L .. k L + L)
+    and their collectives. No loop over rows: each role scales whole columns."""
+    tp = np.asarray(tp, dtype=float).reshape(-1)
+    ep = np.asarray(ep, dtype=float).reshape(-1)
+    load = np.where(ep > 1, np.ones_like(tp) if imbalance is None else np.asarray(imbalance, dtype=float), 1.0)
+    n_keys, n_rows = len(tp), len(table)
+    role = _roles(table)
+    is_ = {r: role == r for r in ROLES}
+    kv_heads = kv_heads_of(table, batch)
+    kv_div = np.maximum(1.0, np.minimum(tp, kv_heads or tp))
+    etp = tp / ep
+    ones = np.ones((n_keys, n_rows))
+    tpk = tp[:, None]
+    divisor = {name: ones.copy() for name in table.columns}
+    for name in WORK + WEIGHTS + ("output_elems",):
+        divisor[name] = np.where(is_["column"], tpk, divisor[name])
+    for name in WORK + WEIGHTS + ("input_elems",):
+        divisor[name] = np.where(is_["row"], tpk, divisor[name])
+    for name in WORK + ("input_elems", "output_elems"):
+        divisor[name] = np.where(is_["heads"] | is_["sharded"], tpk, divisor[name])
+        divisor[name] = np.where(is_["expert"], tpk / load[:, None], divisor[name])
+    for name in ("kv_read_elems", "kv_cache_elems"):
+        divisor[name] = np.where(is_["heads"], kv_div[:, None], divisor[name])
+    for name in WEIGHTS:
+        divisor[name] = np.where(is_["vocab"] | is_["expert"], tpk, divisor[name])
+    columns = {name: (table.columns[name][None, :] / divisor[name]).reshape(-1) for name in table.columns}
+    columns["count"] = np.tile(table.columns["count"], n_keys)
+    # -- GEMM shapes: N / tp for column rows, K / tp for row rows, heads / tp; experts: ep groups, etp splits
+    gemm = np.repeat(table.gemm[None, :, :], n_keys, axis=0)
+    gcount = np.repeat(table.gemm_count[None, :], n_keys, axis=0)
+    moe = np.array([k == "moe_experts" for k in table.kinds])
+    down = np.array([n.endswith("experts_down") for n in table.names])
+    gemm[:, :, 1] = np.where(is_["column"], np.ceil(gemm[:, :, 1] / tpk), gemm[:, :, 1])
+    gemm[:, :, 2] = np.where(is_["row"], np.ceil(gemm[:, :, 2] / tpk), gemm[:, :, 2])
+    gcount = np.where(is_["heads"], np.ceil(gcount / tpk), gcount)
+    gcount = np.where(moe, np.maximum(1.0, np.ceil(gcount / ep[:, None])), gcount)
+    gemm[:, :, 0] = np.where(moe, np.ceil(gemm[:, :, 0] * load[:, None]), gemm[:, :, 0])
+    gemm[:, :, 1] = np.where(moe & ~down, np.ceil(gemm[:, :, 1] / etp[:, None]), gemm[:, :, 1])
+    gemm[:, :, 2] = np.where(moe & down, np.ceil(gemm[:, :, 2] / etp[:, None]), gemm[:, :, 2])
+    attention = []
+    for k in range(n_keys):
+        for i, a in enumerate(table.attention):
+            if a is not None and is_["heads"][i]:
+                d = int(kv_div[k])
+                a = replace(a, streams=max(1, a.streams // d), group=max(1, a.group * d // int(tp[k])))
+            attention.append(a)
+    for a in columns.values():
         a.setflags(write=False)
-    return replace(table, columns=c, gemm=gemm, gemm_count=gcount, attention=tuple(attention)), tuple(comms)
+    stacked = replace(table, names=table.names * n_keys, kinds=table.kinds * n_keys,
+                      layer_index=np.tile(table.layer_index, n_keys), gemm=gemm.reshape(-1, 3),
+                      gemm_count=gcount.reshape(-1), columns=columns, attention=tuple(attention),
+                      status=table.status, out_shapes=table.out_shapes * n_keys)
+    return stacked, _comms(table, is_, tp, ep, etp, load)
+
+
+def _comms(table: LayerTable, is_: dict, tp, ep, etp, load) -> Comms:
+    out_full = table.columns["output_elems"]
+    keys, rows, ops, groups, elements = [], [], [], [], []
+
+    def add(rows_: np.ndarray, op: str, group: np.ndarray, elems: np.ndarray) -> None:
+        k, r = np.nonzero((group[:, None] > 1) & np.isin(np.arange(len(table)), rows_)[None, :])
+        keys.append(k)
+        rows.append(r)
+        ops.extend([op] * len(k))
+        groups.append(group[k])
+        elements.append(elems[k, r] if elems.ndim == 2 else elems[r])
+
+    add(np.flatnonzero(is_["row"] | is_["vocab"]), "all_reduce", tp, out_full)
+    add(np.flatnonzero(np.array([n.rsplit(".", 1)[-1] == "lm_head" for n in table.names]) & is_["column"]),
+        "all_gather", tp, out_full)
+    combine = np.array([k == "moe_combine" for k in table.kinds])
+    if combine.any():
+        shared = np.array([_has_shared(table, i) for i in range(len(table))])
+        routed = table.columns["input_elems"] - np.where(shared, out_full, 0.0)
+        per_rank = routed[None, :] / ep[:, None] * load[:, None]  # each sends its 1/ep, the busiest gets load x
+        ep_only = np.where(ep > 1, ep, 1.0)
+        add(np.flatnonzero(combine), "all_to_all", ep_only, per_rank)  # dispatch
+        add(np.flatnonzero(combine), "all_to_all", ep_only, per_rank)  # combine
+        add(np.flatnonzero(combine), "all_reduce", etp, out_full)
+    cat = (lambda parts, dtype: np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype))
+    return Comms(cat(keys, int), cat(rows, int), tuple(ops), cat(groups, float), cat(elements, float))
 
 
 def _has_shared(table: LayerTable, combine_row: int) -> bool:

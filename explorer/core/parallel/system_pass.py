@@ -29,18 +29,18 @@ from typing import Sequence
 
 import numpy as np
 
-from explorer.core.analysis.evaluate import ModelAnalysis, evaluate
+from explorer.core.analysis.evaluate import evaluate
 from explorer.core.analysis.tensor_bytes import formats_of
 from explorer.core.formats import TensorFormats
 from explorer.core.hardware.device import Device
-from explorer.core.hardware.system import Domain, System
+from explorer.core.hardware.system import System
 from explorer.core.workload.layers import Context
 from explorer.core.workload.model import Model, build_table
 
 from .collectives import BUS_FACTOR, collective_time, hierarchical_all_reduce
 from .experts import imbalance
 from .layout import Layout, ModelShape
-from .shard import Comm, query_heads_of, shard_table
+from .shard import Comms, query_heads_of, shard_many
 
 
 @dataclass(frozen=True)
@@ -107,26 +107,40 @@ def _top_k(model: Model) -> int:
     return max((int(s.params.get("top_k", 0) or 0) for s in model.layers), default=0)
 
 
-def _comm_seconds(comm: Comm, nbytes: float, system: System, algorithm: str) -> tuple[float, Domain | None]:
-    domain = system.domain_for(comm.group)
+def _comm_seconds(comms: Comms, act_bpe: float, system: System, algorithm: str) -> tuple[np.ndarray, np.ndarray]:
+    """Seconds of each collective on the innermost domain holding its group (hierarchical across domains when an
+    all-reduce outgrows the scale-up domain), and that domain's index (-1: the system is too small)."""
+    nbytes = comms.elements * act_bpe
+    level = np.array([_level(system, g) for g in comms.group], dtype=int)
+    bw = np.array([system.bandwidth(system.domains[j]) if j >= 0 else math.nan for j in level])
+    alpha = np.array([system.domains[j].alpha if j >= 0 else math.nan for j in level])
+    seconds = np.full(len(comms), math.nan)
+    ops = np.array(comms.op, dtype=object)
+    for op in set(comms.op):
+        sel = ops == op
+        seconds[sel] = collective_time(op, nbytes[sel], comms.group[sel], bw[sel], alpha[sel], algorithm)
     inner = system.domains[0] if system.domains else None
-    if domain is None:
-        return math.nan, None
-    bw, alpha = system.bandwidth(domain), domain.alpha
-    if comm.op == "all_reduce" and inner is not None and domain is not inner and comm.group > inner.size:
+    wide = (ops == "all_reduce") & (level > 0) & (comms.group > (inner.size if inner else 0))
+    if wide.any():
         p_in = inner.size
-        t = hierarchical_all_reduce(nbytes, p_in, comm.group // p_in, system.bandwidth(inner), bw, inner.alpha,
-                                    alpha, algorithm)
-        return float(t), domain
-    return float(collective_time(comm.op, nbytes, comm.group, bw, alpha, algorithm)), domain
+        seconds[wide] = hierarchical_all_reduce(nbytes[wide], p_in, comms.group[wide] // p_in,
+                                                system.bandwidth(inner), bw[wide], inner.alpha, alpha[wide], algorithm)
+    return seconds, level
 
 
-def _boundary_domain(system: System, stage: int, tp: int) -> Domain:
-    """The link between stage ``stage - 1`` and ``stage`` (rank r sends to r + tp): inside the scale-up domain
+def _level(system: System, group: float) -> int:
+    for j, domain in enumerate(system.domains):
+        if group <= domain.size:
+            return j
+    return -1
+
+
+def _boundary_level(system: System, stage: int, tp: int) -> int:
+    """The domain between stage ``stage - 1`` and ``stage`` (rank r sends to r + tp): inside the scale-up domain
     unless the boundary falls on its edge (replica 0's placement)."""
     inner = system.domains[0]
     crosses = tp >= inner.size or (stage * tp) % inner.size == 0
-    return (system.domain_for(inner.size + 1) or inner) if crosses else inner
+    return max(0, _level(system, inner.size + 1)) if crosses else 0
 
 
 def analyze_system(model: Model, system: System, device: Device, layouts: Sequence[Layout],
@@ -141,59 +155,62 @@ def analyze_system(model: Model, system: System, device: Device, layouts: Sequen
     first_block, last_block = (min(block_layers), max(block_layers)) if block_layers else (len(model.layers), -1)
     top_k = _top_k(model)
     decode = ctx.phase == "decode"
-    level_index = {id(d): j for j, d in enumerate(system.domains)}
-    cache: dict[tuple, tuple[ModelAnalysis, tuple[Comm, ...], float]] = {}
-    cols = {k: [] for k in ("compute", "comm", "send", "host", "w", "kv", "act", "imb")}
+    cols = {k: np.zeros(len(layouts)) for k in ("compute", "comm", "send", "host", "w", "kv", "act", "imb")}
     level_bytes = np.zeros((len(layouts), len(system.domains)))
-    for k, lay in enumerate(layouts):
-        micro = ctx.batch // (lay.dp * lay.microbatches)
-        key = (lay.tp, lay.ep, micro)
-        if key not in cache:
-            mctx = replace(ctx, batch=micro)
-            table = build_table(model, mctx)
-            tokens = micro * (1 if decode else (mctx.seq_len or model.default_seq_len() or 1))
-            imb = imbalance(tokens, top_k, lay.ep, options.skew) if lay.ep > 1 else 1.0
-            sharded, comms = shard_table(table, lay.tp, lay.ep, micro, imb)
-            cache[key] = (evaluate(sharded, [device], precision, mctx, model, formats), comms, imb)
-        a, comms, imb = cache[key]
-        count, time = a.count, a.time[:, 0]
-        li = a.table.layer_index
-        in_block = np.isin(li, list(block_layers))
-        share = math.ceil(n_blocks / lay.pp) / n_blocks if n_blocks else 1.0
-        per_stage = np.where(in_block, count * share, count)
-        first, last = li < first_block, li > last_block
-        if lay.pp > 1:  # the busiest stage: its blocks plus the heavier end of the model
-            heavier = first if float(count[first] @ time[first]) >= float(count[last] @ time[last]) else last
-            per_stage = np.where(in_block | heavier, per_stage, 0.0)
-        compute = float(per_stage @ time)
-        comm = 0.0
-        for c in comms:
-            seconds, domain = _comm_seconds(c, c.elements * act_bpe, system, options.algorithm)
-            comm += per_stage[c.row] * seconds
-            if domain is not None:
-                level_bytes[k, level_index[id(domain)]] += (per_stage[c.row] * lay.microbatches * c.elements
-                                                            * act_bpe * float(BUS_FACTOR[c.op](c.group)))
-        exposed = max(0.0, comm - compute) if options.overlap else comm
-        send = 0.0
-        if lay.pp > 1:
-            out_shape = a.table.status[last_block].out_shape if block_layers else ()
-            nbytes = micro * float(np.prod(out_shape)) * act_bpe
-            for s in range(1, lay.pp):
-                domain = _boundary_domain(system, s, lay.tp)
-                send += float(collective_time("send_recv", nbytes, 2, system.bandwidth(domain), domain.alpha))
-                level_bytes[k, level_index[id(domain)]] += nbytes * lay.microbatches
-        fmt = formats_of(a.devices)
+    micros = {}
+    for j, lay in enumerate(layouts):
+        micros.setdefault(ctx.batch // (lay.dp * lay.microbatches), []).append(j)
+    for micro, members in micros.items():
+        mctx = replace(ctx, batch=micro)
+        table = build_table(model, mctx)
+        tokens = micro * (1 if decode else (mctx.seq_len or model.default_seq_len() or 1))
+        keys = sorted({(layouts[j].tp, layouts[j].ep) for j in members})
+        imb = np.array([imbalance(tokens, top_k, e, options.skew) if e > 1 else 1.0 for _, e in keys])
+        stacked, comms = shard_many(table, [t for t, _ in keys], [e for _, e in keys], micro, imb)
+        a = evaluate(stacked, [device], precision, mctx, model, formats)
+        n_rows = len(table)
+        time = a.time[:, 0].reshape(len(keys), n_rows)
         c = a.table.columns
-        weights = float(fmt.weights.nbytes(c["params"] * per_stage).sum())
-        kv = float(fmt.kv_cache.nbytes(c["kv_cache_elems"] * per_stage).sum()) * lay.microbatches
-        act = a.totals.activation_peak_bytes
-        host = 0.0
-        excess = weights + kv + act - device.memory_capacity
-        if options.offload and excess > 0:
-            host = excess / system.host_bandwidth() if system.host_link else math.nan
-        for name, v in zip(cols, (compute, exposed, send, host, weights, kv, act, imb)):
-            cols[name].append(v)
-    arr = {k: np.array(v, dtype=float) for k, v in cols.items()}
+        fmt = formats_of(a.devices)
+        w_rows = fmt.weights.nbytes(c["params"]).reshape(len(keys), n_rows)
+        kv_rows = fmt.kv_cache.nbytes(c["kv_cache_elems"]).reshape(len(keys), n_rows)
+        peak = np.max((c["input_elems"] + c["output_elems"]).reshape(len(keys), n_rows), axis=1, initial=0.0)
+        seconds, level = _comm_seconds(comms, act_bpe, system, options.algorithm)
+        bus = np.array([float(BUS_FACTOR[op](g)) for op, g in zip(comms.op, comms.group)])
+        li, count = table.layer_index, table.columns["count"]
+        in_block = np.isin(li, list(block_layers))
+        first, last = li < first_block, li > last_block
+        out_elems = micro * float(np.prod(table.status[last_block].out_shape)) if block_layers else 0.0
+        for j in members:
+            lay = layouts[j]
+            k = keys.index((lay.tp, lay.ep))
+            share = math.ceil(n_blocks / lay.pp) / n_blocks if n_blocks else 1.0
+            per_stage = np.where(in_block, count * share, count)
+            if lay.pp > 1:  # the busiest stage: its blocks plus the heavier end of the model
+                heavier = first if count[first] @ time[k, first] >= count[last] @ time[k, last] else last
+                per_stage = np.where(in_block | heavier, per_stage, 0.0)
+            cols["compute"][j] = per_stage @ time[k]
+            mine = comms.key == k
+            runs = per_stage[comms.row[mine]]
+            comm = float(runs @ np.nan_to_num(seconds[mine], nan=math.inf)) if mine.any() else 0.0
+            cols["comm"][j] = max(0.0, comm - cols["compute"][j]) if options.overlap else comm
+            np.add.at(level_bytes[j], level[mine][level[mine] >= 0],
+                      (runs * lay.microbatches * comms.elements[mine] * act_bpe * bus[mine])[level[mine] >= 0])
+            for s in range(1, lay.pp):  # pipeline sends: one micro-batch's activations per stage boundary
+                j_level = _boundary_level(system, s, lay.tp)
+                domain = system.domains[j_level]
+                nbytes = out_elems * act_bpe
+                cols["send"][j] += float(collective_time("send_recv", nbytes, 2, system.bandwidth(domain),
+                                                         domain.alpha))
+                level_bytes[j, j_level] += nbytes * lay.microbatches
+            cols["w"][j] = per_stage @ w_rows[k]
+            cols["kv"][j] = (per_stage @ kv_rows[k]) * lay.microbatches
+            cols["act"][j] = fmt.activations.nbytes(peak[k], tensors=2.0 if peak[k] > 0 else 0.0)
+            cols["imb"][j] = imb[k]
+            excess = cols["w"][j] + cols["kv"][j] + cols["act"][j] - device.memory_capacity
+            if options.offload and excess > 0:
+                cols["host"][j] = excess / system.host_bandwidth() if system.host_link else math.nan
+    arr = cols
     pp = np.array([lay.pp for lay in layouts], dtype=float)
     m = np.array([lay.microbatches for lay in layouts], dtype=float)
     stage = np.fmax(arr["compute"] + arr["comm"], arr["host"])
