@@ -157,6 +157,8 @@ def analyze_system(model: Model, system: System, device: Device, layouts: Sequen
     decode = ctx.phase == "decode"
     cols = {k: np.zeros(len(layouts)) for k in ("compute", "comm", "send", "host", "w", "kv", "act", "imb")}
     level_bytes = np.zeros((len(layouts), len(system.domains)))
+    bandwidths = [system.bandwidth(d) for d in system.domains]
+    sends = [0.0 if math.isnan(d.alpha) else d.alpha for d in system.domains]
     micros = {}
     for j, lay in enumerate(layouts):
         micros.setdefault(ctx.batch // (lay.dp * lay.microbatches), []).append(j)
@@ -196,12 +198,10 @@ def analyze_system(model: Model, system: System, device: Device, layouts: Sequen
             cols["comm"][j] = max(0.0, comm - cols["compute"][j]) if options.overlap else comm
             np.add.at(level_bytes[j], level[mine][level[mine] >= 0],
                       (runs * lay.microbatches * comms.elements[mine] * act_bpe * bus[mine])[level[mine] >= 0])
+            nbytes = out_elems * act_bpe
             for s in range(1, lay.pp):  # pipeline sends: one micro-batch's activations per stage boundary
-                j_level = _boundary_level(system, s, lay.tp)
-                domain = system.domains[j_level]
-                nbytes = out_elems * act_bpe
-                cols["send"][j] += float(collective_time("send_recv", nbytes, 2, system.bandwidth(domain),
-                                                         domain.alpha))
+                j_level = _boundary_level(system, s, lay.tp)  # alpha + n / B (collectives.transfer_time)
+                cols["send"][j] += sends[j_level] + nbytes / bandwidths[j_level]
                 level_bytes[j, j_level] += nbytes * lay.microbatches
             cols["w"][j] = per_stage @ w_rows[k]
             cols["kv"][j] = (per_stage @ kv_rows[k]) * lay.microbatches
