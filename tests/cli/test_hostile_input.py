@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from explorer.__main__ import main
 from explorer.core.hardware.device_file import DeviceFileError, load_device_file
+from explorer.core.hardware.system_file import SystemFileError, load_system_file
 from explorer.core.session.project import Project, ProjectError, load_project
 from explorer.core.session.state import State
 from explorer.core.traces import TraceError, load_trace
@@ -52,6 +53,8 @@ def test_deep_nesting_is_one_line_in_every_reader(tmp_path, capsys, text):
         load_trace(path)
     with pytest.raises(DeviceFileError, match="nested"):
         load_device_file(path)
+    with pytest.raises(SystemFileError, match="nested"):
+        load_system_file(path)
     with pytest.raises(ImportFileError, match="nested"):
         parse_import(text, "json", "deep.json")
 
@@ -118,6 +121,8 @@ PROJECT_DOC = Project.of_state(State(model=get_template("gpt2").build(), device_
 TRACE_DOC = json.loads((FIXTURES / "torch_cpu_trace.json").read_text())
 TRACE_DOC["traceEvents"] = TRACE_DOC["traceEvents"][:12]
 DEVICE_DOC = json.loads(json.dumps(yaml.safe_load((ROOT / "catalog" / "nvidia-l4.yaml").read_text()), default=str))
+SYSTEM_DOC = json.loads(json.dumps(yaml.safe_load((ROOT / "catalog" / "systems" / "nvidia-dgx-h100.yaml").read_text()),
+                                   default=str))
 
 
 @FUZZ
@@ -143,6 +148,13 @@ def test_fuzz_chrome_traces(tmp_path, data):
 @given(data=st.data())
 def test_fuzz_device_files(tmp_path, data):
     _fuzz(tmp_path, data, "device", DEVICE_DOC, "d.json", load_device_file, DeviceFileError)
+
+
+@FUZZ
+@given(data=st.data())
+def test_fuzz_system_files(tmp_path, data):
+    system = _fuzz(tmp_path, data, "system", SYSTEM_DOC, "s.json", load_system_file, SystemFileError)
+    assert system is None or all(d.size >= 1 and system.devices % d.size == 0 for d in system.domains)
 
 
 def test_zz_print_counts():

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
-import json
-import math
 import re
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from explorer.core.files import NestingError, parse_nested
 from explorer.core.hardware import fields as F
+from explorer.core.hardware.cited_reader import (  # noqa: F401 - RANGES is re-exported (quantity editor)
+    RANGES,
+    Reader,
+    cited_out,
+    drop_none,
+    read_conflicts,
+    read_data,
+    read_sources,
+)
 from explorer.core.hardware.device import (
     DATAFLOWS,
     DIRECTIONS,
@@ -20,23 +26,18 @@ from explorer.core.hardware.device import (
     ROLES,
     TIERS,
     Cited,
-    Conflict,
     Device,
     Link,
     MatrixEngine,
     MemoryLevel,
-    Source,
 )
 from explorer.core.precision import PRECISIONS
-from explorer.core.units import UnitError, parse_si
 
 FORMAT = 1
 #: Suffixes of device files (YAML or JSON); the command line and the catalog tell a path from an id by them.
 DEVICE_FILE_SUFFIXES = (".yaml", ".yml", ".json")
 ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 TOP_LEVEL = {"format", *F.FIELD_NAMES}
-#: The plausible range in SI units of each kind of figure, for range checks
-RANGES = {kind: (low, high) for kind, (low, high, _unit) in F.FIGURE_KINDS.items()}
 
 
 _MEMORY, _ENGINE, _LINK = F.FIELD["memory"], F.FIELD["matrix_engine"], F.FIELD["host_link"]
@@ -50,72 +51,7 @@ class DeviceFileError(ValueError):
         super().__init__(problems[0] if len(problems) == 1 else f"{len(problems)} problems:\n  " + "\n  ".join(problems))
 
 
-class _Reader:
-    def __init__(self, where: str, require_sources: bool):
-        self.where = where
-        self.device = "?"
-        self.require_sources = require_sources
-        self.problems: list[str] = []
-        self.source_keys: set[str] = set()
-
-    def problem(self, field: str, message: str) -> None:
-        self.problems.append(f"{self.where}: {self.device}: {field}: {message}")
-
-    def text(self, data: dict, key: str, field: str, required: bool = False) -> str | None:
-        value = data.get(key)
-        if value is None:
-            if required:
-                self.problem(field, "is required")
-            return None
-        if not isinstance(value, (str, int, float)) or isinstance(value, bool):
-            self.problem(field, f"expected text, got {type(value).__name__}")
-            return None
-        return str(value)
-
-    def choice(self, data: dict, key: str, field: str, options: tuple, required: bool = False) -> str | None:
-        value = self.text(data, key, field, required)
-        if value is not None and value not in options:
-            self.problem(field, f"'{value}' is not one of {', '.join(options)}")
-            return None
-        return value
-
-    def cited(self, raw: Any, kind: str | None, field: str) -> Cited | None:
-        """``kind`` None means a positive count."""
-        if raw is None:
-            return None
-        source = note = None
-        if isinstance(raw, dict):
-            unknown = set(raw) - {"value", "source", "note", "date"}
-            if unknown:
-                self.problem(field, f"unknown keys {sorted(unknown)}")
-            source, note, value = raw.get("source"), raw.get("note"), raw.get("value")
-            if value is None:
-                self.problem(f"{field}.value", "is required")
-                return None
-        else:
-            value = raw
-        if source is None and self.require_sources:
-            self.problem(field, "has no source (every figure in the catalog must cite one)")
-        elif source is not None and str(source) not in self.source_keys:
-            self.problem(f"{field}.source", f"'{source}' is not a key of 'sources'")
-        if kind is None:
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0 or value != int(value):
-                self.problem(field, f"expected a positive whole number, got {value!r}")
-                return None
-            return Cited(float(value), str(value), None if source is None else str(source), note)
-        try:
-            si = parse_si(value, kind, field)
-        except UnitError as exc:
-            self.problems.append(f"{self.where}: {self.device}: {exc}")
-            return None
-        low, high = RANGES.get(kind, (-math.inf, math.inf))
-        if not (low <= si <= high):
-            self.problem(field, f"'{value}' is outside the plausible range for a {kind}")
-            return None
-        return Cited(si, str(value), None if source is None else str(source), note)
-
-
-def _dims(reader: _Reader, raw: Any, keys: tuple[str, ...], field: str) -> tuple[int, ...] | None:
+def _dims(reader: Reader, raw: Any, keys: tuple[str, ...], field: str) -> tuple[int, ...] | None:
     if raw is None:
         return None
     if not isinstance(raw, dict) or any(k not in raw for k in keys):
@@ -131,7 +67,7 @@ def _dims(reader: _Reader, raw: Any, keys: tuple[str, ...], field: str) -> tuple
     return tuple(out)
 
 
-def _link(reader: _Reader, raw: Any, field: str) -> Link | None:
+def _link(reader: Reader, raw: Any, field: str) -> Link | None:
     if raw is None:
         return None
     if not isinstance(raw, dict):
@@ -142,7 +78,7 @@ def _link(reader: _Reader, raw: Any, field: str) -> Link | None:
     return Link(name, direction=direction, **_cited_parts(reader, raw, _LINK, field))
 
 
-def _cited_parts(reader: _Reader, raw: dict, record: F.Field, field: str) -> dict[str, Cited | None]:
+def _cited_parts(reader: Reader, raw: dict, record: F.Field, field: str) -> dict[str, Cited | None]:
     """The cited figures and counts among the parts of ``record``, read from ``raw``."""
     return {
         p.name: reader.cited(raw.get(p.name), p.unit, f"{field}.{p.name}")
@@ -151,7 +87,7 @@ def _cited_parts(reader: _Reader, raw: dict, record: F.Field, field: str) -> dic
     }
 
 
-def _memory(reader: _Reader, raw: Any) -> tuple[MemoryLevel, ...]:
+def _memory(reader: Reader, raw: Any) -> tuple[MemoryLevel, ...]:
     if raw is None:
         return ()
     if not isinstance(raw, list):
@@ -181,7 +117,7 @@ def _memory(reader: _Reader, raw: Any) -> tuple[MemoryLevel, ...]:
     return tuple(levels)
 
 
-def _engine(reader: _Reader, raw: Any) -> MatrixEngine | None:
+def _engine(reader: Reader, raw: Any) -> MatrixEngine | None:
     if raw is None:
         return None
     if not isinstance(raw, dict):
@@ -204,7 +140,7 @@ def _engine(reader: _Reader, raw: Any) -> MatrixEngine | None:
     return engine
 
 
-def _figures(reader: _Reader, data: dict) -> dict[str, Any]:
+def _figures(reader: Reader, data: dict) -> dict[str, Any]:
     """The top-level cited figures (``clock``, ``tdp``...) and the dates of the dated ones (``price_date``)."""
     out: dict[str, Any] = {}
     for f in F.FIELDS:
@@ -216,7 +152,7 @@ def _figures(reader: _Reader, data: dict) -> dict[str, Any]:
     return out
 
 
-def _per_precision(reader: _Reader, data: dict, field: str) -> dict[str, Cited]:
+def _per_precision(reader: Reader, data: dict, field: str) -> dict[str, Cited]:
     raw, kind = data.get(field), F.FIELD[field].unit
     if raw is None:
         return {}
@@ -236,11 +172,11 @@ def _per_precision(reader: _Reader, data: dict, field: str) -> dict[str, Cited]:
 
 def check_device_dict(data: Any, where: str = "<data>", require_sources: bool = False) -> tuple[Device | None, list[str]]:
     """Parse a device mapping; return the device (None if unusable) and every problem found."""
-    r = _Reader(where, require_sources)
+    r = Reader(where, require_sources)
     if not isinstance(data, dict):
         r.problem("(file)", "expected a mapping at the top level")
         return None, r.problems
-    r.device = str(data.get("id", "?"))
+    r.owner = str(data.get("id", "?"))
     if data.get("format", FORMAT) != FORMAT:
         r.problem("format", f"this version reads format {FORMAT}, the file says {data.get('format')!r}")
         return None, r.problems
@@ -250,17 +186,7 @@ def check_device_dict(data: Any, where: str = "<data>", require_sources: bool = 
     device_id = r.text(data, "id", "id", required=True)
     if device_id is not None and not ID_PATTERN.match(device_id):
         r.problem("id", f"'{device_id}' must be lowercase letters, digits and '-'")
-    sources = {}
-    raw_sources = data.get("sources") or {}
-    if not isinstance(raw_sources, dict):
-        r.problem("sources", "expected a mapping from key to {title, url, date}")
-        raw_sources = {}
-    for key, s in raw_sources.items():
-        if not isinstance(s, dict) or not all(s.get(k) for k in ("title", "url", "date")):
-            r.problem(f"sources.{key}", "needs title, url and date")
-            continue
-        sources[str(key)] = Source(str(key), str(s["title"]), str(s["url"]), str(s["date"]))
-    r.source_keys = set(sources)
+    sources = read_sources(r, data)
     efficiency = data.get("efficiency") or {}
     etas = {}
     for k in ("compute", "memory"):
@@ -273,16 +199,6 @@ def check_device_dict(data: Any, where: str = "<data>", require_sources: bool = 
     if year is not None and (isinstance(year, bool) or not isinstance(year, int) or not 1950 <= year <= 2100):
         r.problem("year", f"expected a year, got {year!r}")
         year = None
-    conflicts = []
-    raw_conflicts = data.get("conflicts") or []
-    if not isinstance(raw_conflicts, list):
-        r.problem("conflicts", "expected a list of {field, note}")
-        raw_conflicts = []
-    for i, c in enumerate(raw_conflicts):
-        if not isinstance(c, dict) or "field" not in c or "note" not in c:
-            r.problem(f"conflicts[{i}]", "needs field and note")
-            continue
-        conflicts.append(Conflict(str(c["field"]), str(c["note"])))
     interconnects = data.get("interconnects") or []
     if not isinstance(interconnects, list):
         r.problem("interconnects", "expected a list")
@@ -309,7 +225,7 @@ def check_device_dict(data: Any, where: str = "<data>", require_sources: bool = 
         efficiency_compute=etas["compute"],
         efficiency_memory=etas["memory"],
         notes=str(data.get("notes") or ""),
-        conflicts=tuple(conflicts),
+        conflicts=read_conflicts(r, data),
     )
     return device, r.problems
 
@@ -323,21 +239,7 @@ def device_from_dict(data: Any, where: str = "<data>", require_sources: bool = F
 
 def read_device_data(path: str | Path) -> Any:
     """Parse a YAML or JSON file into plain data; syntax errors name the file and line."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise DeviceFileError([f"{path}: cannot read ({exc.strerror})"]) from None
-    try:
-        return parse_nested(json.loads if path.suffix.lower() == ".json" else yaml.safe_load, text)
-    except NestingError as exc:
-        raise DeviceFileError([f"{path}: {exc}"]) from None
-    except json.JSONDecodeError as exc:
-        raise DeviceFileError([f"{path}: line {exc.lineno}: invalid JSON ({exc.msg})"]) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f"line {mark.line + 1}: " if mark is not None else ""
-        raise DeviceFileError([f"{path}: {line}invalid YAML ({getattr(exc, 'problem', exc)})"]) from None
+    return read_data(path, DeviceFileError)
 
 
 def load_device_file(path: str | Path, require_sources: bool = False) -> Device:
@@ -345,36 +247,18 @@ def load_device_file(path: str | Path, require_sources: bool = False) -> Device:
 
 
 # ----------------------------------------------------------------------------------------------- writing
-def _cited_out(c: Cited | None, count: bool = False) -> Any:
-    if c is None:
-        return None
-    value: Any = int(c.value) if count else c.text
-    if c.source is None and c.note is None:
-        return value
-    out: dict[str, Any] = {"value": value}
-    if c.source is not None:
-        out["source"] = c.source
-    if c.note is not None:
-        out["note"] = c.note
-    return out
-
-
-def _drop_none(d: dict, keep: frozenset[str] = frozenset()) -> dict:
-    return {k: v for k, v in d.items() if k in keep or (v is not None and v != {} and v != [] and v != "")}
-
-
 def _out(owner: Any, f: F.Field) -> Any:
     """The file form of field ``f`` of ``owner`` (a device or one of its records); None when left out."""
     value = getattr(owner, f.name)
     if f.shape in (F.FIGURE, F.COUNT):
-        out = _cited_out(value, f.shape == F.COUNT)
+        out = cited_out(value, f.shape == F.COUNT)
         date = getattr(owner, f"{f.name}_date") if f.dated else None
         if out is not None and date:
             out = {"value": out} if not isinstance(out, dict) else dict(out)
             out["date"] = date
         return out
     if f.shape == F.BY_PRECISION:
-        return {k: _cited_out(v) for k, v in value.items()}
+        return {k: cited_out(v) for k, v in value.items()}
     if f.shape == F.BY_KEY:
         return {k: {p.name: getattr(v, p.name) for p in f.parts} for k, v in value.items()}
     if f.shape == F.RECORDS:
@@ -388,7 +272,7 @@ def _record_out(record: Any, parts: tuple[F.Field, ...]) -> dict:
     if isinstance(record, tuple):  # dimensions, e.g. a tile (m, n, k)
         return dict(zip((p.name for p in parts), record))
     required = frozenset(p.name for p in parts if p.required)
-    return _drop_none({p.name: _out(record, p) for p in parts}, required)
+    return drop_none({p.name: _out(record, p) for p in parts}, required)
 
 
 def device_to_dict(device: Device) -> dict:
@@ -400,7 +284,7 @@ def device_to_dict(device: Device) -> dict:
             out[f.name] = None if all(numbers[p.name] == p.default for p in f.parts) else numbers
         else:
             out[f.name] = _out(device, f)
-    return _drop_none({"format": FORMAT, **out})
+    return drop_none({"format": FORMAT, **out})
 
 
 def dump_device_yaml(device: Device) -> str:
