@@ -10,11 +10,13 @@ from explorer.core.workload.layers import ATTENTION, LM_HEAD, Context
 from explorer.core.workload.layers.moe import ROUTING_ASSUMPTION
 
 from ..core.analysis.evaluate import ModelAnalysis, evaluate
+from ..core.workload.model import build_table
 from ..core.analysis.tensor_bytes import formats_of
 from ..core.precision import PRECISIONS
 from ..core.units import format_bytes, format_si
-from .common import CliError, print_json
+from .common import CliError, print_json, text_table
 from .resolve import load_model_arg, resolve_devices
+from .system_cmd import add_system_args, run_system
 from .tensor_args import add_format_args, formats_from_args
 
 
@@ -23,14 +25,15 @@ def add_parser(sub) -> None:
                        description="Roofline, tiling, energy and totals for every layer of MODEL on each DEV.")
     p.add_argument("model", metavar="MODEL", help="a template id (e.g. gpt2, resnet50) or a model file (.json)")
     add_workload_args(p)
+    add_system_args(p)
     p.add_argument("--json", action="store_true", help="print one JSON object (SI units)")
     p.set_defaults(func=run)
 
 
 def add_workload_args(p) -> None:
     """Arguments shared by analyze, plan and report."""
-    p.add_argument("--device", "-d", action="append", required=True, metavar="DEV",
-                   help="a device id from the catalog or a device file (repeatable)")
+    p.add_argument("--device", "-d", action="append", metavar="DEV",
+                   help="a device id from the catalog or a device file (repeatable; required unless --system)")
     p.add_argument("--precision", default="fp16", choices=PRECISIONS, help="numeric precision (default fp16)")
     p.add_argument("--batch", type=int, default=1, help="batch size (default 1)")
     p.add_argument("--seq-len", type=int, default=None, help="sequence length (token models; decode: context)")
@@ -53,12 +56,25 @@ def workload_from_args(args):
     model, phase_default = load_model_arg(args.model)
     ctx = Context(batch=args.batch, seq_len=args.seq_len, phase=args.phase or phase_default,
                   attention=args.attention, lm_head=args.lm_head)
+    if not args.device:
+        if getattr(args, "system", None):
+            return model, ctx, []
+        raise CliError("--device: give at least one --device DEV" + (
+            " (or --system SYS)" if hasattr(args, "system") else ""))
+    if getattr(args, "system", None):
+        raise CliError("--system: give either --system or --device, not both")
     devices = resolve_devices(args.device, getattr(args, "db", None))
     return model, ctx, devices
 
 
 def run(args) -> int:
     model, ctx, devices = workload_from_args(args)
+    if args.system:
+        table_errors = build_table(model, ctx).errors
+        if table_errors:
+            i, msg = table_errors[0]
+            raise CliError(f"layer {i} ({model.layers[i].name or model.layers[i].kind}): {msg}")
+        return run_system(args, model, ctx, formats_from_args(args))
     result = evaluate(model, devices, args.precision, ctx, formats=formats_from_args(args))
     if result.table.errors:
         i, msg = result.table.errors[0]
@@ -142,14 +158,6 @@ def analysis_json(r: ModelAnalysis) -> dict:
     return out
 
 
-def _table(headers: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-    lines = ["  ".join(h.ljust(w) if i < 2 else h.rjust(w) for i, (h, w) in enumerate(zip(headers, widths)))]
-    for r in rows:
-        lines.append("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))))
-    return "\n".join(lines)
-
-
 def _f(x, digits=3) -> str:
     return "\u2014" if not np.isfinite(x) else f"{x:.{digits}g}"
 
@@ -183,7 +191,7 @@ def print_tables(r: ModelAnalysis) -> None:
                  _f(r.intensity[i]), _f(r.attainable[i, j] / 1e12), _f(r.time[i, j] * 1e6),
                  bounds[i, j], _f(r.mapping_efficiency[i, j]),
                  _f(r.energy[i, j] * 1e3)] for i in range(len(t))]
-        print(_table(headers, rows))
+        print(text_table(headers, rows))
         fits = "fits" if tot.fits[j] else "does NOT fit"
         print(f"-- total: time {format_si(tot.time[j], 's')} (ideal roofline {format_si(tot.ideal_time[j], 's')}), "
               f"throughput {_f(tot.throughput[j], 4)} {tot.throughput_unit}, "

@@ -35,3 +35,12 @@ def _default(obj):
 
 def is_path(spec: str) -> bool:
     return any(ch in spec for ch in "/\\") or Path(spec).suffix.lower() in PATH_SUFFIXES
+
+
+def text_table(headers: list[str], rows: list[list[str]]) -> str:
+    """Columns padded to width: the first two left-aligned (names), the rest right-aligned (numbers)."""
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    lines = ["  ".join(h.ljust(w) if i < 2 else h.rjust(w) for i, (h, w) in enumerate(zip(headers, widths)))]
+    for r in rows:
+        lines.append("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))))
+    return "\n".join(lines)

@@ -1,0 +1,193 @@
+"""``analyze MODEL --system SYS [--nodes N] [--tp N --pp N --ep N --dp N | --best]``: a model on a system of many
+devices under one layout or every valid one (docs/cli.md, "Systems")."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from ..core.hardware.system import System
+from ..core.hardware.system_file import SystemFileError, load_system_file
+from ..core.parallel.collectives import ALGORITHMS
+from ..core.parallel.layout import Layout, LayoutError, candidates, check
+from ..core.parallel.system_pass import Options, SystemAnalysis, analyze_system, model_shape
+from ..core.units import UnitError, format_bytes, format_si
+from .common import CliError, is_path, text_table
+
+OBJECTIVES = ("throughput", "latency")
+DEGREES = ("tp", "pp", "ep", "dp", "microbatches")
+
+
+def add_system_args(p) -> None:
+    g = p.add_argument_group("systems of many devices (instead of --device)")
+    g.add_argument("--system", metavar="SYS", help="a system id from the catalog (catalog list --systems) or a system "
+                   "file (.yaml/.json)")
+    g.add_argument("--nodes", type=int, default=1, help="a cluster of N such systems over the system's own "
+                   "scale-out network (default 1)")
+    for name, what in (("tp", "tensor"), ("pp", "pipeline"), ("ep", "expert"), ("dp", "data/replica")):
+        g.add_argument(f"--{name}", type=int, default=None, help=f"{what}-parallel degree")
+    g.add_argument("--microbatches", type=int, default=None, help="pipeline micro-batches per replica (default 1)")
+    g.add_argument("--best", nargs="?", const="throughput", choices=OBJECTIVES, default=None,
+                   help="rank every valid layout and pick the best by throughput per device (default) or latency; "
+                        "the default when no degree is given")
+    g.add_argument("--overlap", action="store_true", help="hide communication behind compute (default: exposed)")
+    g.add_argument("--offload", action="store_true", help="stream what does not fit from host memory over the "
+                   "host link")
+    g.add_argument("--collective", choices=ALGORITHMS, default="auto", help="all-reduce algorithm (default auto: the "
+                   "faster of ring and tree per message)")
+    g.add_argument("--skew", type=float, default=0.0, help="expert routing skew s >= 0: the busiest group gets "
+                   "(1 + s) / ep of the tokens (default 0, uniform)")
+
+
+def resolve_system(spec: str, nodes: int) -> System:
+    if nodes < 1:
+        raise CliError(f"--nodes: must be a positive whole number, got {nodes}")
+    try:
+        if is_path(spec) or Path(spec).exists():
+            if not Path(spec).exists():
+                raise CliError(f"--system: no such file: {spec}")
+            system = load_system_file(spec)
+        else:
+            from ..core.hardware.catalog_files import load_shipped_systems
+
+            found = {s.id: s for s in load_shipped_systems()}
+            if spec not in found:
+                raise CliError(f"--system: unknown system {spec!r}; known: {', '.join(sorted(found))}")
+            system = found[spec]
+        return system.with_nodes(nodes) if nodes > 1 else system
+    except (SystemFileError, UnitError) as exc:
+        raise CliError(f"--system {spec}: {exc}") from None
+    except ValueError as exc:
+        raise CliError(f"--{str(exc)}" if str(exc).startswith("nodes") else f"--system {spec}: {exc}") from None
+
+
+def layouts_from_args(args, model, ctx, system: System) -> tuple[list[Layout], str | None]:
+    """The layouts to analyse and the objective to rank them by (None: the one layout given)."""
+    if args.skew < 0 or not math.isfinite(args.skew):
+        raise CliError(f"--skew: must be a number >= 0, got {args.skew}")
+    shape = model_shape(model, ctx)
+    given = {d: getattr(args, d) for d in DEGREES if getattr(args, d) is not None}
+    if args.best is not None and set(given) - {"microbatches"}:
+        raise CliError(f"--best: give either --best or the degrees ({', '.join('--' + d for d in given)}), not both")
+    if args.best is not None or not set(given) - {"microbatches"}:
+        found = candidates(shape, system.devices, given.get("microbatches", 1))
+        if not found:
+            raise CliError(f"--system {system.id}: no valid layout of {model.name} on {system.devices} devices "
+                           f"at batch {ctx.batch} (dp must divide the batch)")
+        return found, args.best or "throughput"
+    tp, pp, ep = given.get("tp", 1), given.get("pp", 1), given.get("ep", 1)
+    if "dp" not in given and (tp < 1 or pp < 1 or system.devices % (tp * pp)):
+        name = "tp" if "tp" in given else "pp"
+        raise CliError(f"--{name}: tp {tp} x pp {pp} does not divide the system's {system.devices} devices")
+    dp = given.get("dp", max(1, system.devices // max(tp * pp, 1)))
+    layout = Layout(tp, pp, ep, dp, given.get("microbatches", 1))
+    try:
+        check(layout, shape, system.devices)
+    except LayoutError as exc:
+        raise CliError(f"--{exc}") from None
+    return [layout], None
+
+
+def choose(r: SystemAnalysis, objective: str | None) -> tuple[int, np.ndarray]:
+    """(index of the chosen layout, the ranking): fitting layouts first, then by the objective."""
+    if objective is None:
+        return 0, np.arange(len(r))
+    key = r.latency if objective == "latency" else -r.throughput_per_device
+    order = np.lexsort((np.nan_to_num(key, nan=np.inf), ~r.fits))
+    return int(order[0]), order
+
+
+def run_system(args, model, ctx, formats) -> int:
+    from .resolve import resolve_devices
+
+    system = resolve_system(args.system, args.nodes)
+    device = resolve_devices([system.device_id], getattr(args, "db", None))[0]
+    layouts, objective = layouts_from_args(args, model, ctx, system)
+    options = Options(overlap=args.overlap, algorithm=args.collective, skew=args.skew, offload=args.offload)
+    r = analyze_system(model, system, device, layouts, args.precision, ctx, formats, options)
+    chosen, order = choose(r, objective)
+    if args.json:
+        from .common import print_json
+
+        print_json(system_json(r, chosen, order, objective, options))
+    else:
+        print_system(r, chosen, order, objective, options)
+    return 0
+
+
+def _n(x) -> float | None:
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def system_json(r: SystemAnalysis, chosen: int, order, objective, options: Options) -> dict:
+    s = r.system
+    return {
+        "model": r.model.name,
+        "system": {"id": s.id, "name": s.name, "device": s.device_id, "devices": s.devices, "nodes": s.nodes,
+                   "domains": [{"name": d.name, "scope": d.scope, "size": d.size, "topology": d.topology,
+                                "bandwidth_per_direction_Bps": _n(s.bandwidth(d)), "latency_s": _n(d.alpha)}
+                               for d in s.domains]},
+        "precision": r.precision, "phase": r.ctx.phase, "batch": r.ctx.batch, "seq_len": r.ctx.seq_len,
+        "options": {"overlap": options.overlap, "collective": options.algorithm, "skew": options.skew,
+                    "offload": options.offload},
+        "objective": objective,
+        "chosen": r.layouts[chosen].to_dict(),
+        "layouts": [dict(r.layouts[k].to_dict(), label=r.layouts[k].label(), fits=bool(r.fits[k]),
+                         memory_bytes=_n(r.memory_bytes[k]), weight_bytes=_n(r.weight_bytes[k]),
+                         kv_cache_bytes=_n(r.kv_bytes[k]), activation_bytes=_n(r.activation_bytes[k]),
+                         step_time_s=_n(r.step_time[k]), latency_s=_n(r.latency[k]),
+                         compute_time_s=_n(r.compute_time[k]), comm_time_s=_n(r.comm_time[k]),
+                         bubble_time_s=_n(r.bubble_time[k]), send_time_s=_n(r.send_time[k]),
+                         host_time_s=_n(r.host_time[k]), throughput=_n(r.throughput[k]),
+                         throughput_per_device=_n(r.throughput_per_device[k]), throughput_unit=r.throughput_unit,
+                         comm_share=_n(r.comm_share[k]), expert_imbalance=_n(r.imbalance[k]),
+                         level_bytes={name: _n(b) for name, b in zip(r.level_names, r.level_bytes[k])})
+                    for k in order],
+    }
+
+
+def _ms(x) -> str:
+    return "\u2014" if not np.isfinite(x) else f"{x * 1e3:.3g}"
+
+
+def print_system(r: SystemAnalysis, chosen: int, order, objective, options: Options) -> None:
+    s = r.system
+    print(f"{r.model.name} on {s.name}: {s.devices} x {r.device.name} ({s.nodes} node{'s' * (s.nodes > 1)}), "
+          f"{r.precision}, {r.ctx.phase}, batch {r.ctx.batch}"
+          + (f", context {r.ctx.seq_len}" if r.ctx.seq_len else ""))
+    for d in s.domains:
+        lat = "latency not stated" if not np.isfinite(d.alpha) else f"{d.alpha * 1e6:.3g} us"
+        print(f"  {d.scope:9} {d.name}: {d.size} devices, {format_si(s.bandwidth(d), 'B/s')} per device and "
+              f"direction, {lat}")
+    unstated = [d.name for d in s.domains if not np.isfinite(d.alpha)]
+    print(f"  communication {'overlapped with compute' if options.overlap else 'exposed (no overlap)'}, "
+          f"all-reduce {options.algorithm}" + ("; latency not stated for " + ", ".join(unstated)
+                                               + ": its times are lower bounds (bandwidth only)" if unstated else ""))
+    unit = r.throughput_unit
+    headers = ["", "layout", "fits", "mem/dev [GB]", "step [ms]", "latency [ms]", "compute [ms]", "comm [ms]",
+               "bubble [ms]", f"{unit}", f"{unit}/device", "comm %"]
+    rows = [["*" if k == chosen else "", r.layouts[k].label(), "yes" if r.fits[k] else "NO",
+             f"{r.memory_bytes[k] / 1e9:.3g}", _ms(r.step_time[k]), _ms(r.latency[k]), _ms(r.compute_time[k]),
+             _ms(r.comm_time[k]), _ms(r.bubble_time[k]), f"{r.throughput[k]:.4g}",
+             f"{r.throughput_per_device[k]:.4g}", f"{100 * r.comm_share[k]:.3g}"] for k in order[:12]]
+    print(text_table(headers, rows))
+    if len(order) > 12:
+        print(f"  ... {len(order) - 12} more layouts (--json lists them all)")
+    k = chosen
+    why = f"best {objective}" if objective else "as given"
+    print(f"-- chosen ({why}): {r.layouts[k].label()}: per device weights {format_bytes(r.weight_bytes[k])}, KV cache "
+          f"{format_bytes(r.kv_bytes[k])}, activations {format_bytes(r.activation_bytes[k])} of "
+          f"{format_bytes(r.capacity)}")
+    ladder = ", ".join(f"{name} {format_bytes(b)}" for name, b in zip(r.level_names, r.level_bytes[k]))
+    if ladder:
+        print(f"-- bytes each device sends per step: {ladder}")
+    if r.imbalance[k] > 1:
+        print(f"-- experts: the busiest of {r.layouts[k].ep} groups gets {r.imbalance[k]:.3f} x the mean load "
+              "(uniform routing, multinomial)")
+    if not r.fits[k]:
+        print("-- does NOT fit: no layout holds the model in device memory (try --offload, more --nodes or a lower "
+              "precision)")
