@@ -1,4 +1,5 @@
-"""``hwexplorer catalog list|show|import|export|validate``: the device catalog from the command line.
+"""``hwexplorer catalog list|show|import|export|validate``: the device catalog from the command line (and, with
+``list --systems`` and ``validate``, the system files beside it).
 
 Every subcommand accepts ``--db URL`` (else ``$HWEXPLORER_DB``, else the SQLite file in the user data
 directory). Each handler returns the exit code: 0 success, 1 problems found (rejected import, invalid
@@ -12,7 +13,12 @@ import math
 import sys
 from pathlib import Path
 
-from explorer.core.hardware.catalog_files import shipped_catalog_dir, validate_catalog
+from explorer.core.hardware.catalog_files import (
+    SYSTEMS_DIR,
+    shipped_catalog_dir,
+    validate_catalog,
+    validate_systems,
+)
 from explorer.core.hardware.device import KINDS, TIERS
 from explorer.core.hardware.device_file import (
     DeviceFileError,
@@ -43,8 +49,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="catalog_command", metavar="COMMAND", required=True)
 
-    p = sub.add_parser("list", help="list devices, with search and filters")
+    p = sub.add_parser("list", help="list devices (or, with --systems, systems), with search and filters")
     _add_filters(p)
+    p.add_argument("--systems", action="store_true",
+                   help="list the systems of many devices (catalog/systems/) instead; TEXT and --vendor filter them")
     p.add_argument("--json", action="store_true", help="print the rows as JSON (SI units)")
     _add_db(p)
     p.set_defaults(func=cmd_list)
@@ -73,9 +81,12 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     _add_db(p)
     p.set_defaults(func=cmd_export)
 
-    p = sub.add_parser("validate", help="check the curated device files (and, with --db, the database)")
+    p = sub.add_parser(
+        "validate", help="check the curated device and system files (and, with --db, the database)"
+    )
     p.add_argument(
-        "folder", nargs="?", type=Path, help="folder of device files (default: the shipped catalog/)"
+        "folder", nargs="?", type=Path,
+        help="folder of device files, its systems/ folder of system files (default: the shipped catalog/)",
     )
     p.add_argument("--json", action="store_true", help="print the problems as JSON")
     _add_db(p)
@@ -166,6 +177,10 @@ def _row_json(r) -> dict:
 
 
 def cmd_list(args) -> int:
+    if getattr(args, "systems", False):
+        from .catalog_systems import cmd_list_systems
+
+        return cmd_list_systems(args)
     filters = _filters(args)
     with _open(args) as repo:
         rows = repo.rows(filters)
@@ -283,7 +298,8 @@ def cmd_validate(args) -> int:
     if not folder.is_dir():
         raise CliError(f"{folder}: no such folder")
     report = validate_catalog(folder)
-    problems = list(report.problems)
+    systems = validate_systems(folder / SYSTEMS_DIR, {d.id for d in report.devices})
+    problems = list(report.problems) + list(systems.problems)
     checked_db = 0
     if getattr(args, "db", None):
         with _open(args) as repo:
@@ -292,6 +308,8 @@ def cmd_validate(args) -> int:
                 problems.extend(found)
                 checked_db += 1
     summary = f"{report.files} file(s), {len(report.devices)} valid device(s)"
+    if systems.files:
+        summary += f", {systems.files} system file(s), {len(systems.systems)} valid system(s)"
     if getattr(args, "db", None):
         summary += f", {checked_db} database device(s)"
     summary += f", {len(problems)} problem(s)"
@@ -301,6 +319,8 @@ def cmd_validate(args) -> int:
                 "folder": str(folder),
                 "files": report.files,
                 "valid_devices": len(report.devices),
+                "system_files": systems.files,
+                "valid_systems": len(systems.systems),
                 "database_devices": checked_db,
                 "problems": problems,
             }

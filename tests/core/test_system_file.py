@@ -210,3 +210,10 @@ def test_a_curated_file_must_cite_every_figure():
     with pytest.raises(SystemFileError, match=r"domains\[0\]\.bandwidth: has no source"):
         system_from_dict(doc, "hgx.yaml", require_sources=True)
     assert system_from_dict(doc).domains[0].link.bandwidth.source is None  # user files may leave it out
+
+
+def test_a_line_break_in_a_value_keeps_the_message_one_line():
+    """Found by the fuzz: an id of '\\n' passed the id pattern's '$' and broke the one-line message."""
+    with pytest.raises(SystemFileError) as info:
+        system_from_dict(_mutated(id="hgx\n"), "s.json")
+    assert "\n" not in str(info.value) and "id: 'hgx\\n' must be lowercase" in str(info.value)

@@ -39,7 +39,9 @@ class SystemFileError(ValueError):
     ``problems`` lists every ``file: system: field: message`` line."""
 
     def __init__(self, problems: list[str]):
-        self.problems = list(problems) or ["<system>: unknown problem"]
+        # a line break inside a quoted value (an id, a name) is shown escaped: the message stays one line
+        self.problems = [p.replace("\r", "\\r").replace("\n", "\\n") for p in problems]
+        self.problems = self.problems or ["<system>: unknown problem"]
         more = len(self.problems) - 1
         super().__init__(self.problems[0] + (f" (and {more} more problem{'s' * (more > 1)})" if more else ""))
 
@@ -120,11 +122,11 @@ def check_system_dict(data: Any, where: str = "<data>", require_sources: bool = 
         return None, r.problems
     _unknown(r, data, TOP_LEVEL, "(top level)")
     system_id = r.text(data, "id", "id", required=True)
-    if system_id is not None and not ID_PATTERN.match(system_id):
+    if system_id is not None and not ID_PATTERN.fullmatch(system_id):
         r.problem("id", f"'{system_id}' must be lowercase letters, digits and '-'")
     sources = read_sources(r, data)
     device = r.text(data, "device", "device", required=True)
-    if device is not None and not ID_PATTERN.match(device):
+    if device is not None and not ID_PATTERN.fullmatch(device):
         r.problem("device", f"'{device}' is not a catalog device id")
     devices = _whole(r, data.get("devices"), "devices") if "devices" in data else r.problem("devices", "is required")
     raw_domains = data.get("domains") or []
