@@ -13,11 +13,11 @@ from ..core.hardware.system import System
 from ..core.hardware.system_file import SystemFileError, load_system_file
 from ..core.parallel.collectives import ALGORITHMS
 from ..core.parallel.layout import Layout, LayoutError, candidates, check
+from ..core.parallel.compare import OBJECTIVES, choose
 from ..core.parallel.system_pass import Options, SystemAnalysis, analyze_system, model_shape
 from ..core.units import UnitError, format_bytes, format_si
 from .common import CliError, is_path, text_table
 
-OBJECTIVES = ("throughput", "latency")
 DEGREES = ("tp", "pp", "ep", "dp", "microbatches")
 
 
@@ -89,15 +89,6 @@ def layouts_from_args(args, model, ctx, system: System) -> tuple[list[Layout], s
     except LayoutError as exc:
         raise CliError(f"--{exc}") from None
     return [layout], None
-
-
-def choose(r: SystemAnalysis, objective: str | None) -> tuple[int, np.ndarray]:
-    """(index of the chosen layout, the ranking): fitting layouts first, then by the objective."""
-    if objective is None:
-        return 0, np.arange(len(r))
-    key = r.latency if objective == "latency" else -r.throughput_per_device
-    order = np.lexsort((np.nan_to_num(key, nan=np.inf), ~r.fits))
-    return int(order[0]), order
 
 
 def run_system(args, model, ctx, formats) -> int:

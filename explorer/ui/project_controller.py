@@ -166,7 +166,8 @@ class ProjectController(QObject):
             return False
         if not self.maybe_save():
             return False
-        self.ws.reset(project.model, project.device_ids, project.assumptions, project.trace, project.requirements)
+        self.ws.reset(project.model, project.device_ids, project.assumptions, project.trace, project.requirements,
+                      project.system)
         self._set_path(path)
         found = {d.id for d in self.ws.devices}
         missing = [i for i in project.device_ids if i not in found]
@@ -339,7 +340,8 @@ class ProjectController(QObject):
         if rec.original is not None:
             try:
                 base = load_project(rec.original)
-                self.ws.reset(base.model, base.device_ids, base.assumptions, base.trace, base.requirements)
+                self.ws.reset(base.model, base.device_ids, base.assumptions, base.trace, base.requirements,
+                              base.system)
                 base_path = rec.original
             except ProjectError:
                 base_path = None

@@ -8,10 +8,18 @@ from pathlib import Path
 import pytest
 
 from explorer.core.analysis.procurement import Requirements, plan
-from explorer.core.session.commands import AddLayers, SetAssumptions, SetModel, SetRequirements, SetTrace
+from explorer.core.parallel.layout import Layout
+from explorer.core.session.commands import (
+    AddLayers,
+    SetAssumptions,
+    SetModel,
+    SetRequirements,
+    SetSystem,
+    SetTrace,
+)
 from explorer.core.session.project import FORMAT, Project, ProjectError, load_project, save_project
 from explorer.core.session.results import DEPENDS
-from explorer.core.session.state import State
+from explorer.core.session.state import State, SystemChoice
 from explorer.core.session.workspace import Workspace
 from explorer.core.traces import load_trace
 from explorer.core.traces.model import trace_from_dict, trace_to_dict
@@ -103,10 +111,10 @@ def test_an_edit_recomputes_only_what_depends_on_it(ws, trace):
 
 
 def test_every_result_names_its_inputs():
-    state_parts = {"model", "devices", "assumptions", "trace", "requirements"}
+    state_parts = {"model", "devices", "assumptions", "trace", "requirements", "system"}
     for name, inputs in DEPENDS.items():
         for dep in inputs:
-            assert dep == "args" or dep in DEPENDS or dep.split(".")[0] in state_parts, (name, dep)
+            assert dep in ("args", "hardware") or dep in DEPENDS or dep.split(".")[0] in state_parts, (name, dep)
 
 
 def test_trace_round_trips_through_json(trace):
@@ -122,7 +130,7 @@ def test_trace_round_trips_through_json(trace):
         trace_from_dict(data)
 
 
-def test_project_format_2_keeps_trace_and_requirements(ws, trace, tmp_path):
+def test_project_keeps_trace_and_requirements(ws, trace, tmp_path):
     req = Requirements(target=2000.0, target_unit="tokens/s", latency=0.05, budget=1e6, years=4.0,
                        price={"a100": 15000.0}, cloud_price={"h100": 4.1 / 3600})
     ws.execute(SetTrace(trace))
@@ -130,7 +138,7 @@ def test_project_format_2_keeps_trace_and_requirements(ws, trace, tmp_path):
     path = tmp_path / "p.hwproj"
     save_project(Project.of(ws), path)
     data = json.loads(path.read_text())
-    assert data["format"] == FORMAT == 2
+    assert data["format"] == FORMAT == 3
     assert data["requirements"] == {"target": 2000.0, "latency": 0.05, "budget": 1e6, "years": 4.0,
                                     "price": {"a100": 15000.0}, "cloud_price": {"h100": 4.1 / 3600}}
     loaded = load_project(path)
@@ -147,7 +155,35 @@ def test_a_format_1_project_is_migrated(tmp_path):
     assert p.trace is None and p.requirements == Requirements() and p.assumptions.batch == 4
 
 
+def test_project_keeps_the_system_choice_and_migrates_format_2(ws, tmp_path):
+    choice = SystemChoice(system_ids=("nvidia-dgx-h100", "pcie-server-8x-nvidia-l40s"), nodes=2,
+                          layout=Layout(tp=8, dp=2), objective="latency", overlap=True, collective="ring", skew=0.5)
+    ws.execute(SetSystem(choice))
+    assert ws.state.system == choice
+    path = tmp_path / "s.hwproj"
+    save_project(Project.of(ws), path)
+    data = json.loads(path.read_text())
+    assert data["system"] == {"system_ids": ["nvidia-dgx-h100", "pcie-server-8x-nvidia-l40s"], "nodes": 2,
+                              "layout": {"tp": 8, "pp": 1, "ep": 1, "dp": 2, "microbatches": 1},
+                              "objective": "latency", "overlap": True, "offload": False, "collective": "ring",
+                              "skew": 0.5}
+    assert load_project(path).state == ws.state
+    ws.undo()
+    assert ws.state.system == SystemChoice()
+    del data["system"]
+    data["format"] = 2
+    path.write_text(json.dumps(data))
+    assert load_project(path).system == SystemChoice()  # format 2 had no systems
+
+
 @pytest.mark.parametrize("patch, message", [
+    ({"system": {"nodes": 0}}, "system.nodes: must be a whole number >= 1"),
+    ({"system": {"system_ids": "dgx"}}, "system.system_ids: expected a list"),
+    ({"system": {"layout": {"tp": 2, "colour": 1}}}, "system.layout: expected an object"),
+    ({"system": {"layout": {"tp": -2}}}, "system.layout.tp: must be a whole number >= 1"),
+    ({"system": {"collective": "butterfly"}}, "system.collective"),
+    ({"system": {"speed": 1}}, "system: unknown keys speed"),
+    ({"system": 5}, "system: expected an object"),
     ({"requirements": {"target": "fast"}}, "requirements.target: expected a number or null"),
     ({"requirements": {"colour": 1}}, "requirements: unknown keys colour"),
     ({"requirements": {"price": {"a100": -5}}}, "price\\[a100\\]"),
@@ -156,7 +192,7 @@ def test_a_format_1_project_is_migrated(tmp_path):
         "name", "lane", "start_s", "duration_s", "category", "flops", "bytes", "location")}}}, "source_format"),
 ])
 def test_a_bad_field_names_itself_and_opens_nothing(patch, message, tmp_path):
-    data = {"format": 2, "kind": "hwexplorer-project", "devices": [], "trace": None, "requirements": {},
+    data = {"format": 3, "kind": "hwexplorer-project", "devices": [], "trace": None, "requirements": {},
             "model": {"format": 1, "name": "m", "input": {"features": 4}, "layers": []}, "assumptions": {}}
     path = tmp_path / "bad.hwproj"
     path.write_text(json.dumps({**data, **patch}))
@@ -179,7 +215,7 @@ def test_set_model_keeps_trace_and_requirements(ws, trace):
 ])
 def test_a_wrong_type_is_a_project_error_not_a_traceback(patch, message, tmp_path):
     """Issue 24's fuzzing found these escaping as TypeError, or accepted (format true read as 1)."""
-    data = {"format": 2, "kind": "hwexplorer-project", "devices": [], "trace": None, "requirements": {},
+    data = {"format": 3, "kind": "hwexplorer-project", "devices": [], "trace": None, "requirements": {},
             "model": {"format": 1, "name": "m", "input": {"features": 4}, "layers": []}, "assumptions": {}}
     path = tmp_path / "bad.hwproj"
     path.write_text(json.dumps({**data, **patch}))

@@ -16,7 +16,7 @@ from explorer.core.analysis.procurement import Requirements
 from explorer.core.traces.model import Trace
 from explorer.core.workload.model import LayerSpec, Model
 
-from .state import State
+from .state import State, SystemChoice
 
 
 class Command:
@@ -167,6 +167,18 @@ class Step:
     command: Command
     before: State
     after: State
+
+
+@dataclass
+class SetSystem(Command):
+    """Choose the systems, their node count, the layout (None: the best) or the communication options."""
+
+    choice: SystemChoice
+    text: str = "choose systems"
+    changes: frozenset[str] = frozenset({"system"})
+
+    def apply(self, state):
+        return state.with_(system=self.choice.checked())
 
 
 class CommandStack:

@@ -19,9 +19,9 @@ from explorer.core.formats import TENSORS
 from explorer.core.traces.model import Trace, trace_from_dict, trace_to_dict
 from explorer.core.workload.model import Model, ModelError
 
-from .state import Assumptions, State
+from .state import Assumptions, State, SystemChoice
 
-FORMAT = 2
+FORMAT = 3
 KIND = "hwexplorer-project"
 SUFFIX = ".hwproj"  # the project file's suffix
 
@@ -35,8 +35,13 @@ def _v1_to_v2(data: dict) -> dict:
     return {**data, "format": 2, "trace": None, "requirements": {}}
 
 
+def _v2_to_v3(data: dict) -> dict:
+    """Format 3 adds the systems the model is sized on (none before)."""
+    return {**data, "format": 3, "system": {}}
+
+
 #: ``MIGRATIONS[n]`` turns a format-n mapping into a format n+1 one.
-MIGRATIONS = {1: _v1_to_v2}
+MIGRATIONS = {1: _v1_to_v2, 2: _v2_to_v3}
 
 
 def _assumptions_to_dict(a: Assumptions) -> dict:
@@ -85,6 +90,7 @@ class Project:
     assumptions: Assumptions
     trace: Trace | None = None
     requirements: Requirements = Requirements()
+    system: SystemChoice = SystemChoice()
 
     @classmethod
     def of(cls, ws) -> "Project":
@@ -93,17 +99,17 @@ class Project:
 
     @classmethod
     def of_state(cls, state: State) -> "Project":
-        return cls(state.model, state.device_ids, state.assumptions, state.trace, state.requirements)
+        return cls(state.model, state.device_ids, state.assumptions, state.trace, state.requirements, state.system)
 
     @property
     def state(self) -> State:
-        return State(self.model, self.device_ids, self.assumptions, self.trace, self.requirements)
+        return State(self.model, self.device_ids, self.assumptions, self.trace, self.requirements, self.system)
 
     def to_dict(self) -> dict:
         return {"format": FORMAT, "kind": KIND, "model": self.model.to_dict(), "devices": list(self.device_ids),
                 "assumptions": _assumptions_to_dict(self.assumptions),
                 "trace": None if self.trace is None else trace_to_dict(self.trace),
-                "requirements": requirements_to_dict(self.requirements)}
+                "requirements": requirements_to_dict(self.requirements), "system": self.system.to_dict()}
 
     def dumps(self) -> str:
         return json.dumps(self.to_dict(), indent=2) + "\n"
@@ -134,11 +140,12 @@ class Project:
             trace = data.get("trace")
             trace = None if trace is None else trace_from_dict(trace, "trace")
             requirements = requirements_from_dict(data.get("requirements") or {}, "requirements")
+            system = SystemChoice.from_dict(data.get("system", {}), "system")
         except ModelError as exc:
             raise ProjectError(str(exc)) from None
         except ValueError as exc:
             raise ProjectError(f"{where}: {exc}") from None
-        return cls(model, tuple(devices), assumptions, trace, requirements)
+        return cls(model, tuple(devices), assumptions, trace, requirements, system)
 
 
 def save_project(project: Project, path: str | Path) -> None:

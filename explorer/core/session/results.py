@@ -22,6 +22,9 @@ from explorer.core.analysis.roofline_view import compute_roofline
 from explorer.core.analysis.tiling_view import compute_tiling_view
 from explorer.core.formats import TENSORS
 from explorer.core.hardware.device import Device
+from explorer.core.hardware.system import System
+from explorer.core.parallel.compare import SystemResult, size_on_systems
+from explorer.core.parallel.system_pass import Options
 
 from .state import Assumptions, State
 
@@ -38,6 +41,9 @@ DEPENDS: dict[str, tuple[str, ...]] = {
     "energy": ("analysis", "args"),
     "tiling": ("analysis", "args"),
     "measured": ("analysis", "trace", "args"),
+    "systems": ("model", "hardware", "system", "assumptions.precision", "assumptions.weights",
+                "assumptions.activations", "assumptions.kv_cache", "assumptions.batch", "assumptions.seq_len",
+                "assumptions.phase", "assumptions.attention", "assumptions.lm_head"),
 }
 
 _SCALARS = (int, float, str, bool, type(None))
@@ -53,16 +59,19 @@ class Results:
     """The results of one state with its devices. ``memo`` carries results over from an earlier state's bundle
     (those whose inputs are unchanged are reused)."""
 
-    def __init__(self, state: State, devices: Sequence[Device], memo: dict[str, tuple[tuple, Any]] | None = None):
+    def __init__(self, state: State, devices: Sequence[Device], memo: dict[str, tuple[tuple, Any]] | None = None,
+                 hardware: Sequence[tuple[System, Device]] = ()):
         self.state = state
         self.devices = tuple(devices)
+        self.hardware = tuple(hardware)  # the chosen systems (clusters of ``state.system.nodes``) and their devices
         self._memo: dict[str, tuple[tuple, Any]] = dict(memo or {})
         self._here: dict[tuple, Any] = {}
         self.computed: list[str] = []  # the names computed by this bundle, in order (tests read it)
 
-    def successor(self, state: State, devices: Sequence[Device]) -> "Results":
+    def successor(self, state: State, devices: Sequence[Device],
+                  hardware: Sequence[tuple[System, Device]] = ()) -> "Results":
         """The bundle of ``state``, reusing what this one computed."""
-        return Results(state, devices, self._memo)
+        return Results(state, devices, self._memo, hardware)
 
     @classmethod
     def of_analysis(cls, analysis: ModelAnalysis, assumptions, requirements=None) -> "Results":
@@ -94,7 +103,7 @@ class Results:
     def _key(self, name: str, args: tuple) -> tuple:
         return tuple(x for dep in DEPENDS[name]
                      for x in (args if dep == "args" else self.devices if dep == "devices"
-                               else (self._input(dep),)))
+                               else self.hardware if dep == "hardware" else (self._input(dep),)))
 
     def _get(self, name: str, compute: Callable[[], Any], args: tuple = ()) -> Any:
         here = self._here.get((name, args), _NONE)  # asked for already in this bundle: its state is fixed
@@ -163,3 +172,15 @@ class Results:
             return None
         return self._get("measured", lambda: measured_roofline(trace, self.analysis, device_index),
                          (device_index,))
+
+    @property
+    def systems(self) -> tuple[SystemResult, ...]:
+        """The model on each chosen system: its layouts ranked and the one chosen (empty without systems)."""
+        if not self.hardware:
+            return ()
+        a, choice = self.state.assumptions, self.state.system
+        options = Options(overlap=choice.overlap, algorithm=choice.collective, skew=choice.skew,
+                          offload=choice.offload)
+        return self._get("systems", lambda: size_on_systems(
+            self.state.model, self.hardware, a.precision, a.context, a.tensor_formats, choice.layout,
+            choice.objective, options))

@@ -1,7 +1,7 @@
 """The session's state: one frozen value holding everything an edit can change.
 
-A :class:`State` is the model, the selected device ids, the assumptions, the imported trace and the procurement
-planner's requirements (quotes included). Commands (:mod:`.commands`) map a state to a new one; the workspace
+A :class:`State` is the model, the selected device ids, the assumptions, the imported trace, the procurement
+planner's requirements (quotes included) and the systems the model is sized on (:class:`SystemChoice`). Commands (:mod:`.commands`) map a state to a new one; the workspace
 swaps it in one place. Nothing here is mutable, so an old state is a free snapshot for undo. Qt-free.
 """
 
@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 
 from explorer.core.analysis.procurement import Requirements
+from explorer.core.parallel.collectives import ALGORITHMS
+from explorer.core.parallel.layout import Layout
 from explorer.core.files import names
 from explorer.core.formats import TENSORS, TensorFormats, check_format
 from explorer.core.precision import check_precision
@@ -19,7 +21,7 @@ from explorer.core.workload.model import Model
 
 #: The names a command may report as changed, one per part of the state ("layers" and "input" are parts of the
 #: model: an edit of the layer list, of the input description).
-PARTS = ("model", "layers", "input", "devices", "assumptions", "trace", "requirements")
+PARTS = ("model", "layers", "input", "devices", "assumptions", "trace", "requirements", "system")
 
 PHASES = ("prefill", "decode")
 
@@ -96,6 +98,74 @@ class Assumptions:
             raise ValueError(f"{where}.{exc}") from None
 
 
+OBJECTIVES = ("throughput", "latency")
+
+
+@dataclass(frozen=True)
+class SystemChoice:
+    """The systems the model is sized on (catalog system ids, compared side by side), as clusters of ``nodes``,
+    under one ``layout`` or, when None, each system's best by ``objective``; and the communication options of
+    :class:`explorer.core.parallel.system_pass.Options`. No systems: the Systems view is empty."""
+
+    system_ids: tuple[str, ...] = ()
+    nodes: int = 1
+    layout: Layout | None = None
+    objective: str = "throughput"
+    overlap: bool = False
+    offload: bool = False
+    collective: str = "auto"
+    skew: float = 0.0
+
+    def checked(self) -> "SystemChoice":
+        if not isinstance(self.system_ids, tuple) or not all(isinstance(i, str) and i for i in self.system_ids):
+            raise ValueError(f"system_ids: expected a list of system ids, got {self.system_ids!r}")
+        if isinstance(self.nodes, bool) or not isinstance(self.nodes, int) or self.nodes < 1:
+            raise ValueError(f"nodes: must be a whole number >= 1, got {self.nodes!r}")
+        if self.objective not in OBJECTIVES:
+            raise ValueError(f"objective: expected throughput or latency, got {self.objective!r}")
+        if self.collective not in ALGORITHMS:
+            raise ValueError(f"collective: expected one of {', '.join(ALGORITHMS)}, got {self.collective!r}")
+        for name in ("overlap", "offload"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name}: expected true or false, got {getattr(self, name)!r}")
+        if isinstance(self.skew, bool) or not isinstance(self.skew, (int, float)) or not 0 <= self.skew < 1e6:
+            raise ValueError(f"skew: must be a number >= 0, got {self.skew!r}")
+        if self.layout is not None:
+            for name, v in self.layout.to_dict().items():
+                if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                    raise ValueError(f"layout.{name}: must be a whole number >= 1, got {v!r}")
+        return self
+
+    def to_dict(self) -> dict:
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["system_ids"] = list(self.system_ids)
+        out["layout"] = None if self.layout is None else self.layout.to_dict()
+        return out
+
+    @classmethod
+    def from_dict(cls, data, where: str = "system") -> "SystemChoice":
+        if not isinstance(data, dict):
+            raise ValueError(f"{where}: expected an object, got {data!r:.40}")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"{where}: unknown keys {names(unknown)}")
+        values = dict(data)
+        ids = values.get("system_ids", [])
+        if not isinstance(ids, list):
+            raise ValueError(f"{where}.system_ids: expected a list of system ids, got {ids!r:.40}")
+        values["system_ids"] = tuple(ids)
+        layout = values.get("layout")
+        if layout is not None:
+            if not isinstance(layout, dict) or set(layout) - set(Layout().to_dict()):
+                raise ValueError(f"{where}.layout: expected an object with tp, pp, ep, dp, microbatches")
+            values["layout"] = Layout(**layout)
+        try:
+            return cls(**values).checked()
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{where}.{exc}") from None
+
+
 def default_model() -> Model:
     return Model.make("untitled", {"tokens": 128, "hidden": 768})
 
@@ -110,10 +180,12 @@ class State:
     assumptions: Assumptions = field(default_factory=Assumptions)
     trace: Trace | None = None
     requirements: Requirements = field(default_factory=Requirements)
+    system: SystemChoice = field(default_factory=SystemChoice)
 
     def __post_init__(self):
         object.__setattr__(self, "device_ids", tuple(dict.fromkeys(self.device_ids)))
         self.assumptions.checked()
+        self.system.checked()
 
     def with_(self, **parts) -> "State":
         return replace(self, **parts)

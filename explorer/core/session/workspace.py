@@ -9,6 +9,7 @@ workspace emits past-tense psygnal events. :attr:`results` is the bundle of ever
 
 from __future__ import annotations
 
+import functools
 from typing import Callable, Sequence
 
 from psygnal import Signal
@@ -16,17 +17,32 @@ from psygnal import Signal
 from explorer.core.analysis.evaluate import ModelAnalysis
 from explorer.core.analysis.procurement import Requirements
 from explorer.core.hardware.device import Device
+from explorer.core.hardware.system import System
 from explorer.core.traces.model import Trace
 from explorer.core.workload.layers import Context
 from explorer.core.workload.model import Model, build_table
 
 from .commands import Command, CommandStack, SelectDevices, SetAssumptions
 from .results import Results
-from .state import PARTS, PHASES, Assumptions, State
+from .state import PARTS, PHASES, Assumptions, State, SystemChoice
 
-__all__ = ["PHASES", "Assumptions", "DeviceLookup", "State", "Workspace"]
+__all__ = ["PHASES", "Assumptions", "DeviceLookup", "State", "SystemLookup", "Workspace"]
 
 DeviceLookup = Callable[[Sequence[str]], Sequence[Device]]
+SystemLookup = Callable[[Sequence[str]], Sequence[System]]
+
+
+def shipped_systems(ids: Sequence[str]) -> tuple[System, ...]:
+    """The shipped catalog's systems with these ids, in order (unknown ids are left out)."""
+    found = {s.id: s for s in _shipped()} if ids else {}
+    return tuple(found[i] for i in ids if i in found)
+
+
+@functools.lru_cache(maxsize=1)
+def _shipped() -> tuple[System, ...]:
+    from explorer.core.hardware.catalog_files import load_shipped_systems
+
+    return load_shipped_systems()
 
 
 class Workspace:
@@ -39,9 +55,11 @@ class Workspace:
     dirty_changed = Signal(bool)
 
     def __init__(self, model: Model | None = None, lookup: DeviceLookup | None = None,
-                 assumptions: Assumptions | None = None):
+                 assumptions: Assumptions | None = None, systems: SystemLookup | None = None):
         self._state = State(model=model or State().model, assumptions=(assumptions or Assumptions()).checked())
         self._lookup = lookup or (lambda ids: ())
+        self._system_lookup = systems or shipped_systems
+        self._hardware: tuple[tuple, tuple] = ((), ())  # (key, resolved systems) of the last resolution
         self._devices: dict[str, Device] = {}
         self.stack = CommandStack()
         self._results: Results | None = None  # the current state's bundle; None until asked for after a change
@@ -168,10 +186,29 @@ class Workspace:
     def results(self) -> Results:
         """Every analysis of the current state, computed on first use (panels, report and CLI read it)."""
         if self._results is None:
-            self._results = (Results(self._state, self.devices) if self._last is None
-                             else self._last.successor(self._state, self.devices))
+            self._results = (Results(self._state, self.devices, hardware=self.hardware) if self._last is None
+                             else self._last.successor(self._state, self.devices, self.hardware))
             self._last = self._results
         return self._results
+
+    @property
+    def hardware(self) -> tuple[tuple[System, Device], ...]:
+        """The chosen systems, as clusters of ``system.nodes``, with their devices (systems whose device the
+        catalog lacks are left out). Resolved again only when the ids or the node count change."""
+        choice = self._state.system
+        key = (choice.system_ids, choice.nodes)
+        if self._hardware[0] != key:
+            systems = self._system_lookup(choice.system_ids)
+            devices = {d.id: d for d in self._lookup(tuple(dict.fromkeys(s.device_id for s in systems)))}
+            pairs = []
+            for s in systems:
+                if s.device_id in devices:
+                    try:
+                        pairs.append((s.with_nodes(choice.nodes) if choice.nodes > 1 else s, devices[s.device_id]))
+                    except ValueError:  # no scale-out network to join nodes over: the system alone
+                        pairs.append((s, devices[s.device_id]))
+            self._hardware = (key, tuple(pairs))
+        return self._hardware[1]
 
     @property
     def context(self) -> Context:
@@ -186,11 +223,12 @@ class Workspace:
         return self.results.analysis
 
     def reset(self, model: Model, device_ids: Sequence[str] = (), assumptions: Assumptions | None = None,
-              trace: Trace | None = None, requirements: Requirements | None = None) -> None:
+              trace: Trace | None = None, requirements: Requirements | None = None,
+              system: SystemChoice | None = None) -> None:
         """Start over (new or opened project): no undo history, clean."""
         self._state = State(model=model, device_ids=tuple(device_ids),
                             assumptions=(assumptions or self._state.assumptions).checked(), trace=trace,
-                            requirements=requirements or Requirements())
+                            requirements=requirements or Requirements(), system=system or SystemChoice())
         self.stack.clear()
         self._focused_layer = -1
         self._notify(frozenset(PARTS))

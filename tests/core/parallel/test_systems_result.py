@@ -1,0 +1,60 @@
+"""The session's Systems result: the workspace resolves the chosen systems; an edit recomputes what it touches."""
+
+import pytest
+
+from explorer.core.hardware.catalog_files import load_shipped_devices
+from explorer.core.parallel.layout import Layout
+from explorer.core.session.commands import SetAssumptions, SetSystem
+from explorer.core.session.state import Assumptions, SystemChoice
+from explorer.core.session.workspace import Workspace
+from explorer.core.workload.templates import get_template
+
+DEVICES = {d.id: d for d in load_shipped_devices()}
+
+
+def lookup(ids):
+    return tuple(DEVICES[i] for i in ids if i in DEVICES)
+
+
+@pytest.fixture()
+def ws():
+    w = Workspace(get_template("llama3-70b").build(), lookup,
+                  Assumptions(phase="decode", batch=16, seq_len=4096))
+    w.execute(SetSystem(SystemChoice(system_ids=("nvidia-dgx-h100", "pcie-server-8x-nvidia-l40s"))))
+    return w
+
+
+def test_both_systems_are_sized_and_the_nvlink_node_wins(ws):
+    dgx, l40s = ws.results.systems
+    assert dgx.system.id == "nvidia-dgx-h100" and dgx.device.id == "nvidia-h100-sxm5"
+    assert l40s.system.id == "pcie-server-8x-nvidia-l40s" and l40s.device.id == "nvidia-l40s"
+    assert dgx.error is None and l40s.error is None
+    a, b = dgx.analysis, l40s.analysis
+    assert a.fits[dgx.chosen] and b.fits[l40s.chosen]
+    # same layout on both: the PCIe server's communication share is larger (32 vs 450 GB/s per direction)
+    k_a = a.layouts.index(Layout(tp=8))
+    k_b = b.layouts.index(Layout(tp=8))
+    assert b.comm_share[k_b] > a.comm_share[k_a]
+    assert a.throughput_per_device[dgx.chosen] > b.throughput_per_device[l40s.chosen]
+
+
+def test_an_edit_recomputes_only_what_it_touches(ws):
+    first = ws.results.systems
+    ws.execute(SetAssumptions({"electricity_usd_per_kwh": 0.2}))
+    assert ws.results.systems is first and "systems" not in ws.results.computed
+    ws.execute(SetSystem(SystemChoice(system_ids=("nvidia-dgx-h100",), layout=Layout(tp=4, dp=2))))
+    (only,) = ws.results.systems
+    assert only.layout == Layout(tp=4, dp=2) and only.objective is None
+    ws.execute(SetSystem(SystemChoice(system_ids=("nvidia-dgx-h100",), nodes=2)))
+    (two,) = ws.results.systems
+    assert two.system.devices == 16 and two.analysis.layouts[two.chosen].devices == 16
+
+
+def test_a_layout_that_does_not_divide_is_an_error_not_a_crash(ws):
+    ws.execute(SetSystem(SystemChoice(system_ids=("nvidia-dgx-h100",), layout=Layout(tp=3))))
+    (r,) = ws.results.systems
+    assert r.analysis is None and r.error.startswith("tp x pp x dp: 3 x 1 x 1 = 3 devices")
+
+
+def test_no_systems_no_result():
+    assert Workspace(get_template("gpt2").build(), lookup).results.systems == ()
