@@ -43,9 +43,9 @@ def add_workload_args(p) -> None:
     p.add_argument("--attention", choices=ATTENTION, default="naive",
                    help="naive: the S x S scores go through memory (default); fused: FlashAttention, K and V re-read "
                         "once per query block sized from the device's on-chip memory")
-    p.add_argument("--lm-head", choices=LM_HEAD, default="all",
-                   help="the positions whose logits prefill computes: all (default; training, scoring) or last "
-                        "(serving: each sequence's next token)")
+    p.add_argument("--lm-head", choices=LM_HEAD, default="last",
+                   help="the positions whose logits prefill computes: last (default; serving: each sequence's next "
+                        "token) or all (training, scoring)")
 
 
 def workload_from_args(args):
@@ -165,7 +165,7 @@ def _f(x, digits=3) -> str:
 def _settings(r: ModelAnalysis) -> str:
     """The attention and LM-head settings when they are not the defaults (', fused attention')."""
     return (", fused attention" if r.ctx.attention == "fused" else "") + (
-        ", LM head on the last position" if r.ctx.lm_head == "last" else "")
+        ", LM head on every position" if r.ctx.lm_head == "all" else "")
 
 
 def print_tables(r: ModelAnalysis) -> None:

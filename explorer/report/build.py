@@ -239,8 +239,8 @@ def _workload(analysis: ModelAnalysis) -> str:
     parts.append(analysis.precision.upper() if fm is None else f"{fm.label()}, computing at {fm.compute.upper()}")
     if ctx.attention == "fused":
         parts.append("fused attention (FlashAttention)")
-    if ctx.lm_head == "last":
-        parts.append("LM head on the last position")
+    if ctx.phase == "prefill":  # decode computes one position per sequence either way
+        parts.append("LM head on the last position" if ctx.lm_head == "last" else "LM head on every position")
     return ", ".join(parts)
 
 

@@ -7,6 +7,7 @@ from dataclasses import replace
 import pytest
 
 from explorer.__main__ import main
+from explorer.core.session.project import Project
 from explorer.core.session.results import Results
 from explorer.core.session.state import Assumptions, State
 from explorer.core.workload.templates import get_template
@@ -27,10 +28,18 @@ def analyze_json(capsys, *extra):
 
 
 def test_json_names_the_settings_and_their_defaults(capsys):
+    """The defaults: naive attention, and the LM head on each sequence's last position (what serving engines
+    compute, issue 17): 4096 x 32000 MACs; ``--lm-head all`` computes all 1024 positions' logits."""
     data, layers = analyze_json(capsys)
-    assert data["assumptions"]["attention"] == "naive" and data["assumptions"]["lm_head"] == "all"
+    assert data["assumptions"]["attention"] == "naive" and data["assumptions"]["lm_head"] == "last"
     assert layers["layers.attn.softmax"]["bytes"] == 2 * 2 * 32 * 1024 * 1025 / 2  # the scores in and out, fp16
+    assert layers["lm_head"]["macs"] == 4096 * 32000
+    data, layers = analyze_json(capsys, "--lm-head", "all")
+    assert data["assumptions"]["lm_head"] == "all"
     assert layers["lm_head"]["macs"] == 1024 * 4096 * 32000
+    code, out, _ = run(capsys, "analyze", "llama2-7b", "-d", "nvidia-h100-sxm5", "--phase", "prefill", "--lm-head",
+                       "all")
+    assert code == 0 and out.splitlines()[0].endswith(", LM head on every position)")
 
 
 def test_fused_attention_and_the_last_position_head(capsys):
@@ -71,8 +80,8 @@ def test_assumptions_carry_the_settings_and_old_files_read():
     assert Assumptions.from_dict(a.to_dict()) == a
     assert a.context.attention == "fused" and a.context.lm_head == "last"
     old = Assumptions().to_dict()
-    del old["attention"], old["lm_head"]  # a project written before the settings existed
-    assert Assumptions.from_dict(old) == Assumptions()
+    del old["attention"], old["lm_head"]
+    assert Assumptions.from_dict(old) == Assumptions()  # the value's own defaults: naive, last
     for field, value in (("attention", "flash"), ("lm_head", "first")):
         with pytest.raises(ValueError, match=f"assumptions.{field}: expected"):
             Assumptions.from_dict({field: value})
@@ -84,7 +93,7 @@ def test_a_new_setting_re_evaluates_the_analysis(h100):
     state = State(model=get_template("gpt2").build(), device_ids=("h100",))
     r = Results(state, [h100])
     before = r.analysis
-    for change in ({"attention": "fused"}, {"lm_head": "last"}):
+    for change in ({"attention": "fused"}, {"lm_head": "all"}):
         state = state.with_(assumptions=replace(state.assumptions, **change))
         r = r.successor(state, [h100])
         assert r.analysis is not before and r.analysis.ctx.attention == state.assumptions.attention
@@ -92,4 +101,19 @@ def test_a_new_setting_re_evaluates_the_analysis(h100):
         before = r.analysis
     # the report's bundle of a CLI analysis keeps the settings
     again = Results.of_analysis(before, Assumptions())
-    assert again.state.assumptions.attention == "fused" and again.state.assumptions.lm_head == "last"
+    assert again.state.assumptions.attention == "fused" and again.state.assumptions.lm_head == "all"
+
+
+def test_a_project_file_without_the_lm_head_keeps_every_position():
+    """The LM head's default became ``last`` after ``lm_head`` was added within project format 2; a file without it
+    was written when prefill computed every position, so it opens as ``all`` (docs/project-file.md). Saving always
+    writes the field, so a project saved now reopens with the value it had."""
+    project = Project.of_state(State(model=get_template("gpt2").build()))
+    data = project.to_dict()
+    assert data["format"] == 2 and data["assumptions"]["lm_head"] == "last"
+    assert Project.from_dict(json.loads(project.dumps()), "new.hwproj").assumptions == project.assumptions
+    del data["assumptions"]["attention"], data["assumptions"]["lm_head"]  # as written before the settings existed
+    old = Project.from_dict(data, "old.hwproj").assumptions
+    assert old.lm_head == "all" and old.attention == "naive"
+    v1 = {k: v for k, v in data.items() if k not in ("trace", "requirements")} | {"format": 1}
+    assert Project.from_dict(v1, "v1.hwproj").assumptions.lm_head == "all"

@@ -50,6 +50,25 @@ def test_mxfp4_on_h100_falls_back_to_fp8_and_the_json_says_so(capsys):
     assert b200["compute_precision"] == "fp4" and b200["peak_flops"] == 9e15 and b200["precision_note"] is None
 
 
+def test_mi355x_computes_mxfp4_and_mxfp6_at_its_own_peaks(capsys):
+    """The catalog's AMD Instinct MI355X (catalog/amd-mi355x.yaml: AMD's MI350 Series product page, dense): MXFP4 and
+    MXFP6 at 10.1 PFLOP/s each, FP8 at 5 PFLOP/s, FP16 at 2.5 PFLOP/s, HBM3E at 8 TB/s, so its MXFP4 ridge is
+    10.1e15 / 8e12 = 1262.5 FLOP/B; the MI300X has no FP4 or FP6 peak and falls back to FP8 (2614.9 TFLOP/s)."""
+    devices = ("amd-mi355x", "amd-mi300x")
+    for preset, compute in (("mxfp4", "fp4"), ("mxfp6", "fp6")):
+        data = analyze_json(capsys, "--weights", preset, "--activations", preset, devices=devices)
+        mi355x, mi300x = (r["device"] for r in data["results"])
+        assert data["assumptions"]["compute_precision"] == compute
+        assert mi355x["compute_precision"] == compute and mi355x["precision_note"] is None
+        assert mi355x["peak_flops"] == 10.1e15 and mi355x["bandwidth"] == 8e12
+        assert mi355x["ridge"] == pytest.approx(1262.5)
+        assert mi300x["compute_precision"] == "fp8" and mi300x["peak_flops"] == pytest.approx(2614.9e12)
+        assert f"no {compute} peak: computes at fp8" in mi300x["precision_note"]
+    fp16 = analyze_json(capsys, devices=("amd-mi355x",))["results"][0]["device"]
+    fp8 = analyze_json(capsys, "--quantization", "fp8", devices=("amd-mi355x",))["results"][0]["device"]
+    assert (fp16["peak_flops"], fp8["peak_flops"]) == (2.5e15, 5e15)
+
+
 def test_kv_cache_fp8_halves_the_kv_cache_bytes(capsys):
     fp16 = analyze_json(capsys, "--batch", 8, "--seq-len", 4096, devices=("nvidia-h100-sxm5",))
     fp8 = analyze_json(capsys, "--batch", 8, "--seq-len", 4096, "--kv-cache", "fp8", devices=("nvidia-h100-sxm5",))

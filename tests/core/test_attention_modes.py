@@ -165,7 +165,7 @@ def test_an_l2_between_hbm_and_the_cores_takes_the_rereads():
 
 
 def test_fused_is_a_context_setting_and_naive_is_the_default():
-    assert Context().attention == "naive" and Context().lm_head == "all"
+    assert Context().attention == "naive" and Context().lm_head == "last"
     model = attention_model(64, 128, heads=2)
     default = evaluate(model, [gpu()], "fp16", Context())
     naive = evaluate(model, [gpu()], "fp16", Context(attention="naive"))
@@ -240,12 +240,12 @@ def test_the_tiling_view_prices_a_fused_row_with_its_rereads():
 # --------------------------------------------------------------------------------------------- the LM head
 def test_lm_head_last_computes_one_position_per_sequence():
     """Llama-2-7B prefill of 4096 tokens, batch 2: with lm_head 'all' the head computes 2 x 4096 x 4096 x 32000 MACs
-    (training, scoring), with 'last' 2 x 4096 x 32000 (serving: the next token). Its weights are read either way;
-    nothing else changes, and decode (one position) is the same under both."""
+    (training, scoring), with 'last' (the default) 2 x 4096 x 32000 (serving: the next token). Its weights are read
+    either way; nothing else changes, and decode (one position) is the same under both."""
     t = get_template("llama2-7b")
     model = t.build()
-    every = build_table(model, Context(batch=2, seq_len=4096, phase="prefill"))
-    last = build_table(model, Context(batch=2, seq_len=4096, phase="prefill", lm_head="last"))
+    every = build_table(model, Context(batch=2, seq_len=4096, phase="prefill", lm_head="all"))
+    last = build_table(model, Context(batch=2, seq_len=4096, phase="prefill"))
     h = every.names.index("lm_head")
     assert every.macs[h] == 2 * 4096 * 4096 * 32000 and last.macs[h] == 2 * 4096 * 32000
     assert last.input_elems[h] == 2 * 4096 and last.output_elems[h] == 2 * 32000
@@ -253,8 +253,8 @@ def test_lm_head_last_computes_one_position_per_sequence():
     assert last.out_shapes[h] == (1, 32000)
     assert every.total("macs") - last.total("macs") == 2 * 4095 * 4096 * 32000
     assert [n for n in every.names if (every.macs != last.macs)[every.names.index(n)]] == ["lm_head"]
-    d_every = build_table(model, Context(batch=2, seq_len=4096, phase="decode"))
-    d_last = build_table(model, Context(batch=2, seq_len=4096, phase="decode", lm_head="last"))
+    d_every = build_table(model, Context(batch=2, seq_len=4096, phase="decode", lm_head="all"))
+    d_last = build_table(model, Context(batch=2, seq_len=4096, phase="decode"))
     assert d_every.total("macs") == d_last.total("macs")
 
 

@@ -6,6 +6,8 @@ parameters per channel (running statistics are buffers, as in PyTorch); causal a
 half.
 """
 
+from dataclasses import replace
+
 import pytest
 
 from explorer.core.workload.layers import Context, ParamError, ShapeError
@@ -154,8 +156,11 @@ def test_gpt2_params_and_kaplan_forward_cost():
     forward cost is checked against Kaplan et al. 2020 ('Scaling Laws for Neural Language Models', Table 1):
     C_forward = 2N + 2 n_layer n_ctx d_attn FLOPs per token plus the de-embedding 2 d_model n_vocab, with
     N = 12 n_layer d_model^2. Its causal attention term averages n_ctx/2 keys per token over QK^T and AV; the
-    exact causal count attends to (n_ctx + 1)/2, one extra n_layer n_ctx d per token."""
-    tab = table("gpt2")
+    exact causal count attends to (n_ctx + 1)/2, one extra n_layer n_ctx d per token. Kaplan counts the de-embedding
+    for every one of the n_ctx tokens, so the LM head runs on every position here (lm_head 'all', as in training),
+    not on the last one only (the serving default)."""
+    t = get_template("gpt2")
+    tab = build_table(t.build(), replace(t.context(), lm_head="all"))
     assert tab.total("params") == published("gpt2", "params") == 124_439_808
     n_layer, d, s, vocab = 12, 768, 1024, 50257
     n = 12 * n_layer * d**2

@@ -86,12 +86,13 @@ def test_model_settings_choose_how_attention_runs_and_the_lm_head(qtbot):
     qtbot.addWidget(settings)
     labels = [label for label, _ in settings.run.rows()]
     assert labels[-2:] == ["Attention", "LM head"] and "Attention" not in [x for x, _ in toolbar.editors.rows()]
-    assert settings.run.attention.currentIndex() == 0 and settings.run.lm_head.currentIndex() == 0
+    # the defaults: naive attention, the LM head on the last position (serving)
+    assert settings.run.attention.currentIndex() == 0 and settings.run.lm_head.currentText() == "last position"
     settings.run.attention.setCurrentIndex(1)
     assert ws.assumptions.attention == "fused" and ws.stack.undo_text == "set attention fused"
-    settings.run.lm_head.setCurrentIndex(1)
-    assert ws.assumptions.lm_head == "last" and ws.context.lm_head == "last"
+    settings.run.lm_head.setCurrentIndex(settings.run.lm_head.findText("every position"))
+    assert ws.assumptions.lm_head == "all" and ws.context.lm_head == "all"
     ws.undo()
     ws.undo()
     assert ws.assumptions == Assumptions() and settings.run.attention.currentIndex() == 0
-    assert settings.run.lm_head.currentIndex() == 0
+    assert settings.run.lm_head.currentText() == "last position"

@@ -83,7 +83,7 @@ def test_the_header_shows_a_new_precision_on_screen(qtbot, dock, workspace):
 
 
 def test_cells_show_vendor_figures_in_header_units_and_dash_for_unknown(dock, workspace):
-    assert dock.model.rowCount() == len(dock.repository.rows()) == 43
+    assert dock.model.rowCount() == len(dock.repository.rows()) == 44
     assert cell(dock, H100, "name") == "NVIDIA H100 SXM5 80GB"
     assert cell(dock, H100, "peak") == "989.5"  # 989.5 TFLOP/s dense FP16
     assert cell(dock, H100, "bandwidth") == "3,350"  # 3.35 TB/s in GB/s
@@ -195,8 +195,9 @@ def test_sorting_puts_unknowns_last_in_both_directions(dock):
     dock.table.sortByColumn(column, Qt.SortOrder.DescendingOrder)
     known = [r for r in dock.repository.rows() if not math.isnan(r.bandwidth)]
     fastest = max(known, key=lambda r: r.bandwidth)
-    assert dock.proxy.device_id(0) == fastest.id == "nvidia-b200"  # 7.7 TB/s HBM3e
-    assert cell(dock, fastest.id, "bandwidth") == "7,700"
+    assert dock.proxy.device_id(0) == fastest.id == "amd-mi355x"  # 8 TB/s HBM3E (AMD's MI350 Series page)
+    assert cell(dock, fastest.id, "bandwidth") == "8,000"
+    assert dock.proxy.device_id(1) == "nvidia-b200" and cell(dock, "nvidia-b200", "bandwidth") == "7,700"
 
 
 def test_detail_shows_every_figure_with_its_source_link(dock):

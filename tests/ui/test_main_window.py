@@ -91,18 +91,38 @@ def test_status_bar_totals_for_gpt2(window):
     s, d, layers = 1024, 768, 12
     assert totals.weight_bytes == 2 * GPT2_PARAMS
     assert totals.kv_cache_bytes == layers * 2 * s * d * 2  # K and V per layer, fp16
-    assert totals.activation_peak_bytes == (s * d + s * 50257) * 2  # the LM head's input and logits
-    assert totals.memory_bytes == 391_127_552
-    macs = layers * (s * d * (3 * d + d + 4 * d + 4 * d) + 2 * 12 * s * (s + 1) // 2 * 64) + s * d * 50257
+    # The largest row's activations: with the LM head on the last position (the default, as serving engines run
+    # it) the head moves 768 + 50257 elements, and the peak is the naive softmax's scores in and out: 12 heads x
+    # 1024 x 1025 / 2 causal entries each way = 2 x 6,297,600 elements x 2 B = 25,190,400 B.
+    assert totals.activation_peak_bytes == 2 * 12 * s * (s + 1) // 2 * 2 == 25_190_400
+    # 248,879,616 (weights) + 37,748,736 (KV cache) + 25,190,400 = 311,818,752 B. (With the head on every
+    # position the peak is the head's input and logits, (1024 x 768 + 1024 x 50257) x 2 B, and the total
+    # 391,127,552 B: see test_status_bar_memory_with_the_lm_head_on_every_position.)
+    assert totals.memory_bytes == 311_818_752
+    macs = layers * (s * d * (3 * d + d + 4 * d + 4 * d) + 2 * 12 * s * (s + 1) // 2 * 64) + d * 50257
     assert 2 * macs <= totals.flops < 2 * macs * 1.01  # plus norms, softmax, GELU, biases, residuals
     assert window.totals.text() == (f"Params 124.4 M \u00b7 {totals.flops / 1e9:,.2f} GFLOP \u00b7 "
-                                    "Memory 391 MB (fp16)")
+                                    "Memory 312 MB (fp16)")
     view_model = window.layer_view.stack_model
-    assert view_model.index(1, 5).data() == f"{layers * (macs - s * d * 50257) / layers / 1e9:.4g} G"
-    assert view_model.index(3, 5).data() == "39.52 G"  # 1024 x 768 x 50257 MACs
+    assert view_model.index(1, 5).data() == f"{layers * (macs - d * 50257) / layers / 1e9:.4g} G"
+    assert view_model.index(3, 5).data() == "38.6 M"  # 768 x 50257 = 38,597,376 MACs: one position
     window.workspace.set_assumptions(precision="fp32")
-    assert window.totals.text().endswith("Memory 782 MB (fp32)")
+    assert window.totals.text().endswith("Memory 624 MB (fp32)")  # 2 x 311,818,752 B
     assert "weights 498 MB" in window.totals.toolTip()
+
+
+def test_status_bar_memory_with_the_lm_head_on_every_position(window):
+    """GPT-2 prefill of 1024 tokens, fp16, with the LM head on every position (training, scoring): the largest
+    row's activations are the head's input and logits, (1024 x 768 + 1024 x 50257) x 2 B = 104,499,200 B, and the
+    memory 248,879,616 (weights) + 37,748,736 (KV cache) + 104,499,200 = 391,127,552 B."""
+    window.new_from_template("gpt2")
+    window.workspace.set_assumptions(lm_head="all")
+    totals = window.totals.totals
+    s, d = 1024, 768
+    assert totals.activation_peak_bytes == (s * d + s * 50257) * 2 == 104_499_200
+    assert totals.memory_bytes == 391_127_552
+    assert window.totals.text().endswith("Memory 391 MB (fp16)")
+    assert window.layer_view.stack_model.index(3, 5).data() == "39.52 G"  # 1024 x 768 x 50257 MACs
 
 
 def test_status_bar_shows_the_active_parameters_of_a_mixture_of_experts(window):

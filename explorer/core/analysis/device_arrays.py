@@ -145,7 +145,7 @@ def device_arrays(devices: Sequence[Device], precision: str,
         used = []
         levels = [lv for lv in d.memory if lv.role != "registers"]
         names.append(tuple(lv.name for lv in levels))
-        tiles = [(_v(lv.capacity) / lv.instances) for lv in levels]
+        tiles = [_v(lv.capacity) for lv in levels]  # capacity of one instance, as device files state it
         for j, lv in enumerate(levels):
             level_bw[i, j] = _v(lv.bandwidth)
             if lv.energy is not None:

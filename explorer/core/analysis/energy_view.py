@@ -90,7 +90,7 @@ def _level_source(device: Device, index: int) -> tuple[float, str, bool]:
         return level.energy.value, (src.title if src else "entered by the user (no source)"), False
     if level.role == "offchip":
         return DRAM_ENERGY_PER_BYTE, f"default: DRAM 640 pJ per 32-bit access ({HOROWITZ})", True
-    capacity = level.capacity.value / level.instances if level.capacity is not None else math.nan
+    capacity = level.capacity.value if level.capacity is not None else math.nan  # one instance
     return (
         float(default_sram_energy(capacity)),
         f"default: SRAM read energy interpolated on the array size ({HOROWITZ})",

@@ -191,7 +191,7 @@ def evaluate(model_or_table, devices: Sequence[Device] | DeviceArrays, precision
                          + k * n * np.maximum(np.ceil(m / tile_m[None, :]) - 1, 0) * tb.b_bpe[g][:, None])
                 t[g] += np.nan_to_num(extra, nan=0.0) * tile_gc
             if flash is not None:
-                t += flash[:, :, j] * bpe
+                t += flash[:, :, j]  # bytes: K and V at their own format (flash.kv_rereads)
             t *= present[:, j][None, :]
             e = t * np.nan_to_num(dev.level_energy[:, j], nan=0.0)[None, :]
             energy += e

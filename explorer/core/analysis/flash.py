@@ -8,9 +8,17 @@ A fused kernel keeps the S x S scores on chip (the layers already count no score
   FlashAttention's block size (Dao et al. 2022, "FlashAttention: Fast and Memory-Efficient Exact Attention with
   IO-Awareness", Algorithm 1, line 1: ``Bc = ceil(M / 4d)``, ``Br = min(Bc, d)``, M counted in elements), with floor
   for ceil so that the four blocks Q_i, K_j, V_j, O_i fit in M (and the Br x Bc scores block, which is why Br <= d).
+  The four blocks are counted in their own formats: Q and O are activations (``b_a``), K and V are read at ``b_kv``
+  (below), so ``b = (b_a + b_kv) / 2`` and ``Br = floor(M / (2 d (b_a + b_kv)))``; one format for all: ``M / 4 d b``.
+* **Bytes of K and V** (``b_kv``, per element): what their first read costs in the work table
+  (:mod:`.tensor_bytes`), so a re-read costs the same. In decode the cached keys (``S_kv - S_q`` positions) are read
+  from the KV cache in its format (``--kv-cache``: an FP8 cache re-reads half the bytes of an FP16 one) and the new
+  token's K and V come from the QKV projection as activations; in prefill every key is new, in the activations'
+  format. So ``b_kv = ((S_kv - S_q) b_cache + S_q b_a) / S_kv``: exact for decode (every query block reads all
+  S_kv keys) and for prefill (no cache), the two cases the layers produce.
 * **Loop order** of FlashAttention-2 (Dao 2023, Algorithm 1): the outer loop runs over query blocks, so Q is read and
   O written once, and K and V are streamed once per query block: ``Tr = ceil(rows / Br)`` passes. For non-causal
-  attention that is ``ceil(S_q / Br) x S_kv x d x 2 x b`` bytes of K and V per (batch, head).
+  attention that is ``ceil(S_q / Br) x S_kv x d x 2 x b_kv`` bytes of K and V per (batch, head).
 * **Grouped heads share a stream**: the G = heads / kv_heads query heads of a KV head are packed into one stream of
   G x S_q query rows (FlashAttention-3's PackGQA; decode kernels do the same), so decode reads a KV head's cache once
   for all G heads (``ceil(G / Br)`` times when G > Br).
@@ -27,7 +35,7 @@ A fused kernel keeps the S x S scores on chip (the layers already count no score
   memory only re-reads K and V from HBM once per FlashAttention block; with a 50 MB L2 in between, the re-reads fall on
   the L2 and HBM streams K and V about once. The innermost level's own traffic uses its own capacity. Capacities are
   taken per instance, as the catalog states them ("L1 / shared memory (per SM)": 256 KiB on the H100).
-* The roofline's ``bytes`` count every key once (ideal reuse); the re-reads, streams x width x (keys read - S_kv), are
+* The roofline's ``bytes`` count every key once (ideal reuse); the re-reads, streams x width x (keys read - S_kv) x b_kv bytes, are
   added to each level's traffic in place of the square-tile GEMM re-reads that ``evaluate`` estimates for the scores
   and context products of a naive kernel.
 * **Unknown capacity** (or an off-chip level inside): one block, each key read once (ideal reuse), as ``evaluate``
@@ -45,6 +53,7 @@ from explorer.core.workload.layers import AttentionShape
 from explorer.core.workload.model import LayerTable
 
 from .device_arrays import DeviceArrays
+from .tensor_bytes import formats_of
 
 #: The rows a fused kernel runs as one: their square-tile GEMM re-reads are replaced by the stream re-reads.
 FUSED_KINDS = ("attention_scores", "attention_context")
@@ -130,17 +139,26 @@ def _windowed(g: int, rows: int, keys: int, w: int, br: int, blocks: int) -> int
     return total
 
 
+def kv_bytes_per_element(shape: AttentionShape, activation: float, cache: float) -> float:
+    """``b_kv``: the bytes per element of the keys (or values) a stream reads, the cached ones (``keys - queries``
+    positions) at the KV cache's ``cache`` bytes, the new ones at the activations' (module docstring)."""
+    cached = max(shape.keys - shape.queries, 0)
+    return (cached * cache + (shape.keys - cached) * activation) / shape.keys if shape.keys else activation
+
+
 def kv_rereads(table: LayerTable, devices: DeviceArrays, n_levels: int) -> tuple[np.ndarray, np.ndarray]:
-    """For a fused kernel: the rows it runs as one (L,), and the K/V elements they read beyond once at each memory
-    level (L, D, V)."""
+    """For a fused kernel: the rows it runs as one (L,), and the bytes of K and V they read beyond once at each
+    memory level (L, D, V), each element at ``b_kv`` (:func:`kv_bytes_per_element`)."""
     fused = np.array([k in FUSED_KINDS for k in table.kinds], dtype=bool)
     extra = np.zeros((len(table), len(devices), n_levels))
     memory, innermost = block_memory(devices, n_levels)
-    bpe = devices.bytes_per_element
+    fm = formats_of(devices)
+    b_a, b_cache = fm.activations.bytes_per_element, fm.kv_cache.bytes_per_element
     for i, shape in enumerate(table.attention):
         if shape is None:
             continue
+        b_kv = kv_bytes_per_element(shape, b_a, b_cache)
         for (d, j), m in np.ndenumerate(memory):
-            reads = keys_read(shape, block_rows(m, shape.dim, bpe, bool(innermost[d, j])))
-            extra[i, d, j] = shape.streams * shape.width * max(reads - shape.keys, 0)
+            reads = keys_read(shape, block_rows(m, shape.dim, (b_a + b_kv) / 2, bool(innermost[d, j])))
+            extra[i, d, j] = shape.streams * shape.width * max(reads - shape.keys, 0) * b_kv
     return fused, extra

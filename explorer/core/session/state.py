@@ -43,7 +43,7 @@ class Assumptions:
     utilization: float = 0.6  # duty cycle for TCO and cost per million
     years: float = 3.0
     attention: str = "naive"  # naive | fused (FlashAttention): how attention kernels run
-    lm_head: str = "all"  # all | last: the positions whose logits prefill computes
+    lm_head: str = "last"  # last | all: the positions whose logits prefill computes (last: serving)
 
     def checked(self) -> "Assumptions":
         check_precision(self.precision)

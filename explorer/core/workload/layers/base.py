@@ -48,8 +48,8 @@ class Param:
 #: How attention runs: ``naive`` writes the S x S scores to memory and reads them back (softmax in between);
 #: ``fused`` (FlashAttention) keeps them on chip and streams K and V once per query block (analysis/flash.py).
 ATTENTION = ("naive", "fused")
-#: Which positions the LM head (a ``dense`` with ``head: true``) computes logits for in prefill: ``all`` (training,
-#: scoring) or ``last`` (serving: the next token of each sequence).
+#: Which positions the LM head (a ``dense`` with ``head: true``) computes logits for in prefill: ``last`` (the
+#: default, as serving engines run it: the next token of each sequence) or ``all`` (training, scoring).
 LM_HEAD = ("all", "last")
 
 
@@ -61,7 +61,7 @@ class Context:
     seq_len: int | None = None  # overrides the model's token count when given
     phase: str = "prefill"  # prefill | decode (decode: one new token per sequence against a KV cache)
     attention: str = "naive"  # naive | fused (ATTENTION)
-    lm_head: str = "all"  # all | last (LM_HEAD)
+    lm_head: str = "last"  # last | all (LM_HEAD): serving engines compute the next token's logits only
 
 
 @dataclass(frozen=True)
