@@ -21,9 +21,11 @@ from PySide6.QtWidgets import (
 from explorer.core.session.commands import SetModel
 from explorer.core.session.workspace import Workspace
 from explorer.core.workload.model import INPUT_FORMS
+from explorer.core.workload.templates import edited_name
 
 from ..binding import bind
 from ..widgets.assumption_editors import AssumptionEditors, set_assumptions
+from .edits import carried_widths
 
 FORM_LABELS = ("Image (C, H, W)", "Token embeddings (S, H)", "Token ids (S)", "Feature vector (F)")
 INPUT_DEFAULTS = {"channels": 3, "height": 224, "width": 224, "tokens": 128, "hidden": 768, "features": 512}
@@ -148,4 +150,9 @@ class ModelSettings(QWidget):
         inp = self.ws.model.input_dict
         if key in inp and inp[key] != value:
             inp[key] = value
-            self._set_model(replace(self.ws.model, input=tuple(inp.items())), f"input {key} {value}")
+            model = replace(self.ws.model, input=tuple(inp.items()))
+            carried = carried_widths(self.ws.model, model, self.ws.context)  # lm_head.in_features follows hidden
+            if carried:
+                layers = tuple(carried.get(i, spec) for i, spec in enumerate(model.layers))
+                model = replace(model, name=edited_name(model.name, layers), layers=layers)
+            self._set_model(model, f"input {key} {value}")
