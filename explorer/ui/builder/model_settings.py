@@ -49,6 +49,17 @@ def _double(minimum: float, maximum: float, step: float, decimals: int, suffix: 
     return spin
 
 
+def _fit_narrow_column(widget: QWidget, forms) -> None:
+    """The settings live in the left column: combo boxes as wide as their longest choice ("naive (scores through
+    memory)") made the form wider than the column, which clipped the fields on the right. They take the field's
+    width instead (a long choice is elided, and shown whole in the open list)."""
+    for form in forms:
+        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+    for combo in widget.findChildren(QComboBox):
+        combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        combo.setMinimumContentsLength(8)
+
+
 class ModelSettings(QWidget):
     def __init__(self, workspace: Workspace, parent=None):
         super().__init__(parent)
@@ -96,6 +107,7 @@ class ModelSettings(QWidget):
         for box in (model_box, run_box, cost_box):
             layout.addWidget(box)
         layout.addStretch(1)
+        _fit_narrow_column(self, (self.model_form, run_form, cost_form))
         bind(self, workspace.changed, self._on_changed)
         self.refresh()
 
