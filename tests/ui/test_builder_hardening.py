@@ -12,8 +12,7 @@ from explorer.core.session.commands import ReplaceLayer
 from explorer.core.session.workspace import Workspace
 from explorer.core.workload.model import LayerSpec, Model
 from explorer.ui.app import device_lookup
-from explorer.ui.builder import LayerInspector, LayerStackModel, ModelSettings
-from explorer.ui.builder import mime
+from explorer.ui.builder import LayerInspector, LayerStackModel, ModelSettings, mime
 from explorer.ui.main_window import MainWindow
 from explorer.ui.project_controller import blank_model
 
