@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (
     QMainWindow,
     QMessageBox,
     QScrollArea,
+    QStyle,
     QTabWidget,
     QToolBar,
     QWidget,
@@ -76,6 +77,11 @@ class MainWindow(QMainWindow):
         self.properties.setDocumentMode(True)
         self.properties.addTab(_scrolling(self.model_settings), "Model settings")
         self.properties.addTab(_scrolling(self.inspector), "Layer inspector")
+        # never narrower than its tabs and the model settings' form: a wider analysis tab (the planner while one
+        # types) took the width from the left column until the tabs hid behind scroll arrows and fields were cut
+        scrollbar = self.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent)
+        self.properties.setMinimumWidth(max(self.properties.tabBar().sizeHint().width(),
+                                            self.model_settings.minimumSizeHint().width() + scrollbar))
         self._add_dock("Properties", "properties_dock", self.properties, Area.LeftDockWidgetArea)
         self.catalog_dock = None
         if repository is not None:

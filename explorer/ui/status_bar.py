@@ -1,5 +1,6 @@
 """The status bar's model totals: parameters (and, for a mixture of experts, those active per token), work (GFLOP)
-and memory footprint, with units.
+and memory footprint, with units; first, how many layers do not fit and are left out of them (the analysis
+panels say the same, :func:`left_out_text`).
 
 The figures are the model's own (they do not depend on a device), taken from the workspace's layer table at
 the current precision with the same definitions as ``ModelAnalysis.totals``: memory = weights + KV cache +
@@ -59,6 +60,27 @@ def model_totals(table: LayerTable, precision: str, formats: TensorFormats | Non
     )
 
 
+def left_out_text(workspace: Workspace) -> str:
+    """'2 layers do not fit: left out of the totals' (the status bar and every panel say it), '' when all fit."""
+    n = len(workspace.table.errors)
+    if not n:
+        return ""
+    return f"{n} layer{'s' if n > 1 else ''} do{'' if n > 1 else 'es'} not fit: left out of the totals"
+
+
+def left_out_details(workspace: Workspace, limit: int = 8) -> str:
+    """One line per layer left out, with the reason (a tooltip's first lines), '' when all fit."""
+    errors = workspace.table.errors
+    if not errors:
+        return ""
+    names = [spec.name or f"{spec.kind}{i}" for i, spec in enumerate(workspace.model.layers)]
+    lines = [f"{names[i]}: {reason}" for i, reason in errors[:limit]]
+    if len(errors) > limit:
+        lines.append(f"\u2026 and {len(errors) - limit} more")
+    return ("Left out of the analysis (their input passes through to the next layer):\n"
+            + "\n".join(lines) + "\n\n")
+
+
 def format_count(x: float) -> str:
     return format_si(x, "").strip() if x else "0"
 
@@ -82,12 +104,14 @@ class ModelTotalsLabel(QLabel):
         active = f" ({format_count(t.active_params)} active)" if t.active_params != t.params else ""
         text = (f"Params {format_count(t.params)}{active} \u00b7 {t.flops / 1e9:,.2f} GFLOP \u00b7 "
                 f"Memory {format_bytes(t.memory_bytes)} ({precision})")
-        if t.errors:
-            text = f"\u26a0 {t.errors} layer{'s' if t.errors > 1 else ''} do{'' if t.errors > 1 else 'es'} not fit \u00b7 " + text
+        left_out = left_out_text(self.ws)
+        if left_out:
+            text = f"\u26a0 {left_out} \u00b7 " + text
         self.setText(text)
         phase = self.ws.assumptions.phase
         per_token = f"Active per token (a mixture of experts' top-k): {t.active_params:,.0f}\n" if active else ""
         self.setToolTip(
+            left_out_details(self.ws) +
             f"Parameters: {t.params:,.0f}\n{per_token}"
             f"Work: {format_si(t.flops, 'FLOP')} per {'decode step' if phase == 'decode' else 'inference'} "
             f"(batch {self.ws.assumptions.batch}; 1 MAC = 2 FLOP)\n"

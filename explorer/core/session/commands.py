@@ -15,6 +15,7 @@ from typing import Any, Sequence
 from explorer.core.analysis.procurement import Requirements
 from explorer.core.traces.model import Trace
 from explorer.core.workload.model import LayerSpec, Model
+from explorer.core.workload.templates import edited_name
 
 from .state import State, SystemChoice
 
@@ -30,7 +31,9 @@ class Command:
 
 
 def _with_layers(state: State, layers: Sequence[LayerSpec]) -> State:
-    return state.with_(model=replace(state.model, layers=tuple(layers)))
+    """The state with new layers; a template's model is renamed "<name> (edited)" once they differ from it."""
+    layers = tuple(layers)
+    return state.with_(model=replace(state.model, name=edited_name(state.model.name, layers), layers=layers))
 
 
 @dataclass

@@ -8,6 +8,8 @@ Conventions of the app's own counts: ``docs/templates.md`` and ``layers/base.py`
 
 from __future__ import annotations
 
+import functools
+
 from explorer.core.workload.llm_templates import LLM_TEMPLATES
 from explorer.core.workload.model import LayerSpec, Model
 from explorer.core.workload.template_types import (  # noqa: F401  (public names of this module)
@@ -223,3 +225,20 @@ def get_template(template_id: str) -> Template:
         return TEMPLATES[template_id]
     except (KeyError, TypeError):
         raise UnknownTemplateError(f"unknown template {template_id!r}; known: {', '.join(TEMPLATES)}") from None
+
+
+EDITED = " (edited)"
+
+
+@functools.cache
+def _template_layers() -> dict[str, tuple[LayerSpec, ...]]:
+    """Each template's model name and its layers as the template builds them."""
+    built = [t.build() for t in TEMPLATES.values()]
+    return {m.name: m.layers for m in built}
+
+
+def edited_name(name: str, layers: tuple[LayerSpec, ...]) -> str:
+    """``name``, marked ``"Llama-2-7B (edited)"`` when it is a template's name and ``layers`` are no longer the
+    template's: a model changed by hand must not pass for the published one."""
+    original = _template_layers().get(name)
+    return f"{name}{EDITED}" if original is not None and tuple(layers) != original else name

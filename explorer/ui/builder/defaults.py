@@ -52,6 +52,9 @@ def fitting_params(kind: str, in_shape: Shape) -> dict:
         return {"mid_channels": max(1, channels // 4) if channels % 4 == 0 else FALLBACK_CHANNELS}
     if kind == "inverted_residual":
         return {"out_channels": channels}
+    if kind == "embedding_bag":  # stacks its vectors under a (D,) or (N, D) tensor: D is the last dimension
+        return {"num_tables": 8, "rows_per_table": 100_000,
+                "embedding_dim": last if len(in_shape) in (1, 2) else FALLBACK_CHANNELS}
     return {p.name: FALLBACK_CHANNELS for p in REGISTRY[kind].params if p.required}
 
 

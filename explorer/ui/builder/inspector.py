@@ -1,17 +1,21 @@
 """The layer inspector: a form generated from the focused layer's ``LayerKind.params``.
 
-Spin boxes carry the schema's minimum (``0 = auto`` parameters show "auto" at zero), combos the allowed
-choices, check boxes the booleans. Every edit is one ``ReplaceLayer`` command (undoable); a value equal to
-the default is removed from the layer rather than written out. Whether the layer fits its input is shown
-below the form, with the reason when it does not.
+Spin boxes carry the schema's minimum (a parameter whose help says what its minimum stands for, "0 = heads" or
+"(-1 = padding)", shows "auto (...)" there), combos the allowed choices, check boxes the booleans. A value the
+spin box refuses (a negative kernel size) is said in the error line, not dropped silently. Every edit is one
+undoable command; a value equal to the default is removed from the layer rather than written out, and a width
+that dense layers further on took is carried to them (:func:`~.edits.with_carried`). Whether the layer fits its
+input is shown below the form, with the reason when it does not; a dense layer over a 3-D tensor says that it
+applies over the last dimension and offers to insert a Flatten.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
-from PySide6.QtCore import QRegularExpression, QSignalBlocker, Qt
-from PySide6.QtGui import QRegularExpressionValidator
+from PySide6.QtCore import QRegularExpression, QSignalBlocker, Qt, Signal
+from PySide6.QtGui import QRegularExpressionValidator, QValidator
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -19,6 +23,7 @@ from PySide6.QtWidgets import (
     QFormLayout,
     QLabel,
     QLineEdit,
+    QPushButton,
     QSpinBox,
     QVBoxLayout,
     QWidget,
@@ -31,18 +36,34 @@ from explorer.core.workload.model import LayerSpec
 
 from ..binding import bind_many
 from .defaults import layer_names
+from .edits import flatten_before, last_dim_note, with_carried
 
 INT_MAX = 2**31 - 1
 NAME_PATTERN = r"[A-Za-z0-9_.\-]{0,80}"
 
 
 def _auto_text(p: Param) -> str | None:
-    """'auto (hidden / heads)' for parameters whose help says what 0 means."""
-    if p.minimum == 0 and p.help.startswith("0 = "):
-        return f"auto ({p.help[4:]})"
-    if p.minimum == 0 and "; 0 = " in p.help:
-        return f"auto ({p.help.split('; 0 = ', 1)[1]})"
-    return None
+    """'auto (hidden / heads)' for a parameter whose help says what its minimum stands for: "0 = hidden / heads",
+    "...; 0 = heads" or "... (-1 = padding)"; None for a parameter whose minimum is a value like any other."""
+    if p.minimum is None or p.type is not int:
+        return None
+    stand_in = re.escape(str(int(p.minimum)))
+    found = (re.match(rf"{stand_in} = (.+)$", p.help) or re.search(rf"; {stand_in} = (.+)$", p.help)
+             or re.search(rf"\({stand_in} = ([^)]+)\)", p.help))
+    return f"auto ({found.group(1)})" if found else None
+
+
+class _SpinBox(QSpinBox):
+    """A spin box that says what it refused (typing '-' into a field whose minimum is 1 is otherwise a no-op)."""
+
+    refused = Signal(str)
+
+    def validate(self, text, pos):
+        state = super().validate(text, pos)
+        result = state[0] if isinstance(state, tuple) else state
+        if result == QValidator.State.Invalid:
+            self.refused.emit(text)
+        return state
 
 
 class LayerInspector(QWidget):
@@ -61,6 +82,12 @@ class LayerInspector(QWidget):
         self.shapes = QLabel(wordWrap=True)
         self.error = QLabel(wordWrap=True)
         self.error.setStyleSheet("color: #b00020;")
+        self.note = QLabel(wordWrap=True)  # a layer that fits but may not do what was meant
+        self.note.setStyleSheet("color: #9a6700;")
+        self.flatten_button = QPushButton("Insert Flatten before")
+        self.flatten_button.setToolTip("Insert a flatten layer before this one and set in_features to the flattened "
+                                       "size (one undoable edit)")
+        self.flatten_button.clicked.connect(self._insert_flatten)
         self.name_edit = QLineEdit()
         self.name_edit.setValidator(QRegularExpressionValidator(QRegularExpression(NAME_PATTERN), self.name_edit))
         self.name_edit.editingFinished.connect(self._commit_name)
@@ -73,6 +100,8 @@ class LayerInspector(QWidget):
         layout.addLayout(self.form)
         layout.addWidget(self.shapes)
         layout.addWidget(self.error)
+        layout.addWidget(self.note)
+        layout.addWidget(self.flatten_button, 0, Qt.AlignmentFlag.AlignLeft)
         layout.addStretch(1)
         bind_many(self, [(workspace.layer_focused, self._on_focus), (workspace.changed, self._on_changed)])
         self._rebuild()
@@ -114,6 +143,7 @@ class LayerInspector(QWidget):
             self.summary.setText("Select a layer in the stack to edit its parameters.")
             self.shapes.clear()
             self.error.clear()
+            self._show_note("")
             return
         kind = REGISTRY[spec.kind]
         self.form.addRow("Name", self.name_edit)
@@ -126,6 +156,8 @@ class LayerInspector(QWidget):
             editor.setToolTip(p.help or p.name)
             editor.setObjectName(f"param_{p.name}")
             self.editors[p.name] = editor
+            if isinstance(editor, _SpinBox):
+                editor.refused.connect(lambda text, p=p: self._refused(p, text))
             label = QLabel(p.name.replace("_", " "))
             label.setToolTip(p.help or p.name)
             self.form.addRow(label, editor)
@@ -146,7 +178,7 @@ class LayerInspector(QWidget):
             edit.editingFinished.connect(lambda p=p, edit=edit: self._commit_param(p, edit.text().strip()))
             return edit
         if p.type is int:
-            spin = QSpinBox(keyboardTracking=False)
+            spin = _SpinBox(keyboardTracking=False)
             spin.setRange(int(p.minimum) if p.minimum is not None else -INT_MAX, INT_MAX)
             spin.setGroupSeparatorShown(True)
             spin.valueChanged.connect(lambda v, p=p: self._commit_param(p, int(v)))
@@ -186,6 +218,7 @@ class LayerInspector(QWidget):
                     editor.setValue(value)
         table = self.ws.table
         status = table.status[self.layer] if self.layer < len(table.status) else None
+        self._show_note(last_dim_note(spec, status))
         if status is None:
             return
         if status.error:
@@ -195,6 +228,20 @@ class LayerInspector(QWidget):
             self.shapes.setText(f"Input {format_shape(status.in_shape)} \u2192 output {format_shape(status.out_shape)} "
                                 "(per sample)")
         self.error.setText(f"\u26a0 Does not fit: {status.error}" if status.error else "")
+
+    def _show_note(self, text: str) -> None:
+        self.note.setText(text)
+        self.note.setVisible(bool(text))
+        self.flatten_button.setVisible(bool(text))
+
+    def _refused(self, p: Param, text: str) -> None:
+        low = "" if p.minimum is None else f" \u2265 {int(p.minimum)}"
+        self.error.setText(f"\u26a0 {p.name.replace('_', ' ')}: '{text.strip()}' is not accepted; expected a whole "
+                           f"number{low}")
+
+    def _insert_flatten(self) -> None:
+        if self.spec is not None and self.note.text():
+            self.ws.execute(flatten_before(self.ws.model, self.layer, self.ws.context))
 
     # -- committing edits as commands
     def _replace(self, new: LayerSpec, text: str) -> None:
@@ -211,7 +258,10 @@ class LayerInspector(QWidget):
             params.pop(p.name, None)
         else:
             params[p.name] = value
-        self._replace(replace(spec, items=tuple(params.items())), f"set {spec.name or spec.kind} {p.name}")
+        new = replace(spec, items=tuple(params.items()))
+        if new != spec:  # a width the dense layers after this one took follows the edit
+            self.ws.execute(with_carried(self.layer, new, self.ws.model, self.ws.context,
+                                         f"set {spec.name or spec.kind} {p.name}"))
 
     def _commit_name(self) -> None:
         spec = self.spec

@@ -14,7 +14,7 @@ import numpy as np
 from PySide6.QtCore import QAbstractItemModel, QMimeData, QModelIndex, QPersistentModelIndex, Qt
 from PySide6.QtGui import QBrush, QColor
 
-from explorer.core.session.commands import AddLayers, MoveLayers, ReplaceLayer
+from explorer.core.session.commands import MoveLayers, ReplaceLayer
 from explorer.core.session.workspace import Workspace
 from explorer.core.units import format_si
 from explorer.core.workload.layers import REGISTRY, format_shape
@@ -22,7 +22,8 @@ from explorer.core.workload.layers import REGISTRY, format_shape
 from ..binding import bind
 from ..icons import group_icon, warning_icon
 from . import mime
-from .defaults import key_parameters, new_layer
+from .defaults import key_parameters
+from .edits import add_layer
 
 COLUMNS = ("Layer", "Kind", "Repeat", "Key parameters", "Output shape", "Work (MAC)", "Params (count)")
 COL_NAME, COL_KIND, COL_REPEAT, COL_PARAMS, COL_SHAPE, COL_MACS, COL_COUNT = range(len(COLUMNS))
@@ -291,10 +292,10 @@ class LayerStackModel(QAbstractItemModel):
         dest = self.drop_position(row, parent)
         kind = mime.decode_kind(data)
         if kind is not None:
-            spec = new_layer(kind, self.shape_at(dest), self.ws.model)
+            command = add_layer(kind, dest, self.shape_at(dest), self.ws.model, self.ws.context)
             self.last_inserted = (dest,)  # read by the view when the command resets the model
             try:
-                self.ws.execute(AddLayers(dest, (spec,), text=f"add {kind}"))
+                self.ws.execute(command)
             finally:
                 self.last_inserted = ()
             return True

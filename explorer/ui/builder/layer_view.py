@@ -12,7 +12,8 @@ from explorer.core.session.commands import AddLayers, RemoveLayers
 from explorer.core.session.workspace import Workspace
 
 from ..binding import bind
-from .defaults import duplicates, new_layer
+from .defaults import duplicates
+from .edits import add_layer
 from .layer_model import (
     COL_COUNT,
     COL_KIND,
@@ -132,8 +133,7 @@ class LayerStackView(QTreeView):
         """Insert a layer of ``kind`` after the selection (or at the end) and select it."""
         chosen = self.selected_layers()
         at = chosen[-1] + 1 if chosen else len(self.ws.model.layers)
-        spec = new_layer(kind, self.stack_model.shape_at(at), self.ws.model)
-        self.ws.execute(AddLayers(at, (spec,), text=f"add {kind}"))
+        self.ws.execute(add_layer(kind, at, self.stack_model.shape_at(at), self.ws.model, self.ws.context))
         self.select_layers((at,))
 
     # -- keep expansion and select what a drop placed across model resets

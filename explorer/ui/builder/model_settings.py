@@ -21,9 +21,11 @@ from PySide6.QtWidgets import (
 from explorer.core.session.commands import SetModel
 from explorer.core.session.workspace import Workspace
 from explorer.core.workload.model import INPUT_FORMS
+from explorer.core.workload.templates import edited_name
 
 from ..binding import bind
 from ..widgets.assumption_editors import AssumptionEditors, set_assumptions
+from .edits import carried_widths
 
 FORM_LABELS = ("Image (C, H, W)", "Token embeddings (S, H)", "Token ids (S)", "Feature vector (F)")
 INPUT_DEFAULTS = {"channels": 3, "height": 224, "width": 224, "tokens": 128, "hidden": 768, "features": 512}
@@ -45,6 +47,17 @@ def _double(minimum: float, maximum: float, step: float, decimals: int, suffix: 
                           keyboardTracking=False)
     spin.setToolTip(tip)
     return spin
+
+
+def _fit_narrow_column(widget: QWidget, forms) -> None:
+    """The settings live in the left column: combo boxes as wide as their longest choice ("naive (scores through
+    memory)") made the form wider than the column, which clipped the fields on the right. They take the field's
+    width instead (a long choice is elided, and shown whole in the open list)."""
+    for form in forms:
+        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+    for combo in widget.findChildren(QComboBox):
+        combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        combo.setMinimumContentsLength(8)
 
 
 class ModelSettings(QWidget):
@@ -94,6 +107,7 @@ class ModelSettings(QWidget):
         for box in (model_box, run_box, cost_box):
             layout.addWidget(box)
         layout.addStretch(1)
+        _fit_narrow_column(self, (self.model_form, run_form, cost_form))
         bind(self, workspace.changed, self._on_changed)
         self.refresh()
 
@@ -148,4 +162,9 @@ class ModelSettings(QWidget):
         inp = self.ws.model.input_dict
         if key in inp and inp[key] != value:
             inp[key] = value
-            self._set_model(replace(self.ws.model, input=tuple(inp.items())), f"input {key} {value}")
+            model = replace(self.ws.model, input=tuple(inp.items()))
+            carried = carried_widths(self.ws.model, model, self.ws.context)  # lm_head.in_features follows hidden
+            if carried:
+                layers = tuple(carried.get(i, spec) for i, spec in enumerate(model.layers))
+                model = replace(model, name=edited_name(model.name, layers), layers=layers)
+            self._set_model(model, f"input {key} {value}")

@@ -34,6 +34,7 @@ from explorer.core.files import SafeCsvWriter, atomic_write_bytes
 
 from ..binding import bind_many
 from ..plot_items.note_label import NoteLabel
+from ..status_bar import left_out_details, left_out_text
 from ..widgets.on_screen import OnScreenUpdate
 from .plotting import (
     CACHED_TYPES,
@@ -90,6 +91,11 @@ class AnalysisPanel(QWidget):
             self.header.addWidget(QLabel("Device:"))
             self.header.addWidget(self.device_combo)
         self.build_header(self.header)
+        self.left_out = QLabel()  # layers that do not fit are left out of this analysis: said, not hidden
+        self.left_out.setObjectName("left_out")
+        self.left_out.setStyleSheet("color: #b00020;")
+        self.left_out.hide()
+        self.header.addWidget(self.left_out)
         self.header.addStretch(1)
         for text, tip, slot in (
             ("PNG\u2026", "Export the charts as a PNG image", self._ask_png),
@@ -173,11 +179,19 @@ class AnalysisPanel(QWidget):
             self.device_combo.sync()
         if full:
             self.redraws += 1
+            self._show_left_out()
             self.redraw(analysis)
         else:
             self.redraw_focus(analysis)
 
     # -- shared helpers
+    def _show_left_out(self) -> None:
+        text, details = left_out_text(self.workspace), left_out_details(self.workspace).strip()
+        if changed(self.left_out, "text", (text, details)):
+            self.left_out.setText(f"\u26a0 {text}" if text else "")
+            self.left_out.setToolTip(details)
+            self.left_out.setVisible(bool(text))
+
     def device_index(self, analysis) -> int:
         if analysis is None or not len(analysis.devices):
             return -1

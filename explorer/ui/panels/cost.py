@@ -78,9 +78,8 @@ class CostPanel(AnalysisPanel):
                 plot.hideAxis("left")
             else:
                 name_axis(plot, 165)
-        self.per_tflops.setLabel("bottom", "USD per TFLOP/s")
-        self.tco_plot.setLabel("bottom", "USD")
-        self.million.setLabel("bottom", "USD")
+        for key, plot in (("per_tflops", self.per_tflops), ("tco", self.tco_plot), ("million", self.million)):
+            plot.setLabel("bottom", AXIS_LABELS[key])
         for plot in (self.tco_plot, self.million, self.per_tflops):
             plot.getAxis("bottom").enableAutoSIPrefix(False)
         self.bars = {}
@@ -139,6 +138,8 @@ class CostPanel(AnalysisPanel):
                 for t in notes:
                     t.setVisible(False)
             self.table.setRowCount(0)
+            for key, plot in (("per_tflops", self.per_tflops), ("tco", self.tco_plot), ("million", self.million)):
+                self._empty_state(key, plot, True)
             self.set_message("Select one or more devices to compare their cost.")
             return
         c = self.result = self.workspace.results.cost
@@ -171,12 +172,11 @@ class CostPanel(AnalysisPanel):
         ):
             if plot is self.per_tflops:
                 set_ticks(plot.getAxis("left"), ticks)
-            top = (
-                float(np.nanmax(np.concatenate([np.asarray(v, float) for v in values]), initial=0.0))
-                if np.isfinite(np.concatenate(values)).any()
-                else 1.0
-            )
+            finite = np.concatenate([np.asarray(v, float) for v in values])
+            finite = finite[np.isfinite(finite) & (finite > 0)]
+            top = float(finite.max()) if finite.size else 1.0
             set_range(plot, (0, nice_ceil(top)), (-0.6, n - 0.4))
+            self._empty_state(key, plot, not finite.size)
             known = np.column_stack(
                 [np.isfinite(np.asarray(v, float)) & (np.asarray(v, float) > 0) for v in values]
             )
@@ -195,6 +195,14 @@ class CostPanel(AnalysisPanel):
         self.power_note.setText(note)
         missing = [f"{name}: {why}" for name, why in zip(c.names, c.missing) if why]
         self.set_message(("\u2014 means unknown. " + "; ".join(missing) + ".") if missing else "")
+
+    def _empty_state(self, key: str, plot: pg.PlotItem, empty: bool) -> None:
+        """A chart with no bar to draw says so on its axis instead of numbering an empty 0-1 range."""
+        if not changed(plot, "empty", empty):
+            return
+        axis = plot.getAxis("bottom")
+        axis.setStyle(showValues=not empty)
+        axis.setLabel(EMPTY_AXIS if empty else AXIS_LABELS[key])
 
     def _pair(self, a: str, b: str, va, vb, y) -> None:
         if not changed(self.bars[a], "data", (va, vb)):
@@ -298,6 +306,8 @@ class CostPanel(AnalysisPanel):
         return header, rows
 
 
+AXIS_LABELS = {"per_tflops": "USD per TFLOP/s", "tco": "USD", "million": "USD"}
+EMPTY_AXIS = "nothing to plot (see each row)"
 SHORT_REASONS = {"no list price in the catalog": "no price", "no cloud hourly price": "no cloud price"}
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QStyle, QTableWidget, QTableWidgetItem
 
 from explorer.core.units import parse_si
 
@@ -117,23 +117,37 @@ class CostTable(QTableWidget):
                 self.removeRow(r)
                 del ids[r]
         first_fill, kept = not ids, len(ids)
+        narrow = set()  # columns a changed cell no longer fits ("$30,000 *" in a column sized for "—")
         for device_id in [i for i in c.ids if i not in ids]:  # new devices: new rows at the end
             r = self.rowCount()
             self.insertRow(r)
             for j, col in enumerate(cols):
-                self.setItem(r, j, self._cell(c, c.ids.index(device_id), col, None))
+                item = self._cell(c, c.ids.index(device_id), col, None)
+                self.setItem(r, j, item)
+                if self._text_width(item.text()) > self.columnWidth(j):
+                    narrow.add(j)
             ids.append(device_id)
         for r in range(kept):
             i = c.ids.index(ids[r])
             for j, col in enumerate(cols):
-                self._cell(c, i, col, self.item(r, j))
+                item = self.item(r, j)
+                before = item.text()
+                self._cell(c, i, col, item)
+                if item.text() != before and self._text_width(item.text()) > self.columnWidth(j):
+                    narrow.add(j)
         if first_fill:
             self.resizeColumnsToContents()
-        elif len(ids) > kept:
-            self.resizeColumnToContents(0)
+        else:
+            for j in sorted(narrow):
+                self.resizeColumnToContents(j)
         if sorting:
             self.setSortingEnabled(True)
         self.blockSignals(False)
+
+    def _text_width(self, text: str) -> int:
+        """The width a cell needs for ``text``: the text and the cell's margins."""
+        margin = 2 * (self.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, self) + 1) + 6
+        return self.fontMetrics().horizontalAdvance(text) + margin
 
     def _cell(
         self, c, i: int, col: tuple[str, str, float], item: QTableWidgetItem | None

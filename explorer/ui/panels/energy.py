@@ -16,7 +16,7 @@ import math
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QBrush
+from PySide6.QtGui import QBrush, QFontMetricsF
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -63,8 +63,16 @@ def level_color(j: int) -> str:
 
 
 def _ticks(names, limit: int = 40):
-    step = max(1, math.ceil(len(names) / limit))
+    """Every ``step``-th name, so that at most ``limit`` labels are written (the others are in the tooltips)."""
+    step = max(1, math.ceil(len(names) / max(1, limit)))
     return [[(i, elide(names[i], 20)) for i in range(0, len(names), step)]]
+
+
+def label_rows(plot) -> int:
+    """How many category labels fit, one above the other, in the plot's height without overlapping (at most
+    40): the operators of a transformer block overlapped in a panel of ordinary height."""
+    line = QFontMetricsF(plot.getAxis("left").font()).height() * 1.15
+    return max(1, min(40, int(plot.vb.height() // line)))
 
 
 class _Stack(StackedBars):
@@ -123,6 +131,7 @@ class EnergyPanel(AnalysisPanel):
         self.focus_bars.setZValue(10)
         self.per_layer.addItem(self.focus_bars)
         BarPicker(self.per_layer, self._locate_bar, self._describe_bar, self._pick_bar)
+        self.per_layer.vb.sigResized.connect(self._relabel)  # a taller or shorter plot fits more or fewer names
         BarPicker(
             self.totals,
             lambda x, y: self._index_at(y, len(self.view.device_ids) if self.view else 0),
@@ -144,6 +153,10 @@ class EnergyPanel(AnalysisPanel):
         layout.addWidget(self.table)
 
     # -- drawing
+    def _relabel(self, *_args) -> None:
+        if self.view is not None:
+            set_ticks(self.per_layer.getAxis("left"), _ticks(self._bars()[0], label_rows(self.per_layer)))
+
     def _bars(self):
         v = self.view
         if self.grouping.currentText() == "per layer":
@@ -166,7 +179,7 @@ class EnergyPanel(AnalysisPanel):
         names, segments = self._bars()
         colors = [level_color(j) for j in range(len(v.level_names))] + [COMPUTE_COLOR]
         self.layer_stack.set(segments, colors)
-        set_ticks(self.per_layer.getAxis("left"), _ticks(names))
+        set_ticks(self.per_layer.getAxis("left"), _ticks(names, label_rows(self.per_layer)))
         # no precision in the key (the ladder and the table name it): a precision change keeps the title as set
         key = [(level_color(j), n) for j, n in enumerate(v.level_names)] + [(COMPUTE_COLOR, "arithmetic (MACs)")]
         set_title(

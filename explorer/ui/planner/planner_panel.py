@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPushButton,
+    QSizePolicy,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
@@ -66,6 +67,9 @@ class PlannerPanel(QWidget):
         self.target.setAccessibleName("Target throughput")
         self.target_error = QLabel()
         self.target_error.setStyleSheet(ERROR_STYLE)
+        self.target_error.setWordWrap(True)  # unwrapped, a long reason widened the dock area (and kept it wide)
+        self.target_error.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Minimum)
+        self.target_error.setMinimumWidth(1)
         self.target_error.hide()
         target_box = QVBoxLayout()
         target_box.setSpacing(1)
@@ -97,7 +101,8 @@ class PlannerPanel(QWidget):
         self.pue = QDoubleSpinBox(minimum=1.0, maximum=3.0, singleStep=0.05, value=a.pue, decimals=2)
         form.addRow("PUE", self.pue)
         top.addWidget(box, 1)
-        quotes_box = QGroupBox("Quotes (override the catalog; empty = catalog figure)")
+        quotes_box = QGroupBox("Quotes")
+        quotes_box.setToolTip("Prices you were quoted override the catalog's; an empty cell keeps the catalog figure")
         quotes_layout = QVBoxLayout(quotes_box)
         self.quotes = QTableWidget(0, len(QUOTE_COLUMNS))
         self.quotes.setHorizontalHeaderLabels(QUOTE_COLUMNS)
