@@ -36,17 +36,18 @@ def _v1_to_v2(data: dict) -> dict:
 
 
 def _v2_to_v3(data: dict) -> dict:
-    """Format 3 adds the systems the model is sized on (none before)."""
-    return {**data, "format": 3, "system": {}}
+    """Format 3 adds the systems the model is sized on (none before). ``lm_head`` was added within format 2 when
+    every position was computed, and its default became ``last`` later: a format-2 file without it (written before
+    it existed, or by hand) still means ``all``. Format 3 always writes it."""
+    out = {**data, "format": 3, "system": {}}
+    assumptions = data.get("assumptions", {})
+    if isinstance(assumptions, dict) and "lm_head" not in assumptions:
+        out["assumptions"] = {**assumptions, "lm_head": "all"}
+    return out
 
 
 #: ``MIGRATIONS[n]`` turns a format-n mapping into a format n+1 one.
 MIGRATIONS = {1: _v1_to_v2, 2: _v2_to_v3}
-
-#: What an assumption absent from a file means, where that differs from today's default: ``lm_head`` was added
-#: within format 2 when every position was computed, and its default became ``last`` later, so a file without
-#: it (written before it existed, or by hand) still means ``all``. Saving always writes it.
-ABSENT_ASSUMPTIONS = {"lm_head": "all"}
 
 
 def _assumptions_to_dict(a: Assumptions) -> dict:
@@ -141,8 +142,7 @@ class Project:
             raise ProjectError(f"{where}: assumptions: expected an object, got {data['assumptions']!r:.40}")
         try:
             model = Model.from_dict(data.get("model"), f"{where}: model")
-            assumptions = Assumptions.from_dict({**ABSENT_ASSUMPTIONS, **(data.get("assumptions") or {})},
-                                                "assumptions")
+            assumptions = Assumptions.from_dict(data.get("assumptions") or {}, "assumptions")
             trace = data.get("trace")
             trace = None if trace is None else trace_from_dict(trace, "trace")
             requirements = requirements_from_dict(data.get("requirements") or {}, "requirements")
