@@ -81,6 +81,8 @@ class SystemAnalysis:
     imbalance: np.ndarray
     level_bytes: np.ndarray
     level_names: tuple[str, ...]
+    memory_names: tuple[str, ...] = ()  # the device's memory levels (off-chip first), for the bandwidth ladder
+    memory_traffic: np.ndarray | None = None  # (K, levels): bytes one device moves at each per step
 
     def __len__(self) -> int:
         return len(self.layouts)
@@ -156,6 +158,7 @@ def analyze_system(model: Model, system: System, device: Device, layouts: Sequen
     top_k = _top_k(model)
     decode = ctx.phase == "decode"
     cols = {k: np.zeros(len(layouts)) for k in ("compute", "comm", "send", "host", "w", "kv", "act", "imb")}
+    memory_traffic, memory_names = None, ()
     level_bytes = np.zeros((len(layouts), len(system.domains)))
     bandwidths = [system.bandwidth(d) for d in system.domains]
     sends = [0.0 if math.isnan(d.alpha) else d.alpha for d in system.domains]
@@ -172,6 +175,10 @@ def analyze_system(model: Model, system: System, device: Device, layouts: Sequen
         a = evaluate(stacked, [device], precision, mctx, model, formats)
         n_rows = len(table)
         time = a.time[:, 0].reshape(len(keys), n_rows)
+        traffic = a.level_traffic[:, 0, :].reshape(len(keys), n_rows, -1)
+        if memory_traffic is None:
+            memory_names = a.devices.level_names[0]
+            memory_traffic = np.zeros((len(layouts), traffic.shape[2]))
         c = a.table.columns
         fmt = formats_of(a.devices)
         w_rows = fmt.weights.nbytes(c["params"]).reshape(len(keys), n_rows)
@@ -192,6 +199,7 @@ def analyze_system(model: Model, system: System, device: Device, layouts: Sequen
                 heavier = first if count[first] @ time[k, first] >= count[last] @ time[k, last] else last
                 per_stage = np.where(in_block | heavier, per_stage, 0.0)
             cols["compute"][j] = per_stage @ time[k]
+            memory_traffic[j] = (per_stage @ traffic[k]) * lay.microbatches  # each micro-batch once per stage
             mine = comms.key == k
             runs = per_stage[comms.row[mine]]
             comm = float(runs @ np.nan_to_num(seconds[mine], nan=math.inf)) if mine.any() else 0.0
@@ -227,4 +235,5 @@ def analyze_system(model: Model, system: System, device: Device, layouts: Sequen
         throughput_unit="tokens/s" if decode else "sequences/s", weight_bytes=arr["w"], kv_bytes=arr["kv"],
         activation_bytes=arr["act"], memory_bytes=memory, capacity=device.memory_capacity,
         fits=(memory <= device.memory_capacity) | (options.offload & np.isfinite(arr["host"]) & (arr["host"] > 0)),
-        imbalance=arr["imb"], level_bytes=level_bytes, level_names=tuple(d.name for d in system.domains))
+        imbalance=arr["imb"], level_bytes=level_bytes, level_names=tuple(d.name for d in system.domains),
+        memory_names=tuple(memory_names), memory_traffic=memory_traffic)

@@ -39,6 +39,10 @@ def test_llama2_70b_tp8_weights_and_kv_per_device_by_hand(devices):
     # KV head per device
     assert r.kv_bytes[0] == 8 * 4096 * 80 * 2 * 8 * 128 * 2 / 8 == 1_342_177_280
     assert r.fits[0]
+    # off-chip traffic per step: at least the weights and KV cache each device reads
+    assert r.memory_names[0] == "HBM3"
+    assert r.memory_traffic[0, 0] >= r.weight_bytes[0] + r.kv_bytes[0]
+    assert r.memory_traffic[0, 0] < 1.2 * (r.weight_bytes[0] + r.kv_bytes[0])
 
 
 def test_kv_heads_fewer_than_tp_are_replicated(devices):
