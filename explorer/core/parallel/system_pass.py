@@ -35,7 +35,7 @@ from explorer.core.formats import TensorFormats
 from explorer.core.hardware.device import Device
 from explorer.core.hardware.system import System
 from explorer.core.workload.layers import Context
-from explorer.core.workload.model import Model, build_table
+from explorer.core.workload.model import LayerTable, Model, build_table
 
 from .collectives import BUS_FACTOR, collective_time, hierarchical_all_reduce
 from .experts import imbalance
@@ -137,6 +137,32 @@ def _level(system: System, group: float) -> int:
     return -1
 
 
+def _concat(tables: list[LayerTable]) -> LayerTable:
+    """Stacked device tables of several micro-batches as one table (rows one after the other)."""
+    if len(tables) == 1:
+        return tables[0]
+    first = tables[0]
+    return replace(first, names=sum((t.names for t in tables), ()), kinds=sum((t.kinds for t in tables), ()),
+                   layer_index=np.concatenate([t.layer_index for t in tables]),
+                   gemm=np.concatenate([t.gemm for t in tables]),
+                   gemm_count=np.concatenate([t.gemm_count for t in tables]),
+                   columns={k: np.concatenate([t.columns[k] for t in tables]) for k in first.columns},
+                   attention=sum((t.attention for t in tables), ()),
+                   out_shapes=sum((t.out_shapes for t in tables), ()))
+
+
+@dataclass(frozen=True)
+class _Slice:
+    time: np.ndarray
+    level_traffic: np.ndarray
+    columns: dict
+
+
+def _rows(a, start: int, n: int) -> _Slice:
+    s = slice(start, start + n)
+    return _Slice(a.time[s], a.level_traffic[s], {k: v[s] for k, v in a.table.columns.items()})
+
+
 def _boundary_level(system: System, stage: int, tp: int) -> int:
     """The domain between stage ``stage - 1`` and ``stage`` (rank r sends to r + tp): inside the scale-up domain
     unless the boundary falls on its edge (replica 0's placement)."""
@@ -158,29 +184,33 @@ def analyze_system(model: Model, system: System, device: Device, layouts: Sequen
     top_k = _top_k(model)
     decode = ctx.phase == "decode"
     cols = {k: np.zeros(len(layouts)) for k in ("compute", "comm", "send", "host", "w", "kv", "act", "imb")}
-    memory_traffic, memory_names = None, ()
     level_bytes = np.zeros((len(layouts), len(system.domains)))
     bandwidths = [system.bandwidth(d) for d in system.domains]
     sends = [0.0 if math.isnan(d.alpha) else d.alpha for d in system.domains]
     micros = {}
     for j, lay in enumerate(layouts):
         micros.setdefault(ctx.batch // (lay.dp * lay.microbatches), []).append(j)
+    prepared = []  # per micro-batch: (table, keys, imbalances, its stacked device tables, their collectives)
     for micro, members in micros.items():
-        mctx = replace(ctx, batch=micro)
-        table = build_table(model, mctx)
-        tokens = micro * (1 if decode else (mctx.seq_len or model.default_seq_len() or 1))
+        table = build_table(model, replace(ctx, batch=micro))
+        tokens = micro * (1 if decode else (ctx.seq_len or model.default_seq_len() or 1))
         keys = sorted({(layouts[j].tp, layouts[j].ep) for j in members})
         imb = np.array([imbalance(tokens, top_k, e, options.skew) if e > 1 else 1.0 for _, e in keys])
         stacked, comms = shard_many(table, [t for t, _ in keys], [e for _, e in keys], micro, imb)
-        a = evaluate(stacked, [device], precision, mctx, model, formats)
+        prepared.append((micro, members, table, keys, imb, stacked, comms))
+    # one single-device pass over every micro-batch's device tables together
+    whole = evaluate(_concat([p[5] for p in prepared]), [device], precision, ctx, model, formats)
+    memory_names = whole.devices.level_names[0]
+    memory_traffic = np.zeros((len(layouts), whole.level_traffic.shape[2]))
+    start = 0
+    for micro, members, table, keys, imb, stacked, comms in prepared:
+        a = _rows(whole, start, len(stacked))
+        start += len(stacked)
         n_rows = len(table)
         time = a.time[:, 0].reshape(len(keys), n_rows)
         traffic = a.level_traffic[:, 0, :].reshape(len(keys), n_rows, -1)
-        if memory_traffic is None:
-            memory_names = a.devices.level_names[0]
-            memory_traffic = np.zeros((len(layouts), traffic.shape[2]))
-        c = a.table.columns
-        fmt = formats_of(a.devices)
+        c = a.columns
+        fmt = formats_of(whole.devices)
         w_rows = fmt.weights.nbytes(c["params"]).reshape(len(keys), n_rows)
         kv_rows = fmt.kv_cache.nbytes(c["kv_cache_elems"]).reshape(len(keys), n_rows)
         peak = np.max((c["input_elems"] + c["output_elems"]).reshape(len(keys), n_rows), axis=1, initial=0.0)
