@@ -20,6 +20,9 @@ def add_parser(sub) -> None:
                                    "capital, energy and TCO, buy vs rent, and a ranking of every DEV.")
     p.add_argument("model", metavar="MODEL", help="a template id (e.g. gpt2) or a model file (.json)")
     add_workload_args(p)
+    p.add_argument("--system", action="append", metavar="SYS",
+                   help="size on systems instead of devices: a system id or file (repeatable); each system's "
+                        "layouts, the fewest devices that meet the target and the latency limit")
     add_requirement_args(p, target_required=True)
     p.add_argument("--json", action="store_true", help="print one JSON object (SI units, USD)")
     p.set_defaults(func=run)
@@ -110,6 +113,10 @@ def prepare(args):
 
 
 def run(args) -> int:
+    if args.system:
+        from .plan_systems import run_plan_systems
+
+        return run_plan_systems(args, _pairs)
     analysis, req, costs = prepare(args)
     try:
         result = Results.of_analysis(analysis, costs, req).plan

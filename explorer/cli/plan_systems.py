@@ -1,0 +1,82 @@
+"""``hwexplorer plan MODEL --system SYS [--system SYS ...] --target RATE``: devices and nodes per system with real
+layouts and their communication (docs/cli.md, "plan --system")."""
+
+from __future__ import annotations
+
+import math
+
+from ..core.analysis.procurement import format_usd, parse_latency, parse_rate
+from ..core.parallel.compare import size_on_systems
+from ..core.parallel.sizing import NOT_PRICED, SystemPlan, size_fleet
+from ..core.units import UnitError, format_si
+from .common import CliError, print_json, text_table
+from .tensor_args import formats_from_args
+
+
+def run_plan_systems(args, pairs) -> int:
+    from .analyze_cmd import workload_from_args
+    from .resolve import resolve_devices
+    from .system_cmd import resolve_system
+
+    try:
+        target, unit = parse_rate(args.target, "--target") if args.target is not None else (None, "tokens/s")
+        latency = parse_latency(args.latency, "--latency") if args.latency is not None else None
+    except UnitError as exc:
+        raise CliError(str(exc)) from None
+    if target is not None and args.phase is None:
+        args.phase = "decode" if unit == "tokens/s" else "prefill"
+    for option in ("budget", "power_cap"):
+        if getattr(args, option, None) is not None:
+            raise CliError(f"--{option.replace('_', '-')}: not used with --system yet (the system plan prices "
+                           "devices only)")
+    model, ctx, _ = workload_from_args(args)
+    if target is not None and unit != ("tokens/s" if ctx.phase == "decode" else "inferences/s"):
+        raise CliError(f"--target: given in {unit} but the {ctx.phase} phase counts "
+                       f"{'tokens/s' if ctx.phase == 'decode' else 'inferences/s'}")
+    systems = [resolve_system(spec, 1) for spec in dict.fromkeys(args.system)]
+    devices = {d.id: d for d in resolve_devices(sorted({s.device_id for s in systems}), getattr(args, "db", None))}
+    price = pairs(args.price, "--price", "money")
+    unknown = sorted(set(price) - set(devices))
+    if unknown:
+        raise CliError(f"--price: {', '.join(unknown)} is not the device of any --system ({', '.join(sorted(devices))})")
+    results = size_on_systems(model, [(s, devices[s.device_id]) for s in systems], args.precision, ctx,
+                              formats_from_args(args))
+    plans = size_fleet(results, target, latency, price)
+    rate_unit = "tokens/s" if ctx.phase == "decode" else "inferences/s"
+    if args.json:
+        print_json({"model": model.name, "phase": ctx.phase, "batch": ctx.batch, "precision": args.precision,
+                    "target": target, "target_unit": rate_unit, "latency_s": latency,
+                    "notes": {"sizing": "replicas = ceil(target / replica throughput); devices = replicas x tp x pp; "
+                                        "the layout needing the fewest devices that fits and meets the latency limit",
+                              "prices": NOT_PRICED},
+                    "systems": [_plan_json(p) for p in plans]})
+        return 0
+    print(f"{model.name}: {ctx.phase}, batch {ctx.batch} per system, {args.precision}; target "
+          + (f"{target:,.0f} {rate_unit}" if target else "none (one replica)")
+          + (f", latency limit {format_si(latency, 's', 3)}" if latency else ""))
+    headers = ["system", "layout", "replica", f"{rate_unit}/replica", "latency [ms]", "comm %", "replicas",
+               "devices", "nodes", "price/device", "capital", "feasible"]
+    rows = [[p.name[:48], p.layout.label() if p.layout else "\u2014", f"{p.replica_devices} dev",
+             _g(p.replica_throughput), _g(p.latency * 1e3), _g(100 * p.comm_share), str(p.replicas),
+             str(p.devices), str(p.nodes), format_usd(p.price_per_device), format_usd(p.capital),
+             "yes" if p.feasible else "NO: " + p.reason] for p in plans]
+    print(text_table(headers, rows))
+    print(f"-- {NOT_PRICED}")
+    return 0
+
+
+def _g(x: float) -> str:
+    return "\u2014" if not math.isfinite(x) else f"{x:.4g}"
+
+
+def _n(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
+def _plan_json(p: SystemPlan) -> dict:
+    return {"system": p.system_id, "name": p.name, "device": p.device_id,
+            "layout": p.layout.to_dict() if p.layout else None, "replica_devices": p.replica_devices,
+            "replica_throughput": _n(p.replica_throughput), "latency_s": _n(p.latency), "comm_share": _n(p.comm_share),
+            "replicas": p.replicas, "devices": p.devices, "nodes": p.nodes,
+            "price_per_device_usd": _n(p.price_per_device), "capital_usd": _n(p.capital),
+            "meets_latency": p.meets_latency, "feasible": p.feasible, "reason": p.reason or None}
