@@ -50,11 +50,18 @@ def choose(r: SystemAnalysis, objective: str | None) -> tuple[int, np.ndarray]:
 
 def size_on_systems(model: Model, hardware: Sequence[tuple[System, Device]], precision: str, ctx: Context,
                     formats: TensorFormats | None = None, layout: Layout | None = None,
-                    objective: str = "throughput", options: Options = Options()) -> tuple[SystemResult, ...]:
-    """Each (system, its device): the given ``layout``, or every valid one ranked by ``objective``."""
+                    objective: str = "throughput", options: Options = Options(),
+                    nodes: int = 1) -> tuple[SystemResult, ...]:
+    """Each (system, its device), as a cluster of ``nodes``: the given ``layout``, or every valid one ranked by
+    ``objective``."""
     out = []
     shape = model_shape(model, ctx)
     for system, device in hardware:
+        try:
+            system = system.with_nodes(nodes) if nodes > 1 else system
+        except ValueError as exc:
+            out.append(SystemResult(system, device, None, -1, np.zeros(0, int), None, str(exc)))
+            continue
         try:
             if layout is not None:
                 check(layout, shape, system.devices)

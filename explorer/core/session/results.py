@@ -63,7 +63,7 @@ class Results:
                  hardware: Sequence[tuple[System, Device]] = ()):
         self.state = state
         self.devices = tuple(devices)
-        self.hardware = tuple(hardware)  # the chosen systems (clusters of ``state.system.nodes``) and their devices
+        self.hardware = tuple(hardware)  # the chosen systems (one node each) and their devices
         self._memo: dict[str, tuple[tuple, Any]] = dict(memo or {})
         self._here: dict[tuple, Any] = {}
         self.computed: list[str] = []  # the names computed by this bundle, in order (tests read it)
@@ -183,4 +183,4 @@ class Results:
                           offload=choice.offload)
         return self._get("systems", lambda: size_on_systems(
             self.state.model, self.hardware, a.precision, a.context, a.tensor_formats, choice.layout,
-            choice.objective, options))
+            choice.objective, options, choice.nodes))

@@ -193,21 +193,13 @@ class Workspace:
 
     @property
     def hardware(self) -> tuple[tuple[System, Device], ...]:
-        """The chosen systems, as clusters of ``system.nodes``, with their devices (systems whose device the
-        catalog lacks are left out). Resolved again only when the ids or the node count change."""
-        choice = self._state.system
-        key = (choice.system_ids, choice.nodes)
-        if self._hardware[0] != key:
-            systems = self._system_lookup(choice.system_ids)
+        """The chosen systems with their devices (systems whose device the catalog lacks are left out), resolved
+        again only when the ids change; ``results.systems`` makes them clusters of ``system.nodes``."""
+        ids = self._state.system.system_ids
+        if self._hardware[0] != ids:
+            systems = self._system_lookup(ids)
             devices = {d.id: d for d in self._lookup(tuple(dict.fromkeys(s.device_id for s in systems)))}
-            pairs = []
-            for s in systems:
-                if s.device_id in devices:
-                    try:
-                        pairs.append((s.with_nodes(choice.nodes) if choice.nodes > 1 else s, devices[s.device_id]))
-                    except ValueError:  # no scale-out network to join nodes over: the system alone
-                        pairs.append((s, devices[s.device_id]))
-            self._hardware = (key, tuple(pairs))
+            self._hardware = (ids, tuple((s, devices[s.device_id]) for s in systems if s.device_id in devices))
         return self._hardware[1]
 
     @property

@@ -58,3 +58,10 @@ def test_a_layout_that_does_not_divide_is_an_error_not_a_crash(ws):
 
 def test_no_systems_no_result():
     assert Workspace(get_template("gpt2").build(), lookup).results.systems == ()
+
+
+def test_nodes_of_a_system_without_a_network_say_so(ws):
+    ws.execute(SetSystem(SystemChoice(system_ids=("nvidia-dgx-h100", "pcie-server-8x-nvidia-l40s"), nodes=2)))
+    dgx, l40s = ws.results.systems
+    assert dgx.system.devices == 16 and dgx.error is None
+    assert l40s.analysis is None and "states no scale-out network" in l40s.error
