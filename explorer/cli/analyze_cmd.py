@@ -61,13 +61,13 @@ def workload_from_args(args):
             return model, ctx, []
         raise CliError("--device: give at least one --device DEV" + (
             " (or --system SYS)" if hasattr(args, "system") else ""))
-    if getattr(args, "system", None):
-        raise CliError("--system: give either --system or --device, not both")
     devices = resolve_devices(args.device, getattr(args, "db", None))
     return model, ctx, devices
 
 
 def run(args) -> int:
+    if args.system and args.device:
+        raise CliError("--system: give either --system or --device, not both")
     model, ctx, devices = workload_from_args(args)
     if args.system:
         table_errors = build_table(model, ctx).errors

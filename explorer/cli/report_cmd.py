@@ -13,6 +13,10 @@ def add_parser(sub) -> None:
                                    "data sources and method for MODEL on every DEV.")
     p.add_argument("model", metavar="MODEL", help="a template id (e.g. gpt2) or a model file (.json)")
     add_workload_args(p)
+    p.add_argument("--system", action="append", metavar="SYS",
+                   help="add a Systems section: the model on this system (id or file; repeatable), its best layout "
+                        "and communication breakdown, and with --target the fleet sized on it; without --device the "
+                        "systems' devices are compared")
     add_requirement_args(p, target_required=False)
     p.add_argument("--out", "-o", required=True, metavar="FILE",
                    help="report.pdf, report.html or report.csv (CSV also writes FILE-layers.csv)")
@@ -30,9 +34,18 @@ def run(args) -> int:
         check_writable(args.out)
     except ReportError as exc:
         raise CliError(str(exc)) from None
+    systems = []
+    if args.system:
+        from .system_cmd import resolve_system
+
+        systems = [resolve_system(spec, 1) for spec in dict.fromkeys(args.system)]
+        if not args.device:
+            args.device = list(dict.fromkeys(s.device_id for s in systems))
     analysis, req, costs = prepare(args)
+    section = _systems_section(systems, analysis, req) if systems else None
     try:
-        data = build_report(analysis, costs, req, title=args.title)
+        data = build_report(analysis, costs, req, title=args.title,
+                            **({"systems": section} if section else {}))
         written = write_report(data, args.out, fmt)
     except ReportError as exc:
         raise CliError(str(exc)) from None
@@ -41,3 +54,18 @@ def run(args) -> int:
     for path in written:
         print(f"wrote {path}")
     return 0
+
+
+def _systems_section(systems, analysis, req):
+    from ..core.parallel.compare import size_on_systems
+    from ..core.parallel.sizing import size_fleet
+    from ..report.systems_section import build_section
+    from .resolve import resolve_devices
+
+    devices = {d.id: d for d in analysis.devices.devices}
+    missing = sorted({s.device_id for s in systems} - set(devices))
+    devices.update({d.id: d for d in resolve_devices(missing, None)} if missing else {})
+    results = size_on_systems(analysis.model, [(s, devices[s.device_id]) for s in systems], analysis.precision,
+                              analysis.ctx, analysis.devices.formats)
+    plans = size_fleet(results, req.target, req.latency, req.price) if req.target is not None else ()
+    return build_section(results, plans)

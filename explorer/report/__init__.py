@@ -84,24 +84,28 @@ def write_report(data: ReportData, path: str | Path, fmt: str | None = None,
         report(0.4, "Writing the HTML")
         _write(path, render_html(data))
         return [path]
-    from .csv_export import layers_csv, layers_path, summary_csv
+    from .csv_export import layers_csv, layers_path, summary_csv, systems_csv, systems_path
 
     report(0.4, "Writing the CSV tables")
     layers = check_writable(layers_path(path))
+    systems = check_writable(systems_path(path)) if data.systems else None
     _write(path, summary_csv(data))
     _write(layers, layers_csv(data))
+    if systems is not None:
+        _write(systems, systems_csv(data))
+        return [path, layers, systems]
     return [path, layers]
 
 
 def export_report(analysis: ModelAnalysis, assumptions: CostAssumptionsLike, path: str | Path,
                   requirements: Requirements | None = None, fmt: str | None = None,
-                  progress: Progress | None = None) -> list[Path]:
+                  progress: Progress | None = None, systems=None) -> list[Path]:
     """Build and write a report in one call (what the CLI and the GUI's worker run)."""
     format_of(path, fmt)
     check_writable(path)
     report = progress or (lambda fraction, message: None)
     report(0.05, "Collecting results")
-    data = build_report(analysis, assumptions, requirements)
+    data = build_report(analysis, assumptions, requirements, **({"systems": systems} if systems else {}))
     written = write_report(data, path, fmt, progress)
     report(1.0, "Done")
     return written

@@ -24,6 +24,7 @@ from ..core.analysis.roofline_view import RooflineResult
 from ..core.analysis.tiling_view import TilingView, default_row
 from ..core.session.results import Results
 from ..core.units import format_bytes, format_si
+from .systems_section import SystemsSection
 
 _PDF_MAP = str.maketrans({"\u2264": "<=", "\u2265": ">=", "\u2308": "ceil(", "\u2309": ")", "\u03b7": "eta",
                           "\u2192": "->", "\u2212": "-", "\u2009": " ", "\u202f": " ", "\u2248": "~"})
@@ -73,6 +74,7 @@ class ReportData:
     sources: tuple[SourceRow, ...]
     method: tuple[tuple[str, str], ...]
     recommendation: str
+    systems: SystemsSection = SystemsSection()  # the model on systems of many devices (empty: none chosen)
 
     @property
     def device_names(self) -> tuple[str, ...]:
@@ -271,7 +273,8 @@ def _assumptions(data_plan: PlanResult, analysis: ModelAnalysis) -> tuple[tuple[
 
 
 def build_report(analysis: ModelAnalysis, assumptions: CostAssumptionsLike, requirements: Requirements | None = None,
-                 *, title: str | None = None, created: _dt.date | None = None) -> ReportData:
+                 *, title: str | None = None, created: _dt.date | None = None,
+                 systems: SystemsSection = SystemsSection()) -> ReportData:
     """Everything the report shows, for the analysis's model and devices."""
     if analysis is None or not len(analysis.devices):
         raise ValueError("devices: select at least one device for a report")
@@ -293,5 +296,5 @@ def build_report(analysis: ModelAnalysis, assumptions: CostAssumptionsLike, requ
         created=(created or _dt.date.today()).isoformat(), generator=f"Hardware Explorer {__version__}",
         workload=_workload(a), analysis=a, cost=cost, plan=result, roofline=roofline, energy=energy, tiling=tiling,
         summary=summary_metrics(a, cost, energy, frozenset(req.price)), assumptions=_assumptions(result, a),
-        sources=figure_sources(a, req), method=METHOD, recommendation=recommendation,
+        sources=figure_sources(a, req), method=METHOD, recommendation=recommendation, systems=systems,
     )

@@ -68,3 +68,19 @@ def layers_csv(data: ReportData) -> str:
                         bounds[i, j] if a.bound_known[i, j] else "", _num(a.mapping_efficiency[i, j]),
                         _num(a.energy[i, j])])
     return out.getvalue()
+
+
+def systems_path(path: str | Path) -> Path:
+    path = Path(path)
+    return path.with_name(f"{path.stem}-systems{path.suffix or '.csv'}")
+
+
+def systems_csv(data: ReportData) -> str:
+    """The Systems section: each system's chosen layout and, with a target, the fleet sized on it."""
+    from .systems_section import csv_rows
+
+    out = io.StringIO()
+    w = SafeCsvWriter(out)
+    for row in csv_rows(data.systems):
+        w.writerow([_num(x) if isinstance(x, float) else x for x in row])
+    return out.getvalue()

@@ -9,6 +9,16 @@ from reportlab.graphics import renderSVG
 
 from ..core.analysis.procurement import format_usd
 from ..core.units import format_si
+from .systems_section import (
+    LAYOUT_HEADERS,
+    NOT_PRICED,
+    NOTE,
+    PLAN_HEADERS,
+    ladder_rows,
+    layout_rows,
+    plan_rows,
+    system_sources,
+)
 from .build import ReportData, references
 from .figures import cost_figure, energy_caption, energy_figure, roofline_figure, tiling_figure
 
@@ -96,6 +106,8 @@ def render_html(data: ReportData) -> str:
     parts.append("<h3>Can you run it? The chapter's three checks</h3>")
     parts.append(_table(["Device", "Memory capacity", "Latency floor (bandwidth)", "Compute time"],
                         [[e(d.name), *(_status(c) for c in d.checks)] for d in p.ranked]))
+    if data.systems:
+        parts.extend(_systems_html(data))
     parts.append("<h2>Analysis</h2>")
     for k, (title, fig, caption) in enumerate((
             ("Roofline", roofline_figure, "Compute ceilings, main-memory slopes and ridge points (dots); circles are "
@@ -127,3 +139,26 @@ def render_html(data: ReportData) -> str:
     parts.append("</ol>")
     parts.append("</body></html>\n")
     return "".join(parts)
+
+
+def _systems_html(data: ReportData) -> list[str]:
+    e = escape
+    sec = data.systems
+    out = ["<h2>Systems</h2>", _table(list(LAYOUT_HEADERS), [[e(c) for c in r] for r in layout_rows(sec)]),
+           f"<p class=\"caption\">{e(NOTE)}</p>"]
+    ladder = ladder_rows(sec)
+    if ladder:
+        out += ["<h3>Bandwidth ladder: bytes one device moves per step</h3>",
+                _table(["System", "Level", "Bytes per step", "Bandwidth"], [[e(c) for c in r] for r in ladder])]
+    if sec.plans:
+        out += ["<h3>Fleet on each system</h3>",
+                _table(list(PLAN_HEADERS), [[e(c) for c in r] for r in plan_rows(sec, data.plan.unit)]),
+                f"<p class=\"caption\">replicas = ceil(target / replica rate); devices = replicas x tp x pp. "
+                f"{e(NOT_PRICED)}.</p>"]
+    sources = system_sources(sec)
+    if sources:
+        out += ["<h3>System figures and their sources</h3>",
+                _table(["System", "Figure", "Value as written", "Source"],
+                       [[e(a), e(b), e(c), (f'<a href="{e(u)}">{e(t)}</a>' if u else e(t)) + (f" ({e(d)})" if d else "")]
+                        for a, b, c, t, u, d in sources])]
+    return out

@@ -27,6 +27,15 @@ from reportlab.platypus import (
 from ..core.analysis.procurement import format_usd
 from ..core.units import format_si
 from .build import ReportData, pdf_text, references
+from .systems_section import (
+    NOT_PRICED,
+    NOTE,
+    PLAN_HEADERS,
+    ladder_rows,
+    layout_rows,
+    plan_rows,
+    system_sources,
+)
 from .figures import cost_figure, energy_caption, energy_figure, roofline_figure, tiling_figure
 
 PAGE_W, PAGE_H = A4
@@ -245,6 +254,8 @@ def story(data: ReportData) -> list:
                    "given.")
     s.append(KeepTogether([P("Can you run it? The chapter's three checks", "h2"), _checks_table(data),
                            P(checks_note, "caption")]))
+    if data.systems:
+        s.extend(_systems_story(data))
     s.append(CondPageBreak(340))
     s.append(P("Analysis", "h1"))
     s.append(_figure("Roofline", roofline_figure(data, CONTENT_W),
@@ -273,6 +284,39 @@ def story(data: ReportData) -> list:
     s.append(Spacer(1, 4))
     s.extend(_sources_tables(data))
     return s
+
+
+def _systems_story(data: ReportData) -> list:
+    sec = data.systems
+    out = [CondPageBreak(200), P("Systems", "h1")]
+    short = ("System", "Devices", "Layout", "Fits", "Memory / device",
+             "Step = compute + communication + bubble + sends", "Comm share", "Rate / device")
+    head = [[P(h, "head") for h in short]]
+    rows = head + [[P(c) for c in (*r[:5], f"{r[5]} = {r[6]} + {r[7]} + {r[8]} + {r[9]}", *r[10:])]
+                   for r in layout_rows(sec)]
+    widths = [84, 62, 62, 24, 58, 110, 38]
+    out.append(grid_table(rows, widths + [CONTENT_W - sum(widths)]))
+    out.append(P(NOTE, "caption"))
+    ladder = ladder_rows(sec)
+    if ladder:
+        out.append(P("Bandwidth ladder: bytes one device moves per step", "h2"))
+        rows = [[P(h, "head") for h in ("System", "Level", "Bytes per step", "Bandwidth")]]
+        rows += [[P(c) for c in r] for r in ladder]
+        out.append(grid_table(rows, [120, 200, 80, CONTENT_W - 400]))
+    if sec.plans:
+        out.append(P("Fleet on each system", "h2"))
+        rows = [[P(h, "head") for h in PLAN_HEADERS]] + [[P(c) for c in r] for r in plan_rows(sec, data.plan.unit)]
+        widths = [80, 56, 44, 56, 40, 40, 40, 34, 44]
+        out.append(grid_table(rows, widths + [CONTENT_W - sum(widths)]))
+        out.append(P(f"replicas = ceil(target / replica rate); devices = replicas x tp x pp. {NOT_PRICED}.",
+                     "caption"))
+    sources = system_sources(sec)
+    if sources:
+        out.append(P("System figures and their sources", "h2"))
+        rows = [[P(h, "head") for h in ("System", "Figure", "Value", "Source")]]
+        rows += [[P(a), P(b), P(c), P(f"{t} {u} ({d})" if u else t)] for a, b, c, t, u, d in sources]
+        out.append(grid_table(rows, [90, 120, 70, CONTENT_W - 280]))
+    return out
 
 
 def render_pdf(data: ReportData) -> bytes:

@@ -46,17 +46,19 @@ class ExportJob(QObject):
 
 
 class _Worker(QRunnable):
-    def __init__(self, job: ExportJob, analysis, assumptions, path: Path, requirements):
+    def __init__(self, job: ExportJob, analysis, assumptions, path: Path, requirements, systems=None):
         super().__init__()
         self.job, self.analysis, self.assumptions, self.path, self.requirements = (job, analysis, assumptions, path,
                                                                                     requirements)
+        self.systems = systems
         self.setAutoDelete(True)
 
     def run(self) -> None:
         try:
             written = report_pkg.export_report(
                 self.analysis, self.assumptions, self.path, self.requirements,
-                progress=lambda fraction, message: self.job.progress.emit(int(round(100 * fraction)), message))
+                progress=lambda fraction, message: self.job.progress.emit(int(round(100 * fraction)), message),
+                systems=self.systems)
         except Exception as exc:  # noqa: BLE001 - any failure becomes a message in the GUI thread
             self.job.failed.emit(str(exc) if isinstance(exc, (ValueError, OSError)) else
                                  f"{type(exc).__name__}: {exc}")
@@ -74,10 +76,25 @@ def start_export(workspace, path: str | Path, requirements=None, pool: QThreadPo
     report_pkg.format_of(path)
     report_pkg.check_writable(path)
     job = ExportJob()
-    worker = _Worker(job, analysis, workspace.assumptions, Path(path), requirements)
+    worker = _Worker(job, analysis, workspace.assumptions, Path(path), requirements, _systems_section(workspace,
+                                                                                                     requirements))
     # start on the next turn of the event loop, so the caller connects to the job's signals first
     QTimer.singleShot(0, job, lambda: (pool or QThreadPool.globalInstance()).start(worker))
     return job
+
+
+def _systems_section(workspace, requirements):
+    """The Systems section of the workspace's chosen systems (None without any), with the fleet when the
+    requirements give a target."""
+    results = workspace.results.systems
+    if not results:
+        return None
+    from explorer.core.parallel.sizing import size_fleet
+    from explorer.report.systems_section import build_section
+
+    req = requirements if requirements is not None else workspace.requirements
+    plans = size_fleet(results, req.target, req.latency, req.price) if req.target is not None else ()
+    return build_section(results, plans)
 
 
 def export_report(parent: QWidget | None, workspace, requirements=None) -> ExportJob | None:
