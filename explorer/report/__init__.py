@@ -84,11 +84,11 @@ def write_report(data: ReportData, path: str | Path, fmt: str | None = None,
         report(0.4, "Writing the HTML")
         _write(path, render_html(data))
         return [path]
-    from .csv_export import layers_csv, layers_path, summary_csv, systems_csv, systems_path
+    from .csv_export import layers_csv, layers_path, sibling_path, summary_csv, systems_csv
 
     report(0.4, "Writing the CSV tables")
     layers = check_writable(layers_path(path))
-    systems = check_writable(systems_path(path)) if data.systems else None
+    systems = check_writable(sibling_path(path, "systems")) if data.systems else None
     _write(path, summary_csv(data))
     _write(layers, layers_csv(data))
     if systems is not None:

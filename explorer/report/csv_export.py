@@ -23,9 +23,14 @@ def _num(x):
     return repr(x) if math.isfinite(x) else ""
 
 
-def layers_path(path: str | Path) -> Path:
+def sibling_path(path: str | Path, part: str) -> Path:
+    """``report.csv`` -> ``report-<part>.csv``: the report's other tables beside it."""
     path = Path(path)
-    return path.with_name(f"{path.stem}-layers{path.suffix or '.csv'}")
+    return path.with_name(f"{path.stem}-{part}{path.suffix or '.csv'}")
+
+
+def layers_path(path: str | Path) -> Path:
+    return sibling_path(path, "layers")
 
 
 def summary_csv(data: ReportData) -> str:
@@ -68,11 +73,6 @@ def layers_csv(data: ReportData) -> str:
                         bounds[i, j] if a.bound_known[i, j] else "", _num(a.mapping_efficiency[i, j]),
                         _num(a.energy[i, j])])
     return out.getvalue()
-
-
-def systems_path(path: str | Path) -> Path:
-    path = Path(path)
-    return path.with_name(f"{path.stem}-systems{path.suffix or '.csv'}")
 
 
 def systems_csv(data: ReportData) -> str:
