@@ -1,5 +1,5 @@
-"""``hwexplorer catalog list|show|import|export|validate``: the device catalog from the command line (and, with
-``list --systems`` and ``validate``, the system files beside it).
+"""``hwexplorer catalog list|show|import|export|validate``: the device catalog from the command line, and (with
+``--systems``/``--system``, or a file of systems to import) the systems stored beside the devices.
 
 Every subcommand accepts ``--db URL`` (else ``$HWEXPLORER_DB``, else the SQLite file in the user data
 directory). Each handler returns the exit code: 0 success, 1 problems found (rejected import, invalid
@@ -52,19 +52,23 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p = sub.add_parser("list", help="list devices (or, with --systems, systems), with search and filters")
     _add_filters(p)
     p.add_argument("--systems", action="store_true",
-                   help="list the systems of many devices (catalog/systems/) instead; TEXT and --vendor filter them")
+                   help="list the systems of many devices instead; TEXT, --vendor and --origin filter them")
     p.add_argument("--json", action="store_true", help="print the rows as JSON (SI units)")
     _add_db(p)
     p.set_defaults(func=cmd_list)
 
-    p = sub.add_parser("show", help="show one device as a device file")
-    p.add_argument("id", help="device id")
+    p = sub.add_parser("show", help="show one device as a device file (or, with --system, a system)")
+    p.add_argument("id", help="device id (system id with --system)")
+    p.add_argument("--system", action="store_true", help="show the system ID as a system file")
     p.add_argument("--json", action="store_true", help="print JSON with the catalog bookkeeping")
     _add_db(p)
     p.set_defaults(func=cmd_show)
 
-    p = sub.add_parser("import", help="import devices from YAML, JSON or CSV (all or nothing)")
+    p = sub.add_parser("import", help="import devices from YAML, JSON or CSV, or systems from YAML or JSON "
+                       "(all or nothing)")
     p.add_argument("file", type=Path)
+    p.add_argument("--systems", action="store_true", help="the file holds systems (found without it when the file "
+                   "is a systems export or a system file)")
     p.add_argument("--format", choices=("yaml", "json", "csv"), help="default: from the file suffix")
     p.add_argument(
         "--replace", action="store_true", help="overwrite devices whose id is already in the catalog"
@@ -74,9 +78,12 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     _add_db(p)
     p.set_defaults(func=cmd_import)
 
-    p = sub.add_parser("export", help="export devices to YAML, JSON or CSV ('-' writes to stdout)")
+    p = sub.add_parser("export", help="export devices to YAML, JSON or CSV, or systems to YAML or JSON ('-' writes "
+                       "to stdout)")
     p.add_argument("file", help="output file, or '-' for stdout (then --format is required)")
     p.add_argument("--format", choices=("yaml", "json", "csv"), help="default: from the file suffix")
+    p.add_argument("--systems", action="store_true", help="export the systems instead; TEXT, --vendor and --origin "
+                   "select them")
     _add_filters(p)
     _add_db(p)
     p.set_defaults(func=cmd_export)
@@ -140,13 +147,9 @@ def _filters(args):
 
 
 def _open(args):
-    from explorer.store.engine import open_catalog
-    from explorer.store.errors import CatalogDatabaseError
+    from .catalog_systems import open_repo
 
-    try:
-        return open_catalog(getattr(args, "db", None))
-    except CatalogDatabaseError as exc:
-        raise CliError(str(exc)) from None
+    return open_repo(args)
 
 
 # -------------------------------------------------------------------------------------------------- list
@@ -218,6 +221,10 @@ def cmd_list(args) -> int:
 def cmd_show(args) -> int:
     from explorer.store.errors import UnknownDeviceError
 
+    if getattr(args, "system", False):
+        from .catalog_systems import cmd_show_system
+
+        return cmd_show_system(args)
     with _open(args) as repo:
         try:
             stored = repo.record(args.id)
@@ -249,10 +256,13 @@ def cmd_show(args) -> int:
 def cmd_import(args) -> int:
     from explorer.store.errors import CatalogError
     from explorer.store.io import ImportFileError, import_file
+    from explorer.store.system_io import holds_systems, import_systems_file
 
+    systems = args.systems or holds_systems(args.file, args.format)
+    importer = import_systems_file if systems else import_file
     with _open(args) as repo:
         try:
-            report = import_file(repo, args.file, args.format, replace=args.replace, dry_run=args.dry_run)
+            report = importer(repo, args.file, args.format, replace=args.replace, dry_run=args.dry_run)
         except (ImportFileError, CatalogError) as exc:
             raise CliError(str(exc)) from None
     if args.json:
@@ -260,6 +270,7 @@ def cmd_import(args) -> int:
             {
                 "file": report.file,
                 "format": report.format,
+                "systems": systems,
                 "rows": report.rows,
                 "committed": report.committed,
                 "added": list(report.added),
@@ -275,6 +286,10 @@ def cmd_import(args) -> int:
 def cmd_export(args) -> int:
     from explorer.store.io import ImportFileError, detect_format, export_file, export_text
 
+    if args.systems:
+        from .catalog_systems import cmd_export_systems
+
+        return cmd_export_systems(args)
     filters = _filters(args)
     with _open(args) as repo:
         ids = [r.id for r in repo.rows(filters)]
@@ -300,18 +315,22 @@ def cmd_validate(args) -> int:
     report = validate_catalog(folder)
     systems = validate_systems(folder / SYSTEMS_DIR, {d.id for d in report.devices})
     problems = list(report.problems) + list(systems.problems)
-    checked_db = 0
+    checked_db = checked_db_systems = 0
     if getattr(args, "db", None):
+        from .catalog_systems import check_stored_systems
+
         with _open(args) as repo:
             for device in repo.devices():
                 _, found = check_device_dict(device_to_dict(device), "database")
                 problems.extend(found)
                 checked_db += 1
+            checked_db_systems, found = check_stored_systems(repo)
+            problems.extend(found)
     summary = f"{report.files} file(s), {len(report.devices)} valid device(s)"
     if systems.files:
         summary += f", {systems.files} system file(s), {len(systems.systems)} valid system(s)"
     if getattr(args, "db", None):
-        summary += f", {checked_db} database device(s)"
+        summary += f", {checked_db} database device(s), {checked_db_systems} database system(s)"
     summary += f", {len(problems)} problem(s)"
     if args.json:
         print_json(
@@ -322,6 +341,7 @@ def cmd_validate(args) -> int:
                 "system_files": systems.files,
                 "valid_systems": len(systems.systems),
                 "database_devices": checked_db,
+                "database_systems": checked_db_systems,
                 "problems": problems,
             }
         )

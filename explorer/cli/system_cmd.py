@@ -4,7 +4,6 @@ devices under one layout or every valid one (docs/cli.md, "Systems")."""
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -42,7 +41,8 @@ def add_system_args(p) -> None:
                    "(1 + s) / ep of the tokens (default 0, uniform)")
 
 
-def resolve_system(spec: str, nodes: int) -> System:
+def resolve_system(spec: str, nodes: int, db_url: str | None = None) -> System:
+    """A system file, or a system id of the catalog database (shipped or imported; ``--db``), times ``nodes``."""
     if nodes < 1:
         raise CliError(f"--nodes: must be a positive whole number, got {nodes}")
     try:
@@ -51,17 +51,26 @@ def resolve_system(spec: str, nodes: int) -> System:
                 raise CliError(f"--system: no such file: {spec}")
             system = load_system_file(spec)
         else:
-            from ..core.hardware.catalog_files import load_shipped_systems
-
-            found = {s.id: s for s in load_shipped_systems()}
-            if spec not in found:
-                raise CliError(f"--system: unknown system {spec!r}; known: {', '.join(sorted(found))}")
-            system = found[spec]
+            system = _from_catalog(spec, db_url)
         return system.with_nodes(nodes) if nodes > 1 else system
     except (SystemFileError, UnitError) as exc:
         raise CliError(f"--system {spec}: {exc}") from None
     except ValueError as exc:
         raise CliError(f"--{str(exc)}" if str(exc).startswith("nodes") else f"--system {spec}: {exc}") from None
+
+
+def _from_catalog(spec: str, db_url: str | None) -> System:
+    from ..store.errors import CatalogDatabaseError, UnknownSystemError
+    from ..store.resolve import resolve_system as catalog_system
+
+    try:
+        return catalog_system(spec, db_url)
+    except UnknownSystemError as exc:
+        hint = (f"did you mean {', '.join(exc.close_matches)}?" if exc.close_matches
+                else "see 'hwexplorer catalog list --systems'")
+        raise CliError(f"--system: unknown system {spec!r} in the catalog; {hint}") from None
+    except CatalogDatabaseError as exc:
+        raise CliError(str(exc)) from None
 
 
 def layouts_from_args(args, model, ctx, system: System) -> tuple[list[Layout], str | None]:
@@ -94,7 +103,7 @@ def layouts_from_args(args, model, ctx, system: System) -> tuple[list[Layout], s
 def run_system(args, model, ctx, formats) -> int:
     from .resolve import resolve_devices
 
-    system = resolve_system(args.system, args.nodes)
+    system = resolve_system(args.system, args.nodes, getattr(args, "db", None))
     device = resolve_devices([system.device_id], getattr(args, "db", None))[0]
     layouts, objective = layouts_from_args(args, model, ctx, system)
     options = Options(overlap=args.overlap, algorithm=args.collective, skew=args.skew, offload=args.offload)

@@ -17,10 +17,11 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
 from .errors import CatalogDatabaseError
-from .repository import ADVISORY_LOCK_KEY, CatalogRepository
+from .repository import CatalogRepository
+from .tx import ADVISORY_LOCK_KEY
 
 ENV_VAR = "HWEXPLORER_DB"
-HEAD_REVISION = "0002"  # the newest migration in migrations/versions (a test checks they agree)
+HEAD_REVISION = "0003"  # the newest migration in migrations/versions (a test checks they agree)
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 MEMORY_URL = "sqlite://"
 

@@ -9,6 +9,7 @@ from .overrides import describe_value
 
 if TYPE_CHECKING:
     from explorer.core.hardware.device import Device
+    from explorer.core.hardware.system import System
 
 
 class CatalogError(ValueError):
@@ -37,7 +38,46 @@ class DuplicateDeviceError(CatalogError):
 
 
 class ReadOnlyDeviceError(CatalogError):
-    """Shipped devices cannot be deleted (edit, duplicate or revert them instead)."""
+    """Shipped devices and systems cannot be deleted (edit, duplicate or revert them instead)."""
+
+
+class UnknownSystemError(CatalogError, KeyError):
+    def __init__(self, system_id: str, close: tuple[str, ...] = (), hint: str = ""):
+        self.system_id = system_id
+        self.close_matches = close
+        guess = f"; did you mean {', '.join(close)}?" if close else ""
+        super().__init__(f"no system '{system_id}' in the catalog{guess}{hint}")
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+
+class DuplicateSystemError(CatalogError):
+    def __init__(self, system_id: str):
+        self.system_id = system_id
+        super().__init__(f"id: a system '{system_id}' is already in the catalog; choose another id")
+
+
+class MissingDeviceError(CatalogError):
+    """A system names a device that is not in the catalog (one line naming the field ``device``)."""
+
+    def __init__(self, system_id: str, device_id: str):
+        self.system_id = system_id
+        self.device_id = device_id
+        super().__init__(
+            f"{system_id}: device: '{device_id}' is not a device of the catalog (add or import the device first)"
+        )
+
+
+class DeviceInUseError(CatalogError):
+    """A device that systems of the catalog are made of cannot be deleted."""
+
+    def __init__(self, device_id: str, systems: tuple[str, ...]):
+        self.device_id = device_id
+        self.systems = systems
+        super().__init__(
+            f"'{device_id}' cannot be deleted: system(s) {', '.join(systems)} are made of it; delete them first"
+        )
 
 
 @dataclass(frozen=True)
@@ -48,16 +88,17 @@ class FieldConflict:
 
 
 class ConflictError(CatalogError):
-    """The device changed since it was read. ``mine`` is the unsaved edit, kept so it can be retried:
+    """The device (or system) changed since it was read. ``mine`` is the unsaved edit, kept so it can be retried:
     ``repository.update(exc.mine, exc.theirs_version)`` (after merging, if the fields overlap)."""
 
     def __init__(
         self,
-        mine: Device,
-        theirs: Device,
+        mine: Device | System,
+        theirs: Device | System,
         expected_version: int,
         theirs_version: int,
         fields: tuple[FieldConflict, ...],
+        what: str = "device",
     ):
         self.mine = mine
         self.theirs = theirs
@@ -65,7 +106,7 @@ class ConflictError(CatalogError):
         self.theirs_version = theirs_version
         self.fields = fields
         lines = [
-            f"device '{mine.id}' was changed by someone else since you opened it (you edited version "
+            f"{what} '{mine.id}' was changed by someone else since you opened it (you edited version "
             f"{expected_version}, the catalog now has version {theirs_version}); your edit was not saved and "
             f"is kept for a retry."
         ]
@@ -77,6 +118,6 @@ class ConflictError(CatalogError):
             )
         else:
             lines.append(
-                "Your edit and the stored device are identical; saving again with the new version is safe."
+                f"Your edit and the stored {what} are identical; saving again with the new version is safe."
             )
         super().__init__("\n".join(lines))

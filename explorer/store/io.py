@@ -55,6 +55,7 @@ class ImportReport:
     replaced: tuple[str, ...] = ()
     rejected: tuple[Rejection, ...] = ()
     committed: bool = False  # False for a rejected import and for a dry run
+    noun: str = "device"  # what the file holds: "device" or "system"
 
     @property
     def ok(self) -> bool:
@@ -68,7 +69,7 @@ class ImportReport:
                 f"row(s)"
             )
         verb = "imported" if self.committed else "would import (dry run)"
-        return f"{self.file}: {verb} {len(self.added)} new and {len(self.replaced)} replaced device(s)"
+        return f"{self.file}: {verb} {len(self.added)} new and {len(self.replaced)} replaced {self.noun}(s)"
 
     def lines(self) -> list[str]:
         return [str(r) for r in self.rejected] + [self.summary()]
@@ -104,7 +105,12 @@ def export_text(devices: Sequence[Device], fmt: str) -> str:
 def export_file(devices: Sequence[Device], path: str | Path, fmt: str | None = None) -> int:
     """Write the devices to ``path`` (replaced atomically); returns the number written."""
     path = Path(path)
-    text = export_text(devices, detect_format(path, fmt))
+    write_export(path, export_text(devices, detect_format(path, fmt)))
+    return len(devices)
+
+
+def write_export(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a ``.partial`` file renamed over it (a failed write leaves no file)."""
     partial = path.with_name(path.name + ".partial")
     try:
         partial.write_text(text, encoding="utf-8", newline="")
@@ -112,7 +118,6 @@ def export_file(devices: Sequence[Device], path: str | Path, fmt: str | None = N
     except OSError as exc:
         partial.unlink(missing_ok=True)
         raise ImportFileError(f"{path}: cannot write ({exc.strerror})") from None
-    return len(devices)
 
 
 # ------------------------------------------------------------------------------------------------ import
@@ -123,10 +128,15 @@ def _entries(
     if fmt == "csv":
         entries, header = read_csv(text)
         return entries, [Rejection("header", "?", column, message) for column, message in header]
+    return _split_document(parse_document(text, fmt, name), name, "devices", "device"), []
+
+
+def parse_document(text: str, fmt: str, name: str) -> Any:
+    """The YAML or JSON document in ``text``; ImportFileError (one line naming the file and line) otherwise."""
     if not text.strip():
         raise ImportFileError(f"{name}: the file is empty")
     try:
-        data = parse_nested(json.loads if fmt == "json" else yaml.safe_load, text)
+        return parse_nested(json.loads if fmt == "json" else yaml.safe_load, text)
     except NestingError as exc:
         raise ImportFileError(f"{name}: {exc}") from None
     except json.JSONDecodeError as exc:
@@ -139,36 +149,42 @@ def _entries(
         raise ImportFileError(
             f"{name}: {where}invalid YAML ({getattr(exc, 'problem', None) or exc}){hint}"
         ) from None
-    if isinstance(data, dict) and "devices" in data:
-        devices = data["devices"]
-        if not isinstance(devices, list):
-            raise ImportFileError(f"{name}: 'devices' must be a list of device mappings")
+
+
+def _split_document(
+    data: Any, name: str, key: str, noun: str
+) -> list[tuple[str, Any, list[tuple[str, str]]]]:
+    """The entries of an export (``{format, <key>: [...], count}``), one mapping, or a plain list of them."""
+    if isinstance(data, dict) and key in data:
+        items = data[key]
+        if not isinstance(items, list):
+            raise ImportFileError(f"{name}: '{key}' must be a list of {noun} mappings")
         if "count" not in data:
             raise ImportFileError(
-                f"{name}: no 'count' after the device list; the file looks truncated "
-                f"({len(devices)} device(s) read)"
+                f"{name}: no 'count' after the {noun} list; the file looks truncated "
+                f"({len(items)} {noun}(s) read)"
             )
-        if data["count"] != len(devices):
+        if data["count"] != len(items):
             raise ImportFileError(
-                f"{name}: the file says count {data['count']!r} but holds {len(devices)} "
-                "device(s); it looks truncated or edited"
+                f"{name}: the file says count {data['count']!r} but holds {len(items)} "
+                f"{noun}(s); it looks truncated or edited"
             )
-        unknown = set(data) - {"format", "devices", "count"}
+        unknown = set(data) - {"format", key, "count"}
         if unknown or data.get("format", FORMAT) != FORMAT:
             raise ImportFileError(
-                f"{name}: expected format {FORMAT} with keys format, devices, count; got "
+                f"{name}: expected format {FORMAT} with keys format, {key}, count; got "
                 f"format {data.get('format')!r} and {sorted(unknown) or 'no other keys'}"
             )
     elif isinstance(data, dict):
-        devices = [data]
+        items = [data]
     elif isinstance(data, list):
-        devices = data
+        items = data
     else:
         raise ImportFileError(
-            f"{name}: expected a device mapping, a list of them, or an export "
-            f"(format, devices, count); got {type(data).__name__}"
+            f"{name}: expected a {noun} mapping, a list of them, or an export "
+            f"(format, {key}, count); got {type(data).__name__}"
         )
-    return [(f"devices[{i}]", d, []) for i, d in enumerate(devices)], []
+    return [(f"{key}[{i}]", d, []) for i, d in enumerate(items)]
 
 
 def _truncation_hint(text: str, line: int, unterminated: bool = False) -> str:
@@ -183,19 +199,22 @@ def _split_problem(problem: str, where: str, device: str) -> Rejection:
     return Rejection(where, device, field, message or rest)
 
 
+def read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ImportFileError(f"{path.name}: not UTF-8 text") from None
+    except OSError as exc:
+        raise ImportFileError(f"{path}: cannot read ({exc.strerror})") from None
+
+
 def read_import(
     path: str | Path, fmt: str | None = None
 ) -> tuple[str, int, list[tuple[str, Device]], list[Rejection]]:
     """Parse and check every row of a file; returns (format, rows, [(where, valid device)], rejections)."""
     path = Path(path)
     fmt = detect_format(path, fmt)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise ImportFileError(f"{path.name}: not UTF-8 text") from None
-    except OSError as exc:
-        raise ImportFileError(f"{path}: cannot read ({exc.strerror})") from None
-    entries, rejected = _entries(text, fmt, path.name)
+    entries, rejected = _entries(read_text(path), fmt, path.name)
     devices: list[tuple[str, Device]] = []
     first_row: dict[str, str] = {}
     for where, data, problems in entries:

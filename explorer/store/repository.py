@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Self
 
 from sqlalchemy import delete, func, insert, select, update
@@ -28,6 +28,7 @@ from explorer.core.hardware.device_file import (
 
 from .errors import (
     ConflictError,
+    DeviceInUseError,
     DuplicateDeviceError,
     FieldConflict,
     ReadOnlyDeviceError,
@@ -37,10 +38,12 @@ from .mapping import child_rows, device_from_rows, device_row
 from .overrides import canonical_hash, changed_fields, copy_fields, sort_fields, value_of
 from .query import DeviceFilter, DeviceRow, query_rows
 from .schema import CHILD_TABLES, ID_LENGTH, TABLES
+from .system_repository import SystemMethods
+from .tx import lock_for_writing
+from .tx import now as _now
 
 DEVICES = TABLES["devices"]
-META = TABLES["catalog_meta"]
-ADVISORY_LOCK_KEY = 0x6877_6578  # "hwex": serializes seeding across team members on PostgreSQL
+SYSTEMS = TABLES["systems"]
 
 
 @dataclass(frozen=True)
@@ -56,19 +59,9 @@ class StoredDevice:
     updated_at: datetime
 
 
-def _now() -> datetime:
-    return datetime.now(UTC)
+class CatalogRepository(SystemMethods):
+    """Devices (the methods below) and systems (:class:`SystemMethods`) of one catalog database."""
 
-
-def lock_for_writing(conn: Connection) -> None:
-    """Take the database-wide writer lock for the rest of the transaction (seeding, bulk import)."""
-    if conn.dialect.name == "postgresql":
-        conn.execute(select(func.pg_advisory_xact_lock(ADVISORY_LOCK_KEY)))
-    else:  # SQLite: any write takes the database's RESERVED lock until commit
-        conn.execute(delete(META).where(META.c.key == "write_lock"))
-
-
-class CatalogRepository:
     def __init__(self, engine: Engine):
         self.engine = engine
 
@@ -174,7 +167,8 @@ class CatalogRepository:
         return expected_version + 1
 
     def delete(self, device_id: str) -> None:
-        """Delete a user device. Shipped devices cannot be deleted (ReadOnlyDeviceError)."""
+        """Delete a user device. Shipped devices (ReadOnlyDeviceError) and devices that systems are made of
+        (DeviceInUseError) cannot be deleted."""
         with self.engine.begin() as conn:
             origin = conn.scalar(select(DEVICES.c.origin).where(DEVICES.c.id == device_id))
             if origin is None:
@@ -184,6 +178,10 @@ class CatalogRepository:
                     f"'{device_id}' is a shipped device and cannot be deleted; "
                     "duplicate it or revert your edits"
                 )
+            users = tuple(conn.scalars(select(SYSTEMS.c.id).where(SYSTEMS.c.device_id == device_id)
+                                       .order_by(SYSTEMS.c.id)))
+            if users:
+                raise DeviceInUseError(device_id, users)
             conn.execute(delete(DEVICES).where(DEVICES.c.id == device_id))
 
     def duplicate(self, device_id: str, new_id: str, name: str | None = None) -> Device:

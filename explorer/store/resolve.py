@@ -1,4 +1,4 @@
-"""Resolve a device given on the command line: a device file path, or an id in the catalog database."""
+"""Resolve a device or a system given on the command line: a file path, or an id in the catalog database."""
 
 from __future__ import annotations
 
@@ -6,11 +6,13 @@ from pathlib import Path
 
 from explorer.core.hardware.device import Device
 from explorer.core.hardware.device_file import DEVICE_FILE_SUFFIXES, load_device_file
+from explorer.core.hardware.system import System
+from explorer.core.hardware.system_file import load_system_file
 
 from .engine import open_catalog
-from .errors import UnknownDeviceError
+from .errors import UnknownDeviceError, UnknownSystemError
 
-__all__ = ["DEVICE_FILE_SUFFIXES", "looks_like_path", "resolve_device"]
+__all__ = ["DEVICE_FILE_SUFFIXES", "looks_like_path", "resolve_device", "resolve_system"]
 
 
 def looks_like_path(spec: str) -> bool:
@@ -34,4 +36,22 @@ def resolve_device(spec: str, db_url: str | None = None) -> Device:
                 spec,
                 exc.close_matches,
                 " (use an id from 'hwexplorer catalog list' or the path of a .yaml/.json device file)",
+            ) from None
+
+
+def resolve_system(spec: str, db_url: str | None = None) -> System:
+    """A system file (``path.yaml``/``.json``) or a system id of the catalog (shipped or imported), opening and
+    seeding the database if needed. An unknown id raises :class:`UnknownSystemError` (a ValueError) listing close
+    matches; a bad file raises :class:`SystemFileError` (one line naming the field)."""
+    spec = spec.strip()
+    if looks_like_path(spec):
+        return load_system_file(spec)
+    with open_catalog(db_url) as repo:
+        try:
+            return repo.get_system(spec)
+        except UnknownSystemError as exc:
+            raise UnknownSystemError(
+                spec,
+                exc.close_matches,
+                " (use an id from 'hwexplorer catalog list --systems' or the path of a .yaml/.json system file)",
             ) from None

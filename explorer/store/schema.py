@@ -230,5 +230,39 @@ class ConflictRecord(Base):
     note: Mapped[str] = mapped_column(Text)
 
 
+class SystemRecord(Base):
+    """A system (``docs/system-file.md``): a catalog device times a count, in a hierarchy of domains.
+
+    The system is stored whole as its system-file mapping (``data``, the ``system_to_dict`` form: every figure with
+    the text its source wrote, its source key and note, and the sources themselves), because a domain hierarchy is
+    one document that is always read whole. The columns beside it are copies for the system table and its filters,
+    rewritten with the system; the bookkeeping columns mean what they mean on ``devices``. ``device_id`` must name a
+    device of the catalog: a device a system uses cannot be deleted.
+    """
+
+    __tablename__ = "systems"
+
+    id: Mapped[str] = mapped_column(String(ID_LENGTH), primary_key=True)
+    name: Mapped[str] = mapped_column(Text)
+    vendor: Mapped[str] = mapped_column(Text, index=True)
+    kind: Mapped[str] = mapped_column(String(16), index=True)
+    device_id: Mapped[str] = mapped_column(String(ID_LENGTH), ForeignKey("devices.id"), index=True)
+    devices: Mapped[int] = mapped_column(Integer)
+    node_devices: Mapped[int] = mapped_column(Integer)
+    # B/s that one device sends in one direction (NULL: no such domain, or its bandwidth is unknown)
+    scale_up_bandwidth: Mapped[Value]
+    scale_out_bandwidth: Mapped[Value]
+    host_bandwidth: Mapped[Value]
+    data: Mapped[dict[str, Any]] = mapped_column(JSON)
+
+    origin: Mapped[str] = mapped_column(String(8), index=True)  # shipped | user
+    version: Mapped[int] = mapped_column(Integer, default=1)
+    overrides: Mapped[list[str]] = mapped_column(JSON, default=list)
+    shipped_json: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    shipped_hash: Mapped[str | None] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
 TABLES = Base.metadata.tables
 CHILD_TABLES = ("sources", "peaks", "mac_energies", "memory_levels", "matrix_engines", "links", "conflicts")

@@ -10,6 +10,9 @@ Rules (docs/catalog.md):
   release reshaped a field the user's value depends on), the user's whole device is kept and every field
   that differs from the new shipped version is marked as overridden. Nothing the user wrote is lost.
 * A device that a newer release no longer ships stays in the database unchanged.
+
+Shipped systems (``catalog/systems/``) follow the same rules, after the devices and in the same transaction
+(:mod:`.system_seeding`); the fingerprint covers both folders.
 """
 
 from __future__ import annotations
@@ -22,15 +25,25 @@ from pathlib import Path
 from sqlalchemy import delete, insert, select, update
 from sqlalchemy.engine import Engine
 
-from explorer.core.hardware.catalog_files import catalog_files, load_shipped_devices, shipped_catalog_dir
+from explorer.core.hardware.catalog_files import (
+    SYSTEMS_DIR,
+    catalog_files,
+    load_shipped_devices,
+    load_shipped_systems,
+    shipped_catalog_dir,
+)
 from explorer.core.hardware.device import Device
 from explorer.core.hardware.device_file import check_device_dict, device_to_dict
+from explorer.core.hardware.system import System
 
 from .overrides import canonical_hash, changed_fields, copy_fields, referenced_sources
-from .repository import DEVICES, META, _insert_many, _load, _now, _rewrite, lock_for_writing
+from .repository import DEVICES, _insert_many, _load, _rewrite
+from .system_seeding import seed_systems
+from .tx import META, lock_for_writing
+from .tx import now as _now
 
 FINGERPRINT_KEY = "shipped_fingerprint"
-SEED_FORMAT = "1"  # bump when the stored form of a device changes, to force a re-seed
+SEED_FORMAT = "2"  # bump when the stored form of a device or system changes, to force a re-seed (2: systems)
 
 
 @dataclass(frozen=True)
@@ -41,12 +54,13 @@ class SeedReport:
     kept: tuple[str, ...] = ()  # the merge was invalid: the user's device kept as it was
     skipped: tuple[str, ...] = ()  # a user device already has this id
     unchanged: int = 0
+    systems: SeedReport | None = None  # the same for the shipped systems
 
     @property
     def changed(self) -> bool:
-        return bool(self.added or self.updated or self.merged or self.kept)
+        return bool(self.added or self.updated or self.merged or self.kept or (self.systems and self.systems.changed))
 
-    def summary(self) -> str:
+    def summary(self, what: str = "device") -> str:
         parts = [
             f"{len(self.added)} added",
             f"{len(self.updated)} updated",
@@ -57,9 +71,12 @@ class SeedReport:
             parts.append(f"{len(self.kept)} kept as you edited them ({', '.join(self.kept)})")
         if self.skipped:
             parts.append(
-                f"{len(self.skipped)} skipped: a device of yours has the id ({', '.join(self.skipped)})"
+                f"{len(self.skipped)} skipped: a {what} of yours has the id ({', '.join(self.skipped)})"
             )
-        return "shipped catalog: " + ", ".join(parts)
+        text = ", ".join(parts)
+        if self.systems is not None:
+            text += "; systems: " + self.systems.summary("system").removeprefix("shipped catalog: ")
+        return "shipped catalog: " + text
 
 
 def catalog_fingerprint(folder: Path | None = None) -> str | None:
@@ -68,8 +85,10 @@ def catalog_fingerprint(folder: Path | None = None) -> str | None:
     if not folder.is_dir():
         return None
     digest = hashlib.sha256(f"seed-format {SEED_FORMAT}\n".encode())
-    for path in catalog_files(folder):
-        digest.update(path.name.encode("utf-8") + b"\0" + path.read_bytes() + b"\0")
+    systems = folder / SYSTEMS_DIR
+    for path in catalog_files(folder) + (catalog_files(systems) if systems.is_dir() else []):
+        name = path.relative_to(folder).as_posix()
+        digest.update(name.encode("utf-8") + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 
 
@@ -81,11 +100,15 @@ def ensure_seeded(engine: Engine, folder: Path | None = None) -> SeedReport | No
     with engine.connect() as conn:
         if conn.scalar(select(META.c.value).where(META.c.key == FINGERPRINT_KEY)) == fingerprint:
             return None
-    return seed(engine, load_shipped_devices(folder), fingerprint)
+    devices = load_shipped_devices(folder)
+    systems = load_shipped_systems(folder, {d.id for d in devices})
+    return seed(engine, devices, fingerprint, systems)
 
 
-def seed(engine: Engine, shipped: Sequence[Device], fingerprint: str | None = None) -> SeedReport:
-    """Write the shipped devices following the re-seed rules, in one transaction."""
+def seed(
+    engine: Engine, shipped: Sequence[Device], fingerprint: str | None = None, systems: Sequence[System] = ()
+) -> SeedReport:
+    """Write the shipped devices, then the shipped ``systems``, following the re-seed rules, in one transaction."""
     added, updated, merged, kept, skipped, unchanged = [], [], [], [], [], 0
     new_devices, new_data = [], []
     with engine.begin() as conn:
@@ -126,6 +149,7 @@ def seed(engine: Engine, shipped: Sequence[Device], fingerprint: str | None = No
             _rewrite(conn, replace(result or current, origin="shipped"), overrides=overrides, shipped=data)
             (merged if ok else kept).append(device.id)
         _insert_many(conn, new_devices, "shipped", _now(), shipped=new_data)
+        system_report = SeedReport(*seed_systems(conn, systems))
         if fingerprint is not None:
             conn.execute(delete(META).where(META.c.key == FINGERPRINT_KEY))
             conn.execute(insert(META).values(key=FINGERPRINT_KEY, value=fingerprint))
@@ -136,6 +160,7 @@ def seed(engine: Engine, shipped: Sequence[Device], fingerprint: str | None = No
         tuple(kept),
         tuple(skipped),
         unchanged,
+        system_report,
     )
 
 

@@ -148,7 +148,7 @@ def test_the_shipped_catalog_validates(capsys):
 def test_validate_with_db_checks_the_stored_devices_too(db, capsys):
     assert run(["catalog", "validate", "--db", db]) == 0
     n = len(load_shipped_devices())
-    assert capsys.readouterr().out.strip().endswith(f"{n} database device(s), 0 problem(s)")
+    assert capsys.readouterr().out.strip().endswith(f"{n} database device(s), 11 database system(s), 0 problem(s)")
 
 
 def test_a_database_password_never_reaches_the_output(capsys):

@@ -1,4 +1,5 @@
-"""``hwexplorer catalog list --systems`` and ``catalog validate`` over the system files (issue 18)."""
+"""``hwexplorer catalog list --systems`` (the systems seeded into the catalog database) and ``catalog validate``
+over the system files (issue 18)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ def test_list_systems_shows_per_direction_bandwidth_per_device(capsys):
     out = capsys.readouterr().out.splitlines()
     assert "SCALE-UP (GB/s/dir)" in out[0] and "SCALE-OUT (GB/s/dir)" in out[0]
     row = next(line.split() for line in out if line.startswith("nvidia-dgx-h100 "))
-    assert row[-5:] == ["nvidia-h100-sxm5", "x", "8", "450", "50"]  # 900 GB/s bidirectional; 400 Gb/s per GPU
+    assert row[-6:] == ["nvidia-h100-sxm5", "x", "8", "450", "50", "shipped"]  # 900 GB/s bidirectional; 400 Gb/s
     l40s = next(line for line in out if line.startswith("pcie-server-8x-nvidia-l40s "))
     assert " 32 " in l40s and "none stated" in l40s
     assert out[-1].startswith("11 system(s); GB/s = 10^9 B/s per device and per direction")

@@ -3,65 +3,30 @@
 Needs ``HWEXPLORER_TEST_PG_URL``
 (``export HWEXPLORER_TEST_PG_URL=$(bash .ci/start_postgres.sh)``); without it,
 or when the server is unreachable, the tests are skipped with the reason. Each test works in its own
-PostgreSQL schema, dropped afterwards.
+PostgreSQL schema, dropped afterwards (the fixtures are in ``conftest.py``; the systems' tests run one body on
+both backends there).
 """
 
 from __future__ import annotations
 
-import os
 import threading
-import uuid
 from dataclasses import replace
 
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import create_engine, select
+from sqlalchemy import select
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import OperationalError
-from sqlalchemy.schema import CreateSchema, DropSchema
 
 from explorer.core.hardware.catalog_files import load_shipped_devices
 from explorer.core.hardware.device_file import device_from_dict, device_to_dict
-from explorer.store.engine import open_catalog, parse_url, redact_url
+from explorer.store.engine import open_catalog, parse_url
 from explorer.store.errors import ConflictError
 from explorer.store.io import import_file
 from explorer.store.repository import DEVICES, _claim, _rewrite
 from explorer.store.schema import Base
 
 pytestmark = pytest.mark.postgres
-ENV = "HWEXPLORER_TEST_PG_URL"
-
-
-@pytest.fixture(scope="module")
-def server_url():
-    url = os.environ.get(ENV, "").strip()
-    if not url:
-        pytest.skip(f"{ENV} is not set (CI sets it from .ci/start_postgres.sh); PostgreSQL tests not run")
-    engine = create_engine(parse_url(url))
-    try:
-        with engine.connect():
-            pass
-    except OperationalError as exc:
-        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else "connection failed"
-        pytest.skip(f"PostgreSQL at {redact_url(url)} is unreachable ({reason}); PostgreSQL tests not run")
-    finally:
-        engine.dispose()
-    return url
-
-
-@pytest.fixture
-def pg_url(server_url):
-    """A URL whose connections work in a fresh, private schema."""
-    schema = f"hwx_test_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(parse_url(server_url))
-    with admin.begin() as conn:
-        conn.execute(CreateSchema(schema))
-    url = parse_url(server_url).update_query_dict({"options": f"-csearch_path={schema}"})
-    yield url.render_as_string(hide_password=False)
-    with admin.begin() as conn:
-        conn.execute(DropSchema(schema, cascade=True))
-    admin.dispose()
 
 
 @pytest.fixture

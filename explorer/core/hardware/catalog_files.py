@@ -120,10 +120,12 @@ def validate_systems(folder: Path | None = None, device_ids: set[str] | frozense
     return SystemReport(tuple(systems), tuple(problems), len(files))
 
 
-def load_shipped_systems(folder: Path | None = None) -> tuple[System, ...]:
-    """All valid shipped systems (``catalog/systems/``), marked ``origin='shipped'``; whose device is shipped too."""
+def load_shipped_systems(folder: Path | None = None, device_ids: set[str] | frozenset[str] | None = None,
+                         ) -> tuple[System, ...]:
+    """All valid shipped systems (``catalog/systems/``), marked ``origin='shipped'``, whose device is a valid shipped
+    device (``device_ids`` when the caller has already validated the devices)."""
     from dataclasses import replace
 
     root = folder or shipped_catalog_dir()
-    ids = {d.id for d in validate_catalog(root).devices}
+    ids = device_ids if device_ids is not None else {d.id for d in validate_catalog(root).devices}
     return tuple(replace(s, origin="shipped") for s in validate_systems(root / SYSTEMS_DIR, ids).systems)
