@@ -66,6 +66,18 @@ def make_application(argv: Sequence[str] | None = None) -> QApplication:
     return app
 
 
+def system_lookup(repository):
+    """``Workspace`` system lookup: the catalog database's systems for the ids it knows (unknown ids skipped)."""
+
+    def lookup(ids: Sequence[str]):
+        if not ids:
+            return ()
+        known = {s.id: s for s in repository.systems()}
+        return tuple(known[i] for i in ids if i in known)
+
+    return lookup
+
+
 def build_window(db_url: str | None = None):
     """The catalog, workspace and main window (not shown). Raises CatalogDatabaseError."""
     from explorer.store.engine import open_catalog
@@ -77,7 +89,7 @@ def build_window(db_url: str | None = None):
         prefs = load_preferences()
     repository = open_catalog(db_url)
     workspace = Workspace(lookup=device_lookup(repository),
-                          assumptions=Assumptions(**prefs.assumption_defaults()))
+                          assumptions=Assumptions(**prefs.assumption_defaults()), systems=system_lookup(repository))
     window = MainWindow(workspace, repository, prefs)
     for w in caught:
         window.statusBar().showMessage(str(w.message), 15000)
