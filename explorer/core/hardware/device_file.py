@@ -43,11 +43,15 @@ _MEMORY, _ENGINE, _LINK = F.FIELD["memory"], F.FIELD["matrix_engine"], F.FIELD["
 
 
 class DeviceFileError(ValueError):
-    """One or more problems in a device file; ``problems`` lists ``file: device: field: message`` lines."""
+    """One or more problems in a device file; ``problems`` lists ``file: device: field: message`` lines. The
+    message's first line is the first problem (it names the file), with how many more follow; the whole list is
+    kept below it, one problem a line (issue 24: a reader's error starts with one line that says what is wrong)."""
 
     def __init__(self, problems: list[str]):
         self.problems = problems
-        super().__init__(problems[0] if len(problems) == 1 else f"{len(problems)} problems:\n  " + "\n  ".join(problems))
+        more = len(problems) - 1
+        super().__init__(problems[0] if not more else f"{problems[0]} (1 of {len(problems)} problems, all listed "
+                         "below)\n  " + "\n  ".join(problems))
 
 
 class _Reader:
@@ -69,6 +73,9 @@ class _Reader:
             return None
         if not isinstance(value, (str, int, float)) or isinstance(value, bool):
             self.problem(field, f"expected text, got {type(value).__name__}")
+            return None
+        if required and not str(value).strip():
+            self.problem(field, "is required (it is empty)")
             return None
         return str(value)
 
