@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from explorer.core.files import NestingError, parse_nested
+from explorer.core.files import NestingError, parse_nested, single_line
 from explorer.core.hardware import fields as F
 from explorer.core.hardware.device import (
     DATAFLOWS,
@@ -63,7 +63,7 @@ class _Reader:
         self.source_keys: set[str] = set()
 
     def problem(self, field: str, message: str) -> None:
-        self.problems.append(f"{self.where}: {self.device}: {field}: {message}")
+        self.problems.append(single_line(f"{self.where}: {self.device}: {field}: {message}"))
 
     def text(self, data: dict, key: str, field: str, required: bool = False) -> str | None:
         value = data.get(key)
@@ -96,6 +96,9 @@ class _Reader:
             if unknown:
                 self.problem(field, f"unknown keys {sorted(unknown)}")
             source, note, value = raw.get("source"), raw.get("note"), raw.get("value")
+            if note is not None and not isinstance(note, str):
+                self.problem(f"{field}.note", f"expected text, got {type(note).__name__}")
+                note = None
             if value is None:
                 self.problem(f"{field}.value", "is required")
                 return None
@@ -113,7 +116,7 @@ class _Reader:
         try:
             si = parse_si(value, kind, field)
         except UnitError as exc:
-            self.problems.append(f"{self.where}: {self.device}: {exc}")
+            self.problems.append(single_line(f"{self.where}: {self.device}: {exc}"))
             return None
         low, high = RANGES.get(kind, (-math.inf, math.inf))
         if not (low <= si <= high):
@@ -315,7 +318,7 @@ def check_device_dict(data: Any, where: str = "<data>", require_sources: bool = 
         ),
         efficiency_compute=etas["compute"],
         efficiency_memory=etas["memory"],
-        notes=str(data.get("notes") or ""),
+        notes=r.text(data, "notes", "notes") or "",
         conflicts=tuple(conflicts),
     )
     return device, r.problems
