@@ -46,6 +46,11 @@ def default_sram_energy(capacity_bytes: float) -> float:
     return float(ys[-1])
 
 
+#: what ``defaults_used`` says of a device whose file gives no matrix engine (issue 24: the H200's 1.00 against the
+#: H100's 0.27 on the same silicon was a missing figure looking like an advantage)
+NO_ENGINE = "matrix engine unknown (mapping efficiency unknown: GEMMs taken as filling it, an upper bound)"
+
+
 @dataclass(frozen=True, eq=False)
 class DeviceArrays:
     devices: tuple[Device, ...]
@@ -86,6 +91,12 @@ class DeviceArrays:
     def compute_of(self, j: int) -> str:
         """The precision device ``j`` computes at (``precision`` unless it had to fall back)."""
         return self.computes[j] if self.computes else self.precision
+
+    @property
+    def engine_known(self) -> np.ndarray:
+        """(D,) whether the device gives its matrix engine: without one its GEMMs' mapping efficiency is unknown
+        (the time takes them as filling the engine, which is no measured 1.00, see :data:`NO_ENGINE`)."""
+        return self.engine != 0
 
     @property
     def ridge(self) -> np.ndarray:
@@ -176,6 +187,8 @@ def device_arrays(devices: Sequence[Device], precision: str,
             else:
                 used.append("thread-block tile 128x128")
             sms[i] = _v(eng.sm_count) if eng.sm_count else (_v(eng.units) if eng.units else 1)
+        else:
+            used.append(NO_ENGINE)
         defaults.append(tuple(used))
     arrays = dict(
         peak=np.array([d.peak_flops(computes[i] if computes else precision) for i, d in enumerate(devices)]),
