@@ -265,7 +265,7 @@ def _assumptions(data_plan: PlanResult, analysis: ModelAnalysis) -> tuple[tuple[
     dev = analysis.devices
     if dev.formats is not None:
         rows.append(("Tensor formats", "; ".join(dev.formats.notes())))
-        rows += [(f"Precision: {d.name}", note) for d, note in zip(dev.devices, dev.precision_notes) if note]
+    rows += [(f"Precision: {d.name}", note) for d, note in zip(dev.devices, dev.precision_notes) if note]
     for device, used in zip(analysis.devices.devices, analysis.devices.defaults_used):
         if used:
             rows.append((f"Defaults: {device.name}", ", ".join(used)))

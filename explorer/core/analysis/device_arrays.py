@@ -6,7 +6,8 @@ Defaults that *are* applied (Horowitz energies, the default thread-block tile) a
 With per-tensor ``formats`` (weights, activations, KV cache stored differently), the precision is the one the
 formats compute at, and a device without a peak there computes at the nearest wider precision it has
 (:data:`explorer.core.formats.FALLBACK`: MXFP4 on an H100 at FP8), said in ``precision_notes``. A precision
-alone keeps the old rule: no peak, no compute time (NaN).
+alone keeps the old rule (no peak, no compute time: NaN) but for the 16-bit floats: fp16 on a device that lists
+only bf16 (TPUs) computes at bf16, and the reverse (:data:`explorer.core.precision.SAME_WIDTH`), said the same way.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import numpy as np
 from explorer.core.hardware.device import Device
 
 from ..formats import TensorFormats, fallback_precision
-from ..precision import BYTES_PER_ELEMENT, check_precision
+from ..precision import BYTES_PER_ELEMENT, SAME_WIDTH, check_precision
 
 HOROWITZ = "Horowitz, 'Computing's energy problem', ISSCC 2014 (45 nm)"
 #: Energy per MAC (multiply + add), J. TF32 uses FP32; FP8/FP6/INT4/FP4 use INT8 as a proxy (Horowitz has none).
@@ -129,6 +130,18 @@ def _fallbacks(devices: tuple[Device, ...], formats: TensorFormats) -> tuple[tup
     return tuple(used), tuple(notes)
 
 
+def _same_width(devices: tuple[Device, ...], precision: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A plain 16-bit float precision: each device without a peak there but with one at the other 16-bit float
+    computes at that one (:data:`SAME_WIDTH`), with a note; () when every device has the precision."""
+    other = SAME_WIDTH.get(precision)
+    swap = [other is not None and precision not in d.peak and other in d.peak for d in devices]
+    if not any(swap):
+        return (), ()
+    return (tuple(other if s else precision for s in swap),
+            tuple(f"{d.name} has no {precision} peak: computes at {other}, the other 16-bit float (same 2 bytes "
+                  "per element)" if s else "" for d, s in zip(devices, swap)))
+
+
 def device_arrays(devices: Sequence[Device], precision: str,
                   formats: TensorFormats | None = None) -> DeviceArrays:
     """``devices`` at ``precision``; with ``formats`` (not all at the precision), at the precision the formats
@@ -137,7 +150,7 @@ def device_arrays(devices: Sequence[Device], precision: str,
     devices = tuple(devices)
     if formats is not None and formats.uniform and formats.precision == precision:
         formats = None  # every tensor at the precision: exactly the analysis of the precision alone
-    computes, notes = (), ()
+    computes, notes = _same_width(devices, precision)
     if formats is not None:
         precision = formats.compute
         computes, notes = _fallbacks(devices, formats)
