@@ -133,8 +133,8 @@ def analysis_json(r: ModelAnalysis) -> dict:
                 "bytes": float(r.bytes[i]), "intensity": _num(r.intensity[i]),
                 "attainable_flops": _num(r.attainable[i, j]), "ideal_time_s": _num(r.ideal_time[i, j]),
                 "time_s": _num(r.time[i, j]), "bound": bounds[i, j] if r.bound_known[i, j] else None,
-                "mapping_efficiency": _num(r.mapping_efficiency[i, j]),
-                "fringe_tax": _num(1 - r.mapping_efficiency[i, j]),
+                "mapping_efficiency": _num(r.mapping_efficiency[i, j]) if r.mapping_known[i, j] else None,
+                "fringe_tax": _num(1 - r.mapping_efficiency[i, j]) if r.mapping_known[i, j] else None,
                 "energy_j": energy,
                 "gemm": {"m": int(t.gemm[i, 0]), "n": int(t.gemm[i, 1]), "k": int(t.gemm[i, 2])},
             })
@@ -189,7 +189,7 @@ def print_tables(r: ModelAnalysis) -> None:
               f"bandwidth {format_si(dev.bandwidth[j], 'B/s')}, ridge {_f(dev.ridge[j], 4)} FLOP/B")
         rows = [[t.names[i], t.kinds[i], str(int(r.count[i])), _f(r.flops[i] / 1e9), _f(r.bytes[i] / 1e6),
                  _f(r.intensity[i]), _f(r.attainable[i, j] / 1e12), _f(r.time[i, j] * 1e6),
-                 bounds[i, j], _f(r.mapping_efficiency[i, j]),
+                 bounds[i, j], _f(r.mapping_efficiency[i, j]) if r.mapping_known[i, j] else "unknown",
                  _f(r.energy[i, j] * 1e3)] for i in range(len(t))]
         print(text_table(headers, rows))
         fits = "fits" if tot.fits[j] else "does NOT fit"

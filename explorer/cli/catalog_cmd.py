@@ -207,7 +207,7 @@ def cmd_list(args) -> int:
                 format_bytes(r.capacity),
                 format_si(r.tdp, "W"),
                 f"{r.price:,.0f} USD" if math.isfinite(r.price) else "\u2014",
-                r.origin + (" (edited)" if r.overridden else ""),
+                r.origin_label,
             )
         )
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]

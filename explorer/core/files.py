@@ -120,3 +120,12 @@ def names(keys) -> str:
     """Keys for a one-line message: plain ones as they are, others (a newline, a control character) as Python
     literals, so a hostile key never breaks the message's line."""
     return ", ".join(k if isinstance(k, str) and k.isprintable() and k.strip() == k and k else repr(k) for k in keys)
+
+
+_CONTROL = {c: f"\\x{c:02x}" for c in range(32)} | {ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t", 127: "\\x7f"}
+
+
+def single_line(text: str) -> str:
+    """``text`` with its line breaks and other control characters written as escapes (``\\n``): a message that
+    quotes a file's text stays one line however hostile the text."""
+    return text.translate(_CONTROL)

@@ -25,6 +25,11 @@ BYTES_PER_ELEMENT: dict[str, float] = {
 }
 
 
+#: The other 16-bit float: a request for one on a device that lists only the other computes there (same 2 bytes
+#: per element; TPUs list bf16 only), and the analysis says so (issue 24: the default fp16 dropped every TPU).
+SAME_WIDTH: dict[str, str] = {"fp16": "bf16", "bf16": "fp16"}
+
+
 def check_precision(name: str, field: str = "precision") -> str:
     key = str(name).strip().lower()
     if key not in BYTES_PER_ELEMENT:

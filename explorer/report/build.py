@@ -127,8 +127,10 @@ def summary_metrics(analysis: ModelAnalysis, cost: CostResult, energy: EnergyVie
         m("energy", f"Energy per {unit}", "J", energy.device_total, [_fmt(e, "J") for e in energy.device_total]),
         m("bound", "Bound (share of time)", "", bound, bound_disp),
         m("utilization", "Utilization of peak", "fraction", tot.utilization, [_pct(u) for u in tot.utilization]),
-        m("fringe_tax", "Fringe tax (mapping loss)", "fraction", 1 - tot.mapping_efficiency,
-          [_pct(1 - e) for e in tot.mapping_efficiency]),
+        m("fringe_tax", "Fringe tax (mapping loss)", "fraction",
+          np.where(analysis.total_mapping_known, 1 - tot.mapping_efficiency, np.nan),
+          [_pct(1 - e) if known else "unknown (no matrix-engine data)"
+           for e, known in zip(tot.mapping_efficiency, analysis.total_mapping_known)]),
         m("memory_needed", "Memory needed", "B", [tot.memory_bytes] * n, [format_bytes(tot.memory_bytes)] * n),
         m("memory_capacity", "Memory capacity", "B", dev.capacity, [format_bytes(c) for c in dev.capacity]),
         m("fits", "Fits in memory", "", fits, fits),
@@ -265,7 +267,7 @@ def _assumptions(data_plan: PlanResult, analysis: ModelAnalysis) -> tuple[tuple[
     dev = analysis.devices
     if dev.formats is not None:
         rows.append(("Tensor formats", "; ".join(dev.formats.notes())))
-        rows += [(f"Precision: {d.name}", note) for d, note in zip(dev.devices, dev.precision_notes) if note]
+    rows += [(f"Precision: {d.name}", note) for d, note in zip(dev.devices, dev.precision_notes) if note]
     for device, used in zip(analysis.devices.devices, analysis.devices.defaults_used):
         if used:
             rows.append((f"Defaults: {device.name}", ", ".join(used)))

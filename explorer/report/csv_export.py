@@ -70,7 +70,7 @@ def layers_csv(data: ReportData) -> str:
         for i in range(len(t)):
             w.writerow([dev_id, t.names[i], t.kinds[i], int(a.count[i]), _num(a.flops[i]), _num(a.bytes[i]),
                         _num(a.intensity[i]), _num(a.attainable[i, j]), _num(a.time[i, j]), _num(share[i, j]),
-                        bounds[i, j] if a.bound_known[i, j] else "", _num(a.mapping_efficiency[i, j]),
+                        bounds[i, j] if a.bound_known[i, j] else "", _num(a.mapping_efficiency[i, j]) if a.mapping_known[i, j] else "",
                         _num(a.energy[i, j])])
     return out.getvalue()
 

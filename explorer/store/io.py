@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from explorer.core.files import NestingError, parse_nested
+from explorer.core.files import NestingError, parse_nested, single_line
 from explorer.core.hardware.device import Device
 from explorer.core.hardware.device_file import FORMAT, check_device_dict, device_to_dict
 
@@ -43,7 +43,7 @@ class Rejection:
     message: str
 
     def __str__(self) -> str:
-        return f"{self.where}: {self.device}: {self.field}: {self.message}"
+        return single_line(f"{self.where}: {self.device}: {self.field}: {self.message}")
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,12 @@ PRECISION_INDEX = {p: i for i, p in enumerate(PRECISIONS)}
 ORIGINS = ("shipped", "user")
 
 
+def origin_label(origin: str, overridden: bool) -> str:
+    """How a device's origin is shown, the same in the command line, the catalog table and its detail pane:
+    ``user``, ``shipped`` or ``shipped (edited)`` (a shipped device whose user edits win over the shipped values)."""
+    return origin + (" (edited)" if origin == "shipped" and overridden else "")
+
+
 @dataclass(frozen=True)
 class DeviceRow:
     """One line of the device table. Figures in SI units (FLOP/s, B/s, bytes, W, USD, USD/s); NaN = unknown.
@@ -48,6 +54,10 @@ class DeviceRow:
     origin: str  # shipped | user
     overridden: bool  # a shipped device with user edits that win over the shipped values
     version: int
+
+    @property
+    def origin_label(self) -> str:
+        return origin_label(self.origin, self.overridden)
 
     def peak_at(self, precision: str, sparse: bool = False) -> float:
         value = (self.sparse_peaks if sparse else self.dense_peaks)[PRECISION_INDEX[precision]]

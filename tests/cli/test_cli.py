@@ -125,3 +125,22 @@ def test_a_bad_option_is_one_line(capsys):
     err = capsys.readouterr().err
     assert exc.value.code == 2 and len(err.strip().splitlines()) == 1
     assert err.startswith("hwexplorer analyze: error: argument --precision: invalid choice: 'fp7'")
+
+
+def test_a_16_bit_float_request_computes_at_the_other_one_and_says_so(tmp_path, capsys):
+    """Issue 24: TPUs list only bf16, so the default fp16 dropped them ('missing fp16 peak')."""
+    from pathlib import Path
+
+    tpu = Path(__file__).resolve().parents[2] / "catalog" / "google-tpu-v4.yaml"
+    code, out, err = run(capsys, "analyze", "gpt2", "--device", tpu, "--json")
+    assert code == 0 and err == ""
+    (result,) = json.loads(out)["results"]
+    assert result["device"]["peak_flops"] == 275e12 and result["totals"]["time_s"] > 0
+    code, out, _ = run(capsys, "analyze", "gpt2", "--device", tpu)
+    assert ("-- precision: Google Cloud TPU v4 has no fp16 peak: computes at bf16, the other 16-bit float (same 2 "
+            "bytes per element)") in out
+    fp16_only = tmp_path / "g.yaml"
+    fp16_only.write_text("id: g\nname: G\nvendor: t\nkind: gpu\npeak: {fp16: 100 TFLOP/s}\n"
+                         "memory: [{name: HBM, role: offchip, capacity: 16 GB, bandwidth: 1 TB/s}]\n")
+    code, out, _ = run(capsys, "analyze", "gpt2", "--device", fp16_only, "--precision", "bf16")
+    assert code == 0 and "G has no bf16 peak: computes at fp16, the other 16-bit float" in out

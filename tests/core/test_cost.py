@@ -137,8 +137,12 @@ def test_missing_figures_are_nan_with_a_reason_not_dropped():
     assert np.isfinite(cost.energy_cost[1])  # the electricity is still known
     assert cost.reason("tco", 2) == "no list price in the catalog; no TDP"
     assert "no TDP" in cost.missing[2]
-    # a device without a peak at the precision: one reason, not a cascade
-    assert cost.reason("price_per_sustained", 3) == "no fp16 peak"
+    # a device with only the other 16-bit float computes there (issue 24), and the analysis says so
+    assert cost.reason("price_per_sustained", 3) == "" and cost.price_per_peak[3] == pytest.approx(8000 / 275e12)
+    assert cost.reason("price_per_bandwidth", 3) == ""
+    # a device without a peak at the precision (nor a same-width one): one reason, not a cascade
+    cost = compute_cost(evaluate(MODEL, devices, "fp32"), CostAssumptions())
+    assert cost.reason("price_per_sustained", 3) == "no fp32 peak"
     assert cost.reason("price_per_bandwidth", 3) == ""
 
 

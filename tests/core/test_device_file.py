@@ -110,3 +110,31 @@ def test_duplicate_ids_and_misnamed_files(tmp_path):
     (tmp_path / "copy.yaml").write_text(text)
     report = validate_catalog(tmp_path)
     assert any("copy.yaml: acme-x1: id: duplicate" in p for p in report.problems)
+
+
+@pytest.mark.parametrize("name", ["", "   ", "\t\n"])
+def test_an_empty_required_name_is_refused(name):
+    """Issue 24: a device whose required name was empty (or blank) was accepted."""
+    with pytest.raises(DeviceFileError) as err:
+        device_from_dict({**SOURCED, "name": name}, "x1.yaml")
+    assert str(err.value) == "x1.yaml: acme-x1: name: is required (it is empty)"
+    with pytest.raises(DeviceFileError, match=r"memory\[0\]\.name: is required \(it is empty\)"):
+        device_from_dict({**SOURCED, "memory": [{**SOURCED["memory"][0], "name": name}]}, "x1.yaml")
+
+
+def test_several_problems_start_with_one_line_naming_the_file_and_the_first(tmp_path, capsys):
+    """Issue 24: a file with several problems began with '3 problems:'; its first line now names the file and the
+    first problem, the whole list kept below it, and the command line exits 2."""
+    from explorer.__main__ import main
+
+    path = tmp_path / "x1.yaml"
+    path.write_text(yaml.safe_dump({**SOURCED, "name": " ", "kind": "fpga", "tdp": "-5 W"}))
+    with pytest.raises(DeviceFileError) as err:
+        load_device_file(path)
+    first, *rest = str(err.value).splitlines()
+    assert first == f"{path}: acme-x1: name: is required (it is empty) (1 of 3 problems, all listed below)"
+    assert [line.strip() for line in rest] == err.value.problems and len(rest) == 3
+    assert main(["analyze", "gpt2", "--device", str(path)]) == 2
+    out = capsys.readouterr().err.splitlines()
+    assert out[0] == f"hwexplorer: error: --device {path}: {first}"
+    assert "kind: 'fpga' is not one of" in out[2] and "tdp: '-5 W' is outside" in out[3]

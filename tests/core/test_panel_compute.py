@@ -119,10 +119,15 @@ def test_roofline_device_without_the_precision_says_so():
             "memory": [{"name": "HBM", "role": "offchip", "bandwidth": "1200 GB/s"}],
         }
     )
-    a = evaluate(MLP, [gpu(), tpu], "fp16")
+    a = evaluate(MLP, [gpu(), tpu], "fp16")  # fp16 on a bf16-only device: computes at bf16, and says so
+    d = compute_roofline(a, device_index=1).devices[1]
+    assert d.ceiling.precision == "bf16" and d.ceiling.flops == 275e12 and d.missing == ""
+    assert a.devices.precision_notes[1] == ("TPU has no fp16 peak: computes at bf16, the other 16-bit float "
+                                            "(same 2 bytes per element)")
+    a = evaluate(MLP, [gpu(), tpu], "fp32")  # no fp32 peak and no same-width one: no roof
     r = compute_roofline(a, device_index=1)
     d = r.devices[1]
-    assert d.ceiling is None and d.missing == "no fp16 peak"
+    assert d.ceiling is None and d.missing == "no fp32 peak"
     assert [c.precision for c in d.other_ceilings] == ["bf16"]
     assert len(d.slopes) == 1 and math.isnan(d.slopes[0].ridge)
     assert len(r.points.rows) == 0  # no attainable performance without a peak

@@ -114,6 +114,7 @@ def test_csv_cells_are_numbers_in_the_header_unit(tmp_path):
 
 # Random devices: every field of the device file, units as vendors write them, awkward text.
 TEXT = st.text(st.sampled_from(list("abcXYZ019 ,;:\"'#-_/()[]{}%&*\n\téµ—")), min_size=1, max_size=30)
+NAME = TEXT.filter(str.strip)  # a required name or vendor: a blank one is refused (issue 24)
 NUMBER = st.one_of(st.integers(1, 999).map(str), st.integers(1, 999).map(lambda n: f"{n}.5"))
 UNITS = {
     "throughput": ["TFLOP/s", "GFLOP/s", "TOP/s", "TOPS", "GMAC/s"],
@@ -153,7 +154,7 @@ def count(draw, keys):
 
 @st.composite
 def link(draw, keys):
-    out = {"name": draw(TEXT), "bandwidth": draw(cited("bandwidth", keys))}
+    out = {"name": draw(NAME), "bandwidth": draw(cited("bandwidth", keys))}
     if draw(st.booleans()):
         out["direction"] = draw(st.sampled_from(["per_direction", "bidirectional"]))
     return out
@@ -164,8 +165,8 @@ def device_mapping(draw, device_id):
     keys = draw(st.lists(st.sampled_from(["ds", "wp", "a-1"]), unique=True, max_size=3))
     data = {
         "id": device_id,
-        "name": draw(TEXT),
-        "vendor": draw(TEXT),
+        "name": draw(NAME),
+        "vendor": draw(NAME),
         "kind": draw(st.sampled_from(["gpu", "tpu", "npu", "cpu", "mcu", "other"])),
     }
     data["sources"] = {
@@ -186,7 +187,7 @@ def device_mapping(draw, device_id):
         ),
         "memory": st.lists(
             st.fixed_dictionaries(
-                {"name": TEXT},
+                {"name": NAME},
                 optional={
                     "role": st.sampled_from(["offchip", "onchip", "registers"]),
                     "capacity": cited("bytes", keys),

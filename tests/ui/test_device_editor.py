@@ -467,3 +467,24 @@ def test_conflict_between_two_users_of_a_shared_postgresql_catalog(qtbot, shared
     finally:
         mine.engine.dispose()
         theirs.engine.dispose()
+
+
+def test_the_detail_pane_says_shipped_edited_as_the_table_and_the_command_line_do(dock, repository):
+    """Issue 24: after an edit the detail pane said "shipped catalog" where the CLI said "shipped (edited)"."""
+    from explorer.store.query import DeviceFilter
+
+    device_id = "nvidia-l4"
+    dock.select_device(device_id)
+    assert "\nOrigin\nshipped\n" in dock.detail.toPlainText()
+
+    def edit(dialog):
+        dialog.quantity_edits["tdp"].setText("80 W")
+        return True
+
+    Script(dock, edit)
+    dock.edit_device(device_id)
+    assert dock.current_id() == device_id and repository.record(device_id).overrides == ("tdp",)
+    assert "\nOrigin\nshipped (edited)\n" in dock.detail.toPlainText()
+    assert dock.model.index(dock.model.row_of(device_id), 12).data() == "shipped (edited)"
+    [row] = [r for r in repository.rows(DeviceFilter()) if r.id == device_id]
+    assert row.origin_label == "shipped (edited)"  # the column `catalog list` prints

@@ -39,19 +39,20 @@ def overlap(a, b, slack=2.0) -> bool:
 
 
 def test_device_without_the_precision_says_so_in_the_plot(qtbot, catalog):
-    panel = panel_for(qtbot, catalog, "fp16", "google-tpu-v4", (1000, 600))
-    note = ("Google Cloud TPU v4 has no fp16 peak in the catalog; it lists bf16, int8 \u2014 choose one of those "
+    panel = panel_for(qtbot, catalog, "fp32", "google-tpu-v4", (1000, 600))
+    note = ("Google Cloud TPU v4 has no fp32 peak in the catalog; it lists bf16, int8 \u2014 choose one of those "
             "precisions")
     assert panel.focus_note.isVisible() and panel.focus_note.textItem.toPlainText() == note
     assert panel.message.text().startswith(note)
     assert "Google Cloud TPU v4: no fp16 peak" not in panel.message.text()  # said once
     assert len(panel.points.getData()[0]) == 0
-    # the other devices are still drawn: A100 and H100 roofs with their fp16 ceilings
-    assert panel.devices[0].roof.getOriginalDataset()[1][-1] == 312e12
-    assert panel.devices[1].roof.getOriginalDataset()[1][-1] == pytest.approx(989.5e12)
-    panel.workspace.set_assumptions(precision="bf16")
+    # the other devices are still drawn: A100 and H100 roofs with their fp32 ceilings
+    assert panel.devices[0].roof.getOriginalDataset()[1][-1] == 19.5e12
+    assert panel.devices[1].roof.getOriginalDataset()[1][-1] == pytest.approx(67e12)
+    panel.workspace.set_assumptions(precision="fp16")  # only bf16 on the TPU: drawn at bf16, and it says so
     panel.flush()
     assert not panel.focus_note.isVisible() and len(panel.points.getData()[0]) > 0
+    assert "Google Cloud TPU v4 has no fp16 peak: computes at bf16, the other 16-bit float" in panel.message.text()
 
 
 @pytest.mark.parametrize("size", [(900, 520), (1280, 760), (700, 420)])

@@ -6,7 +6,8 @@ Defaults that *are* applied (Horowitz energies, the default thread-block tile) a
 With per-tensor ``formats`` (weights, activations, KV cache stored differently), the precision is the one the
 formats compute at, and a device without a peak there computes at the nearest wider precision it has
 (:data:`explorer.core.formats.FALLBACK`: MXFP4 on an H100 at FP8), said in ``precision_notes``. A precision
-alone keeps the old rule: no peak, no compute time (NaN).
+alone keeps the old rule (no peak, no compute time: NaN) but for the 16-bit floats: fp16 on a device that lists
+only bf16 (TPUs) computes at bf16, and the reverse (:data:`explorer.core.precision.SAME_WIDTH`), said the same way.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import numpy as np
 from explorer.core.hardware.device import Device
 
 from ..formats import TensorFormats, fallback_precision
-from ..precision import BYTES_PER_ELEMENT, check_precision
+from ..precision import BYTES_PER_ELEMENT, SAME_WIDTH, check_precision
 
 HOROWITZ = "Horowitz, 'Computing's energy problem', ISSCC 2014 (45 nm)"
 #: Energy per MAC (multiply + add), J. TF32 uses FP32; FP8/FP6/INT4/FP4 use INT8 as a proxy (Horowitz has none).
@@ -44,6 +45,11 @@ def default_sram_energy(capacity_bytes: float) -> float:
             f = (x - xs[i - 1]) / (xs[i] - xs[i - 1])
             return float(ys[i - 1] + f * (ys[i] - ys[i - 1]))
     return float(ys[-1])
+
+
+#: what ``defaults_used`` says of a device whose file gives no matrix engine (issue 24: the H200's 1.00 against the
+#: H100's 0.27 on the same silicon was a missing figure looking like an advantage)
+NO_ENGINE = "matrix engine unknown (mapping efficiency unknown: GEMMs taken as filling it, an upper bound)"
 
 
 @dataclass(frozen=True, eq=False)
@@ -88,6 +94,12 @@ class DeviceArrays:
         return self.computes[j] if self.computes else self.precision
 
     @property
+    def engine_known(self) -> np.ndarray:
+        """(D,) whether the device gives its matrix engine: without one its GEMMs' mapping efficiency is unknown
+        (the time takes them as filling the engine, which is no measured 1.00, see :data:`NO_ENGINE`)."""
+        return self.engine != 0
+
+    @property
     def ridge(self) -> np.ndarray:
         with np.errstate(divide="ignore", invalid="ignore"):
             return self.peak / self.bandwidth
@@ -118,6 +130,18 @@ def _fallbacks(devices: tuple[Device, ...], formats: TensorFormats) -> tuple[tup
     return tuple(used), tuple(notes)
 
 
+def _same_width(devices: tuple[Device, ...], precision: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A plain 16-bit float precision: each device without a peak there but with one at the other 16-bit float
+    computes at that one (:data:`SAME_WIDTH`), with a note; () when every device has the precision."""
+    other = SAME_WIDTH.get(precision)
+    swap = [other is not None and precision not in d.peak and other in d.peak for d in devices]
+    if not any(swap):
+        return (), ()
+    return (tuple(other if s else precision for s in swap),
+            tuple(f"{d.name} has no {precision} peak: computes at {other}, the other 16-bit float (same 2 bytes "
+                  "per element)" if s else "" for d, s in zip(devices, swap)))
+
+
 def device_arrays(devices: Sequence[Device], precision: str,
                   formats: TensorFormats | None = None) -> DeviceArrays:
     """``devices`` at ``precision``; with ``formats`` (not all at the precision), at the precision the formats
@@ -126,7 +150,7 @@ def device_arrays(devices: Sequence[Device], precision: str,
     devices = tuple(devices)
     if formats is not None and formats.uniform and formats.precision == precision:
         formats = None  # every tensor at the precision: exactly the analysis of the precision alone
-    computes, notes = (), ()
+    computes, notes = _same_width(devices, precision)
     if formats is not None:
         precision = formats.compute
         computes, notes = _fallbacks(devices, formats)
@@ -176,6 +200,8 @@ def device_arrays(devices: Sequence[Device], precision: str,
             else:
                 used.append("thread-block tile 128x128")
             sms[i] = _v(eng.sm_count) if eng.sm_count else (_v(eng.units) if eng.units else 1)
+        else:
+            used.append(NO_ENGINE)
         defaults.append(tuple(used))
     arrays = dict(
         peak=np.array([d.peak_flops(computes[i] if computes else precision) for i, d in enumerate(devices)]),

@@ -72,6 +72,17 @@ class ModelAnalysis:
         return self.devices.precision
 
     @property
+    def mapping_known(self) -> np.ndarray:
+        """(L, D) False for a GEMM row on a device without matrix-engine data: its mapping efficiency is unknown
+        (the 1.0 in ``mapping_efficiency`` is what the time assumes, not a figure to show)."""
+        return ~((self.table.gemm_count > 0)[:, None] & ~self.devices.engine_known[None, :])
+
+    @property
+    def total_mapping_known(self) -> np.ndarray:
+        """(D,) whether ``totals.mapping_efficiency`` is a figure (the device gives its engine, or nothing maps)."""
+        return self.devices.engine_known | ~np.any(self.table.gemm_count > 0)
+
+    @property
     def fringe_tax(self) -> np.ndarray:
         return 1.0 - self.mapping_efficiency
 

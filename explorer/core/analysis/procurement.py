@@ -322,6 +322,8 @@ def _device_plan(analysis, cost: CostResult, req: Requirements, d: int, eta: flo
         mem = replace(mem, detail=mem.detail + f"; split over {shards} units")
     bw = bandwidth_check(float(tot.bytes[d]), float(dev.bandwidth[d]), req.latency, shards)
     comp = compute_check(float(tot.flops[d]), float(dev.peak[d]), eta, req.latency, shards, dev.precision)
+    if comp.detail and not analysis.total_mapping_known[d]:  # 1.00 here is an assumption, not a measured mapping
+        comp = replace(comp, detail=comp.detail + "; mapping efficiency unknown (no matrix-engine data: taken as 1)")
     checks = (mem, bw, comp)
     missing = [c.missing for c in checks if c.missing]
     per_unit = float(tot.throughput[d])

@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from explorer.core.files import NestingError, parse_nested
+from explorer.core.files import NestingError, parse_nested, single_line
 from explorer.core.hardware import fields as F
 from explorer.core.hardware.device import Cited, Conflict, Source
 from explorer.core.units import UnitError, parse_si
@@ -31,7 +31,7 @@ class Reader:
         self.source_keys: set[str] = set()
 
     def problem(self, field: str, message: str) -> None:
-        self.problems.append(f"{self.where}: {self.owner}: {field}: {message}")
+        self.problems.append(single_line(f"{self.where}: {self.owner}: {field}: {message}"))
 
     def text(self, data: dict, key: str, field: str, required: bool = False) -> str | None:
         value = data.get(key)
@@ -41,6 +41,9 @@ class Reader:
             return None
         if not isinstance(value, (str, int, float)) or isinstance(value, bool):
             self.problem(field, f"expected text, got {type(value).__name__}")
+            return None
+        if required and not str(value).strip():
+            self.problem(field, "is required (it is empty)")
             return None
         return str(value)
 
@@ -61,6 +64,9 @@ class Reader:
             if unknown:
                 self.problem(field, f"unknown keys {sorted(unknown)}")
             source, note, value = raw.get("source"), raw.get("note"), raw.get("value")
+            if note is not None and not isinstance(note, str):
+                self.problem(f"{field}.note", f"expected text, got {type(note).__name__}")
+                note = None
             if value is None:
                 self.problem(f"{field}.value", "is required")
                 return None
@@ -78,7 +84,7 @@ class Reader:
         try:
             si = parse_si(value, kind, field)
         except UnitError as exc:
-            self.problems.append(f"{self.where}: {self.owner}: {exc}")
+            self.problems.append(single_line(f"{self.where}: {self.owner}: {exc}"))
             return None
         low, high = RANGES.get(kind, (-math.inf, math.inf))
         if not (low <= si <= high):

@@ -44,11 +44,15 @@ _MEMORY, _ENGINE, _LINK = F.FIELD["memory"], F.FIELD["matrix_engine"], F.FIELD["
 
 
 class DeviceFileError(ValueError):
-    """One or more problems in a device file; ``problems`` lists ``file: device: field: message`` lines."""
+    """One or more problems in a device file; ``problems`` lists ``file: device: field: message`` lines. The
+    message's first line is the first problem (it names the file), with how many more follow; the whole list is
+    kept below it, one problem a line (issue 24: a reader's error starts with one line that says what is wrong)."""
 
     def __init__(self, problems: list[str]):
         self.problems = problems
-        super().__init__(problems[0] if len(problems) == 1 else f"{len(problems)} problems:\n  " + "\n  ".join(problems))
+        more = len(problems) - 1
+        super().__init__(problems[0] if not more else f"{problems[0]} (1 of {len(problems)} problems, all listed "
+                         "below)\n  " + "\n  ".join(problems))
 
 
 def _dims(reader: Reader, raw: Any, keys: tuple[str, ...], field: str) -> tuple[int, ...] | None:
@@ -224,7 +228,7 @@ def check_device_dict(data: Any, where: str = "<data>", require_sources: bool = 
         ),
         efficiency_compute=etas["compute"],
         efficiency_memory=etas["memory"],
-        notes=str(data.get("notes") or ""),
+        notes=r.text(data, "notes", "notes") or "",
         conflicts=read_conflicts(r, data),
     )
     return device, r.problems

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from explorer.core.files import single_line
 from explorer.core.importers.registry import Imported
 from explorer.core.workload.llm_templates import DEFAULT_TOKENS, MLA, BlockGroup, MoE, decoder_model
 from explorer.core.workload.model import ModelError
@@ -94,7 +95,10 @@ FAMILIES = {
 
 class HFConfigError(ModelError):
     """The config cannot be mapped: unknown or unsupported ``model_type``, a missing field or inconsistent sizes.
-    The message names the file and the field."""
+    The message names the file and the field, on one line (text quoted from the file has its line breaks escaped)."""
+
+    def __init__(self, message: str):
+        super().__init__(single_line(message))
 
 
 def _head(path: Path) -> str:

@@ -251,11 +251,9 @@ def build_table(model: Model, ctx: Context = Context()) -> LayerTable:
                 shape = tuple(explicit)
             params = kind.check(spec.params, name)
             out, new_rows = kind.expand(params, shape, ctx, name)
-            if kind.is_block and spec.repeat > 1:
-                for r in range(1, spec.repeat):  # a repeated block must map its output shape to its input
-                    if out != shape:
-                        raise ShapeError(f"repeat {spec.repeat} needs the block to keep its shape, "
-                                         f"but {format_shape(shape)} becomes {format_shape(out)}")
+            if kind.is_block and spec.repeat > 1 and out != shape:  # a repeated block maps its output to its input
+                raise ShapeError(f"repeat {spec.repeat} needs the block to keep its shape, "
+                                 f"but {format_shape(shape)} becomes {format_shape(out)}")
             error = None
         except (ShapeError, ParamError) as exc:
             out, new_rows, error = shape, [], str(exc)

@@ -14,6 +14,7 @@ from PySide6.QtWidgets import QTextBrowser, QWidget
 from explorer.core.hardware.device import Cited, Device
 from explorer.core.precision import PRECISIONS
 from explorer.core.units import KINDS
+from explorer.store.query import origin_label
 
 DASH = "\u2014"
 PLACEHOLDER = "<p style='color:#666'>Select a device in the table to see every figure and its source.</p>"
@@ -79,13 +80,14 @@ def _source_cell(device: Device, cited: Cited) -> str:
     return f'<a href="{url}" title="{full}">{escape(title)}</a>'
 
 
-def device_html(device: Device) -> str:
-    """The detail page of ``device`` as HTML (pure function, tested directly)."""
+def device_html(device: Device, overridden: bool = False) -> str:
+    """The detail page of ``device`` as HTML (pure function, tested directly); ``overridden``: a shipped device
+    with user edits (its origin reads "shipped (edited)", as in the table and the command line)."""
     engine = device.matrix_engine
     facts = [
         ("Id", device.id), ("Vendor", device.vendor), ("Kind", device.kind), ("Tier", device.tier or DASH),
         ("Family", device.family or DASH), ("Year", str(device.year) if device.year else DASH),
-        ("Origin", "shipped catalog" if device.origin == "shipped" else "user device"),
+        ("Origin", origin_label(device.origin, overridden)),
     ]
     if engine is not None:
         extra = [engine.type.replace("_", " ")]
@@ -136,9 +138,9 @@ class DeviceDetailView(QTextBrowser):
         self.device: Device | None = None
         self.show_device(None)
 
-    def show_device(self, device: Device | None) -> None:
+    def show_device(self, device: Device | None, overridden: bool = False) -> None:
         self.device = device
         if device is None:
             self.setHtml(PLACEHOLDER)
         else:
-            self.setHtml(device_html(device))
+            self.setHtml(device_html(device, overridden))

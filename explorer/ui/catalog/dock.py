@@ -159,7 +159,7 @@ class CatalogDock(QDockWidget):
                 device = self.repository.get(row.id)
             except CatalogError as exc:
                 self.show_error("Cannot read the device", str(exc))
-        self.detail.show_device(device)
+        self.detail.show_device(device, row is not None and row.overridden)
         for name in ("Duplicate…", "Edit…"):
             self.buttons[name].setEnabled(device is not None)
         self.buttons["Delete"].setEnabled(row is not None and row.origin == "user")

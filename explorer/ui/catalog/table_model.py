@@ -41,9 +41,7 @@ def _text(attr: str) -> Callable[[DeviceRow, str], Any]:
 
 
 def _origin(row: DeviceRow, _p: str) -> str:
-    if row.origin == "user":
-        return "user"
-    return "shipped (edited)" if row.overridden else "shipped"
+    return row.origin_label
 
 
 def _ridge(row: DeviceRow, precision: str) -> float:

@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from explorer.core.importers.onnx.graph import INTEGER_TYPES, GraphInfo, OnnxImportError, load_proto, prepare
+from explorer.core.importers.onnx.graph import (INTEGER_TYPES, GraphInfo, OnnxImportError, load_proto, prepare,
+                                                reading_node)
 from explorer.core.importers.onnx.nodes import attr
 from explorer.core.importers.onnx.ops import Mapper
 from explorer.core.importers.registry import Imported
@@ -80,14 +81,15 @@ def graph_mac_count(g: GraphInfo) -> int:
     for i, n in enumerate(g.nodes):
         if not g.node_dynamic(i):
             continue
-        if n.op_type in ("Conv", "ConvTranspose") and n.domain in ("", "ai.onnx"):
-            w = g.shape(n.input[1], i)
-            spatial = g.shape(n.output[0] if n.op_type == "Conv" else n.input[0], i)
-            total += math.prod(spatial) * w[1] * math.prod(w[2:])
-        elif n.op_type in ("MatMul", "Gemm") and n.domain in ("", "ai.onnx"):
-            a = g.shape(n.input[0], i)
-            k = a[0] if n.op_type == "Gemm" and attr(n, "transA", 0) else a[-1]
-            total += math.prod(g.shape(n.output[0], i)) * k
+        with reading_node(g, i):
+            if n.op_type in ("Conv", "ConvTranspose") and n.domain in ("", "ai.onnx"):
+                w = g.shape(n.input[1], i)
+                spatial = g.shape(n.output[0] if n.op_type == "Conv" else n.input[0], i)
+                total += math.prod(spatial) * w[1] * math.prod(w[2:])
+            elif n.op_type in ("MatMul", "Gemm") and n.domain in ("", "ai.onnx"):
+                a = g.shape(n.input[0], i)
+                k = a[0] if n.op_type == "Gemm" and attr(n, "transA", 0) else a[-1]
+                total += math.prod(g.shape(n.output[0], i)) * k
     return total
 
 

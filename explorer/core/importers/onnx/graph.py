@@ -17,6 +17,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,6 +26,7 @@ import onnx
 from google.protobuf.message import DecodeError
 from onnx import TensorProto, numpy_helper
 
+from explorer.core.files import single_line
 from explorer.core.importers.onnx.fold import LIMIT, constant_array, fold_into
 from explorer.core.workload.model import ModelError
 
@@ -42,7 +44,11 @@ SMALL = 64  # constants up to this many elements keep their values (scales, epsi
 
 
 class OnnxImportError(ModelError):
-    """An ONNX file that cannot be imported; the message names the file and the node or tensor."""
+    """An ONNX file that cannot be imported; the message names the file and the node or tensor, on one line
+    (names quoted from the file have their line breaks escaped)."""
+
+    def __init__(self, message: str):
+        super().__init__(single_line(message))
 
 
 def load_proto(source, label: str) -> onnx.ModelProto:
@@ -65,6 +71,42 @@ def load_proto(source, label: str) -> onnx.ModelProto:
     if proto.ir_version <= 0 or not proto.HasField("graph") or not proto.graph.node:
         raise OnnxImportError(f"{label}: not an ONNX model (no IR version or no graph nodes)")
     return proto
+
+
+def initializer_arrays(graph: onnx.GraphProto, label: str) -> dict[str, np.ndarray]:
+    """The values of the initializers small enough to load (``LIMIT`` elements); an error naming the tensor when
+    a dimension is negative or the stored data do not fit the dimensions (the file's numbers are checked here,
+    before numpy or shape inference meets them)."""
+    arrays = {}
+    for t in graph.initializer:
+        if any(d < 0 for d in t.dims):
+            raise OnnxImportError(f"{label}: initializer '{t.name}': dimensions {list(t.dims)} are not sizes "
+                                  "(a dimension is negative)")
+        if math.prod(t.dims) > LIMIT or t.data_location == TensorProto.EXTERNAL:
+            continue
+        try:
+            arrays[t.name] = numpy_helper.to_array(t)
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
+            raise OnnxImportError(f"{label}: initializer '{t.name}': its data do not fit its dimensions "
+                                  f"{list(t.dims)} ({exc})") from None
+    return arrays
+
+
+#: what a node of the wrong form (missing inputs, attributes of the wrong type or length, shapes of the wrong rank)
+#: raises in the code that reads it
+MALFORMED = (IndexError, ValueError, TypeError, KeyError, ZeroDivisionError, OverflowError, AttributeError)
+
+
+@contextmanager
+def reading_node(g: GraphInfo, i: int):
+    """Turn a node that does not have the form of its operator into an error naming the node, never a traceback."""
+    try:
+        yield
+    except OnnxImportError:
+        raise
+    except MALFORMED as exc:
+        raise OnnxImportError(f"{g.where(i)}: does not have the inputs, attributes or shapes of its operator "
+                              f"({type(exc).__name__}: {single_line(str(exc))[:200]})") from None
 
 
 def node_label(node: onnx.NodeProto, index: int) -> str:
@@ -296,6 +338,7 @@ def prepare(proto: onnx.ModelProto, label: str, dims: Mapping[str, int] | None =
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise OnnxImportError(f"dims.{k}: expected a whole number >= 1, got {v!r}")
     nodes = topological_order(graph, label)
+    arrays = initializer_arrays(graph, label)
     init = {t.name: t for t in graph.initializer}
     data_inputs = [v.name for v in graph.input if v.name not in init]
     if not data_inputs:
@@ -323,8 +366,7 @@ def prepare(proto: onnx.ModelProto, label: str, dims: Mapping[str, int] | None =
         warnings.append("shape inference at batch 2 failed (a hard-coded batch?); the leading axis of size 1 "
                         "was taken as the batch")
 
-    values = {n: numpy_helper.to_array(t) for n, t in init.items()
-              if math.prod(t.dims) <= SMALL and t.data_location != TensorProto.EXTERNAL}
+    values = {n: a for n, a in arrays.items() if a.size <= SMALL}
     param_numel = {n: math.prod(t.dims) for n, t in init.items()
                    if t.data_type in PARAM_TYPES and math.prod(t.dims) > 1}
     sources = {n: frozenset([n]) if n in param_numel else frozenset() for n in init}

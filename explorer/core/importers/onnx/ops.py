@@ -14,7 +14,7 @@ from collections import Counter
 
 import onnx
 
-from explorer.core.importers.onnx.graph import GraphInfo, Shape
+from explorer.core.importers.onnx.graph import GraphInfo, Shape, reading_node
 from explorer.core.importers.onnx.nodes import attr
 from explorer.core.importers.onnx.patterns import Anchor, find_patterns
 from explorer.core.importers.onnx.windows import check_window, pad_total, solve_padding
@@ -120,13 +120,14 @@ class Mapper:
         for i, node in enumerate(self.g.nodes):
             if i in self.absorbed:
                 continue
-            if i in self.anchors:
-                a = self.anchors[i]
-                self.emit(i, a.kind, a.shape, param_tensors=a.param_tensors, name=a.name, **dict(a.params))
-            elif not self.g.node_dynamic(i):
-                self.skipped["(constant and shape arithmetic)"] += 1
-            else:
-                self.map_node(i, node)
+            with reading_node(self.g, i):
+                if i in self.anchors:
+                    a = self.anchors[i]
+                    self.emit(i, a.kind, a.shape, param_tensors=a.param_tensors, name=a.name, **dict(a.params))
+                elif not self.g.node_dynamic(i):
+                    self.skipped["(constant and shape arithmetic)"] += 1
+                else:
+                    self.map_node(i, node)
         shared = sorted(p for p, n in self.uses.items() if n > 1)
         if shared:
             unique = sum(self.g.param_numel[p] for p in self.uses)

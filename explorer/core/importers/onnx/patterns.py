@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from explorer.core.importers.onnx.graph import GraphInfo, Shape
+from explorer.core.importers.onnx.graph import GraphInfo, Shape, reading_node
 from explorer.core.importers.onnx.nodes import attr
 
 ATTENTION_STEPS = {"Div": "scale", "Mul": "scale", "Add": "mask", "Sub": "mask", "Where": "mask", "Cast": "cast"}
@@ -52,7 +52,8 @@ def find_patterns(g: GraphInfo) -> Patterns:
     for i, node in enumerate(g.nodes):
         finder = finders.get(node.op_type)
         if finder and node.domain in ("", "ai.onnx") and g.node_dynamic(i) and i not in m.absorbed:
-            finder(m, i)
+            with reading_node(g, i):
+                finder(m, i)
     return m
 
 
