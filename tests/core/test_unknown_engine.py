@@ -30,7 +30,9 @@ def test_the_mapping_efficiency_of_a_device_without_an_engine_is_unknown(analysi
     assert analysis.mapping_known[gemm, 0].all() and not analysis.mapping_known[gemm, 1].any()
     assert analysis.mapping_known[~gemm].all()  # rows that map onto no engine have nothing unknown
     assert list(analysis.total_mapping_known) == [True, False]
-    assert analysis.totals.mapping_efficiency[0] == pytest.approx(0.8874, abs=1e-4)  # H100: 132 SMs, 128x128 tiles
+    # H100: 132 SMs, 128x128 tiles; GPT-2 prefill with the LM head on the last position (the default: its
+    # 1 x 50257 x 768 GEMM fills few tiles, hence below the 0.8874 of the every-position head)
+    assert analysis.totals.mapping_efficiency[0] == pytest.approx(0.8445, abs=1e-4)
     assert NO_ENGINE in analysis.devices.defaults_used[1] and NO_ENGINE not in analysis.devices.defaults_used[0]
 
 
@@ -55,7 +57,7 @@ def test_the_plan_and_the_report_say_unknown(analysis):
     result = plan(analysis, Requirements(latency=0.05), CostAssumptions())
     compute = {d.id: next(c for c in d.checks if c.name == "compute").detail for d in result.devices}
     assert "mapping efficiency unknown" in compute["nvidia-h200-sxm"]
-    assert "\u00d7 0.89" in compute["nvidia-h100-sxm5"] and "unknown" not in compute["nvidia-h100-sxm5"]
+    assert "\u00d7 0.84" in compute["nvidia-h100-sxm5"] and "unknown" not in compute["nvidia-h100-sxm5"]
     cost = compute_cost(analysis, CostAssumptions())
     fringe = next(m for m in summary_metrics(analysis, cost, compute_energy_view(analysis, 0)) if m.key == "fringe_tax")
     assert fringe.display[0] == "11.3%" and fringe.display[1] == "unknown (no matrix-engine data)"
