@@ -48,8 +48,9 @@ class CalculatorDevices:
 
 
 def _scrolling(widget: QWidget) -> QScrollArea:
-    """The calculators need about 840 x 670 px: in a smaller dock they scroll instead of being clipped (and of
-    forcing that minimum size on every analysis tab)."""
+    """The calculators stack their plots under their inputs and scroll, each on its own, in a narrow or short
+    dock; narrower than the list and the inputs (about 530 px) they scroll sideways here instead of being clipped
+    (and of forcing that minimum width on every analysis tab)."""
     area = QScrollArea()
     area.setWidget(widget)
     area.setWidgetResizable(True)
@@ -68,7 +69,6 @@ def add_extra_docks(window, area) -> list[QDockWidget]:
     ws = window.workspace
     window.planner = PlannerPanel(ws, window)
     window.calculators = CalculatorsPanel(parent=window)
-    window.calculators.list.setMinimumWidth(200)  # the calculators' names stay readable
     window.calculator_devices = CalculatorDevices(ws, window.calculators)
     window.trace_panel = TracePanel(ws, window)
     docks: list[QDockWidget] = []

@@ -13,8 +13,10 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSize, Qt
+from PySide6.QtGui import QFontMetricsF
 from PySide6.QtWidgets import (
+    QBoxLayout,
     QComboBox,
     QFormLayout,
     QGroupBox,
@@ -45,6 +47,9 @@ from ._inputs import (  # noqa: F401  (re-exported for the calculator modules)
     select_data,
     value_combo,
 )
+
+PLOT_MIN_WIDTH = 300  # px; a plot is never narrower than its title either
+INPUTS_WIDTH = (360, 470)  # px, the inputs and results column beside the plots (min, max)
 
 
 class ResultTable(QTableWidget):
@@ -88,10 +93,11 @@ def make_plot(
     log_x: bool = False,
     log_y: bool = False,
 ) -> pg.PlotWidget:
-    """A white plot with black axes, readable in screenshots and printed docs."""
+    """A white plot with black axes, readable in screenshots and printed docs; never narrower than its title."""
     plot = pg.PlotWidget(background="w")
     item = plot.getPlotItem()
     item.setTitle(title, color="k", size="11pt")
+    title_width = QFontMetricsF(item.titleLabel.item.font()).horizontalAdvance(title)
     for side in ("left", "bottom"):
         axis = item.getAxis(side)
         axis.setPen("k")
@@ -101,7 +107,7 @@ def make_plot(
     item.showGrid(x=True, y=True, alpha=0.25)
     item.setLogMode(log_x, log_y)
     item.setMenuEnabled(False)
-    plot.setMinimumSize(320, 240)
+    plot.setMinimumSize(max(PLOT_MIN_WIDTH, round(title_width) + 24), 240)
     return plot
 
 
@@ -139,11 +145,15 @@ class Section(QWidget):
         self._setters: dict[str, Callable[[Any], None]] = {}
         self._updating = True  # no recompute until the calculator widget has finished building
 
-        outer = QHBoxLayout(self)
+        # inputs and results beside the plots, or above them when the section is narrower than both side by side
+        # (the calculators share the analysis dock: about 850 px on a 1600 px screen, 630 on a 1280 px one)
+        outer = self._outer = QBoxLayout(QBoxLayout.Direction.LeftToRight, self)
+        outer.setContentsMargins(0, 0, 0, 0)  # the calculator's layout has margins
         left = QVBoxLayout()
         inputs = QGroupBox("Inputs")
         self.form = QFormLayout(inputs)
         self.form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        self.form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)  # a field goes under a long label
         left.addWidget(inputs)
         outputs = QGroupBox("Results")
         out_layout = QVBoxLayout(outputs)
@@ -154,13 +164,51 @@ class Section(QWidget):
         self.error.setWordWrap(True)
         out_layout.addWidget(self.error)
         left.addWidget(outputs, 1)
-        holder = QWidget()
+        holder = self.inputs_column = QWidget()
         holder.setLayout(left)
-        holder.setMinimumWidth(400)
-        holder.setMaximumWidth(470)
+        holder.setMinimumWidth(INPUTS_WIDTH[0])
+        holder.setMaximumWidth(INPUTS_WIDTH[1])
         outer.addWidget(holder)
         self.plots = QVBoxLayout()
         outer.addLayout(self.plots, 1)
+
+    # -- reflow
+    def _plots_width(self) -> int:
+        widgets = [self.plots.itemAt(i).widget() for i in range(self.plots.count())]
+        return max([max(w.minimumWidth(), w.minimumSizeHint().width()) for w in widgets if w is not None] or [0])
+
+    def _inputs_width(self) -> int:
+        holder = self.inputs_column
+        return max(holder.minimumWidth(), holder.minimumSizeHint().width())
+
+    def side_by_side_width(self) -> int:
+        """The narrowest width (px) at which the inputs and the plots fit side by side (never, when the inputs
+        need more than their column's maximum)."""
+        if self._inputs_width() > INPUTS_WIDTH[1]:
+            return 16777215
+        m = self._outer.contentsMargins()
+        return m.left() + m.right() + self._inputs_width() + self._outer.spacing() + self._plots_width()
+
+    def stacked(self) -> bool:
+        """Whether the inputs and results are above the plots (the section is too narrow for both in a row)."""
+        return self._outer.direction() == QBoxLayout.Direction.TopToBottom
+
+    def minimumSizeHint(self) -> QSize:
+        """As narrow as the inputs or the plots alone: narrower than both side by side, the section stacks them."""
+        m = self._outer.contentsMargins()
+        width = m.left() + m.right() + max(self._inputs_width(), self._plots_width())
+        return QSize(width, super().minimumSizeHint().height())
+
+    def resizeEvent(self, event) -> None:
+        stack = event.size().width() < self.side_by_side_width()
+        if stack != self.stacked():
+            self._outer.setDirection(
+                QBoxLayout.Direction.TopToBottom if stack else QBoxLayout.Direction.LeftToRight
+            )
+            # stacked, the inputs take the section's width; side by side, at most INPUTS_WIDTH[1]
+            self.inputs_column.setMaximumWidth(16777215 if stack else INPUTS_WIDTH[1])
+            self.updateGeometry()
+        super().resizeEvent(event)
 
     # -- inputs
     def field(
@@ -230,18 +278,24 @@ class CalculatorWidget(QWidget):
         self.calculator = get_calculator(self.calculator_id)
         self.sections = list(sections)
         layout = QVBoxLayout(self)
-        header = QHBoxLayout()
         title = QLabel(f"<b>{self.calculator.title}</b> \u2014 {self.calculator.summary}")
         title.setWordWrap(True)
-        header.addWidget(title, 1)
+        layout.addWidget(title)
+        # the chapter's examples on a row of their own: a long example name elides in the combo (its tooltip and
+        # list show it whole) instead of widening the calculator
+        header = QHBoxLayout()
         header.addWidget(QLabel("Chapter example:"))
         self.preset_combo = QComboBox()
+        self.preset_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.preset_combo.setMinimumContentsLength(24)
         self.preset_combo.addItem("(custom inputs)")
         for preset in self.calculator.presets:
             self.preset_combo.addItem(preset.name)
-        self.preset_combo.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
+        self.preset_combo.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.preset_combo.view().setMinimumWidth(self.preset_combo.view().sizeHintForColumn(0) + 24)
         self.preset_combo.currentIndexChanged.connect(self._preset_chosen)
-        header.addWidget(self.preset_combo)
+        self.preset_combo.currentTextChanged.connect(self.preset_combo.setToolTip)
+        header.addWidget(self.preset_combo, 1)
         layout.addLayout(header)
         self.source_label = QLabel()
         self.source_label.setWordWrap(True)
@@ -292,6 +346,7 @@ class CalculatorWidget(QWidget):
             self.preset_combo.blockSignals(True)
             self.preset_combo.setCurrentIndex(index)
             self.preset_combo.blockSignals(False)
+            self.preset_combo.setToolTip(self.preset_combo.currentText())
         return section
 
     def _preset_chosen(self, index: int) -> None:

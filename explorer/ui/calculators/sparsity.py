@@ -43,7 +43,7 @@ class SparsitySection(Section):
         self.override = QCheckBox("Override metadata bits per group")
         self.meta_box = UnitSpinBox("bit", maximum=1024, decimals=1, value_si=4.0)
         self.meta_box.setEnabled(False)
-        self.form.addRow("", self.override)
+        self.form.addRow(self.override)  # across both columns: its text is longer than a field
         self.form.addRow("Metadata per group", self.meta_box)
         self.override.toggled.connect(self.meta_box.setEnabled)
         self.override.toggled.connect(self.recompute)
