@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QPushButton,
+    QScrollArea,
     QSizePolicy,
     QVBoxLayout,
     QWidget,
@@ -70,6 +71,7 @@ class AnalysisPanel(QWidget):
 
     title = ""
     has_device_combo = False
+    chart_min_height = 260  # px: shorter than this, the panel scrolls (a 420 px panel left the energy chart 8 px)
 
     def __init__(self, workspace, parent=None):
         super().__init__(parent)
@@ -112,10 +114,22 @@ class AnalysisPanel(QWidget):
         # canvas, on every repaint): 0.3-0.45 ms per precision change over the four panels
         self.graphics.setCacheMode(QGraphicsView.CacheModeFlag.CacheNone)
         self.graphics.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
-        outer.addWidget(self.graphics, 1)
+        self.graphics.setMinimumHeight(self.chart_min_height)
+        # under the header, the charts, tables and notes scroll when the panel is shorter than they need: the
+        # charts keep a readable height and the notes their whole text
+        self.body = QWidget()
+        body = QVBoxLayout(self.body)
+        body.setContentsMargins(0, 0, 0, 0)
+        body.setSpacing(4)
+        body.addWidget(self.graphics, 1)
         self.message = NoteLabel(3)
-        self.build(outer)
-        outer.addWidget(self.message)
+        self.build(body)
+        body.addWidget(self.message)
+        self.scroll = QScrollArea()
+        self.scroll.setWidget(self.body)
+        self.scroll.setWidgetResizable(True)
+        self.scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        outer.addWidget(self.scroll, 1)
         for item in self.graphics.scene().items():
             if isinstance(item, CACHED_TYPES):
                 cached(item)

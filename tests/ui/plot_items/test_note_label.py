@@ -1,6 +1,8 @@
-"""NoteLabel: a panel's note, wrapped to its width, a new line at each newline, cut off after its lines."""
+"""NoteLabel: a panel's note, wrapped to its width, a new line at each newline, as high as its whole text."""
 
 from __future__ import annotations
+
+from PySide6.QtCore import Qt
 
 from explorer.ui.plot_items.note_label import NoteLabel
 
@@ -16,12 +18,20 @@ def test_newline_starts_a_second_line_and_long_text_wraps(qtbot):
     label = NoteLabel(2)
     qtbot.addWidget(label)
     label.resize(400, label.height())
+    label.show()
     line = label.fontMetrics().lineSpacing()
     label.setText("first line")
     assert inked_rows(label) and max(inked_rows(label)) < line  # one line
     label.setText("first line\nsecond line")
     assert label.text() == "first line\nsecond line"
     assert max(inked_rows(label)) >= line  # ink on the second line
-    label.setText("word " * 60)  # wider than 400 px: wrapped onto the second line, the rest cut off
+    least = label.height()
+    label.setText("word " * 60)  # about four lines at 400 px: the label grows to show them all (it cut them off)
     rows = inked_rows(label)
-    assert max(rows) >= line and max(rows) < label.height()
+    assert label.height() > least and max(rows) >= 3 * line and max(rows) < label.height()
+    text = label.fontMetrics().boundingRect(0, 0, 400, 10_000, Qt.TextFlag.TextWordWrap, "word " * 60)
+    assert label.height() >= text.height()
+    label.resize(1600, label.height())  # wider: fewer lines, down to the two it was made with
+    assert least <= label.height() < text.height()
+    label.setText("short")
+    assert label.height() == least
