@@ -29,6 +29,7 @@ from .plotting import (
     BarPicker,
     changed,
     elide,
+    empty_state,
     name_axis,
     new_plot,
     nice_ceil,
@@ -98,6 +99,9 @@ class CostPanel(AnalysisPanel):
                 self.bars[key] = item
             self._keys[id(plot)] = [(c, n) for _, c, n in specs]
         self.notes: dict[str, list[PinnedText]] = {"per_tflops": [], "tco": [], "million": []}
+        self._note_texts: dict[int, str] = {}  # id of a note -> its whole text (the chart shows it elided)
+        for key, plot in (("per_tflops", self.per_tflops), ("tco", self.tco_plot), ("million", self.million)):
+            plot.vb.sigResized.connect(lambda _vb, k=key, p=plot: self._fit_notes(k, p))
         BarPicker(self.per_tflops, self._locate, lambda i: self._describe(i, "per_tflops"))
         BarPicker(self.tco_plot, self._locate, lambda i: self._describe(i, "tco"))
         BarPicker(self.million, self._locate, lambda i: self._describe(i, "million"))
@@ -198,11 +202,7 @@ class CostPanel(AnalysisPanel):
 
     def _empty_state(self, key: str, plot: pg.PlotItem, empty: bool) -> None:
         """A chart with no bar to draw says so on its axis instead of numbering an empty 0-1 range."""
-        if not changed(plot, "empty", empty):
-            return
-        axis = plot.getAxis("bottom")
-        axis.setStyle(showValues=not empty)
-        axis.setLabel(EMPTY_AXIS if empty else AXIS_LABELS[key])
+        empty_state(plot, empty, label=AXIS_LABELS[key])
 
     def _pair(self, a: str, b: str, va, vb, y) -> None:
         if not changed(self.bars[a], "data", (va, vb)):
@@ -230,7 +230,7 @@ class CostPanel(AnalysisPanel):
             show = i < len(reasons) and bool(reasons[i])
             t.setVisible(show)
             if show:
-                t.setText(f"{DASH} {_short_reason(reasons[i])}")
+                self._note_texts[id(t)] = f"{DASH} {_short_reason(reasons[i])}"
                 if known.shape[1] == 2 and known[i].any():
                     y = i + 0.18 if known[i, 0] else i - 0.18
                 elif key == "tco" and (self.result.energy_cost[i] > 0 or self.result.price[i] > 0):
@@ -238,6 +238,14 @@ class CostPanel(AnalysisPanel):
                 else:
                     y = i
                 t.setPos(0.0, y)
+        self._fit_notes(key, plot)
+
+    def _fit_notes(self, key: str, plot: pg.PlotItem) -> None:
+        """Each row note elided to its chart's width, whole in its tooltip: a long one ran past the chart's edge."""
+        width = plot.vb.width()
+        for t in self.notes[key]:
+            if t.isVisible():
+                t.set_elided(self._note_texts.get(id(t), ""), width)
 
     def _fill_table(self, c) -> None:
         unsourced = {d.id for d in self.workspace.devices if d.price is not None and d.price.source is None}
@@ -307,7 +315,6 @@ class CostPanel(AnalysisPanel):
 
 
 AXIS_LABELS = {"per_tflops": "USD per TFLOP/s", "tco": "USD", "million": "USD"}
-EMPTY_AXIS = "nothing to plot (see each row)"
 SHORT_REASONS = {"no list price in the catalog": "no price", "no cloud hourly price": "no cloud price"}
 
 

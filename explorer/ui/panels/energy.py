@@ -91,6 +91,7 @@ class _Stack(StackedBars):
 class EnergyPanel(AnalysisPanel):
     title = "Memory-hierarchy energy"
     has_device_combo = True
+    chart_min_height = 400  # px: two rows of charts
 
     def build_header(self, header) -> None:
         header.addWidget(QLabel("Bars:"))
@@ -121,8 +122,10 @@ class EnergyPanel(AnalysisPanel):
         name_axis(self.per_layer, 130)
         name_axis(self.totals, 165)
         name_axis(self.ladder, 175)
-        g.ci.layout.setRowStretchFactor(0, 3)
-        g.ci.layout.setRowStretchFactor(1, 2)
+        # even, not 3:2: the ladder's eight names overlapped in the lower row of a panel of the default height (the
+        # operators' names above are thinned to those that fit, the rest in the tooltips)
+        g.ci.layout.setRowStretchFactor(0, 1)
+        g.ci.layout.setRowStretchFactor(1, 1)
         self.layer_stack = _Stack(self.per_layer)
         self.total_stack = _Stack(self.totals)
         self.ladder_bars = Bars(x0=[], y=[], width=[], height=0.7)

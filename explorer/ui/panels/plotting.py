@@ -174,6 +174,24 @@ def set_title(plot: pg.PlotItem, title: str, key=()) -> None:
     plot.plot_title.set(title, key)
 
 
+EMPTY_AXIS = "nothing to plot (see each row)"
+
+
+def empty_state(plot: pg.PlotItem, empty: bool, note: str = EMPTY_AXIS, label: str | None = None,
+                sides=("bottom",)) -> None:
+    """A chart with nothing to draw says so (``note``) on its bottom axis, and its ``sides`` show no numbers,
+    instead of numbering an empty 0-1 range; with something to draw, the numbers come back and the bottom axis
+    gets ``label`` (when given: a caller that labels the axis itself passes None)."""
+    if not changed(plot, "empty", (empty, note, label, tuple(sides))):
+        return
+    for side in sides:
+        plot.getAxis(side).setStyle(showValues=not empty)
+    if empty:
+        plot.getAxis("bottom").setLabel(note)
+    elif label is not None:
+        plot.getAxis("bottom").setLabel(label)
+
+
 def nice_ceil(value: float) -> float:
     """The smallest of 1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10 x 10^k at or above ``value`` (stable axis
     ranges)."""

@@ -26,6 +26,7 @@ from .plotting import (
     cached,
     changed,
     elide,
+    empty_state,
     forget,
     name_axis,
     new_plot,
@@ -40,11 +41,13 @@ ACTIVE = (44, 160, 44)
 IDLE = (244, 180, 180)
 BAR = "#9e9e9e"
 CURRENT = "#ff7f0e"
+BOTH = ("bottom", "left")
 
 
 class TilingPanel(AnalysisPanel):
     title = "Tiling fringe tax"
     has_device_combo = True
+    chart_min_height = 400  # px: two rows of charts
 
     def build_header(self, header) -> None:
         header.addWidget(QLabel("GEMM:"))
@@ -156,7 +159,7 @@ class TilingPanel(AnalysisPanel):
         d = self.device_index(analysis)
         if d < 0:
             self.view = None
-            self._clear()
+            self._clear("nothing to plot: no device selected")
             self.set_message(
                 "Select one or more devices to see how the layers map onto their matrix engines."
             )
@@ -167,7 +170,7 @@ class TilingPanel(AnalysisPanel):
         v = self.view = self._tiling_view(analysis, row, d, None if sweep == "auto" else sweep)
         self._draw_bars(v)
         if v.missing:
-            self._clear(keep_bars=True)
+            self._clear(f"nothing to plot: {v.missing}", keep_bars=True)
             self.set_message(f"{v.device_name}: {v.missing}.")
             return
         self._draw_sweep(v)
@@ -190,7 +193,11 @@ class TilingPanel(AnalysisPanel):
             self._view_inputs = inputs
         return self.view
 
-    def _clear(self, keep_bars: bool = False) -> None:
+    def _clear(self, why: str, keep_bars: bool = False) -> None:
+        """Empty charts that say ``why`` on their axes instead of numbering an empty 0-1 range."""
+        for plot in (self.sweep_plot, self.fold_plot, *(() if keep_bars else (self.bars_plot,))):
+            plot.__dict__.get("_last_keys", {}).pop("label", None)  # labelled again when it has something to draw
+            empty_state(plot, True, why, sides=BOTH)
         self.curve.setData([], [])
         self.current_point.setData([], [])
         self.current_label.setText("")
@@ -211,6 +218,7 @@ class TilingPanel(AnalysisPanel):
         if not changed(self.curve, "data", (x, y, v.current_value, v.row_name, v.gemm, v.gemm_count)):
             return
         self.curve.setData(x, y)
+        empty_state(self.sweep_plot, False, sides=BOTH)
         set_range(self.sweep_plot, (x[0], x[-1]), (0, 112))
         if changed(self.sweep_plot, "label", (v.sweep_dim, v.multiple)):
             self.sweep_plot.setLabel(
@@ -246,6 +254,7 @@ class TilingPanel(AnalysisPanel):
         image[:] = IDLE
         image[: v.fringe_active[0], : v.fringe_active[1]] = ACTIVE
         self.fold_image.setImage(image, autoLevels=False, levels=(0, 255))
+        empty_state(self.fold_plot, False, sides=BOTH)
         set_range(self.fold_plot, (0, cols), (0, rows), padding=0.02)
         what = "array" if v.engine == "systolic" else "thread-block tile"
         set_title(
@@ -261,7 +270,8 @@ class TilingPanel(AnalysisPanel):
         if not changed(self.bars, "data", (v.gemm_rows, v.gemm_efficiency, v.row, v.device_id)):
             self.redraw_focus(None)
             return
-        eff = np.nan_to_num(v.gemm_efficiency, nan=0.0) * 100
+        # without the device's matrix engine the analysis counts every GEMM as fully mapped: not a figure to draw
+        eff = np.zeros(n) if v.missing else np.nan_to_num(v.gemm_efficiency, nan=0.0) * 100
         brushes = [CURRENT if r == v.row else BAR for r in v.gemm_rows]
         self.bars.setOpts(
             x0=np.zeros(n),
@@ -276,6 +286,9 @@ class TilingPanel(AnalysisPanel):
             self.bars_plot.getAxis("left"), [[(i, elide(v.gemm_names[i], 20)) for i in range(0, n, step)]]
         )
         set_range(self.bars_plot, (0, 100), (-0.6, max(n, 1) - 0.4))
+        empty = bool(v.missing) or not np.isfinite(v.gemm_efficiency).any()
+        empty_state(self.bars_plot, empty, f"nothing to plot: {v.missing}" if v.missing else "nothing to plot",
+                    "mapping efficiency (%)", sides=("bottom",))
         set_title(self.bars_plot, f"Mapping efficiency of every GEMM on {v.device_name} (%)")
         self.redraw_focus(None)
 
@@ -287,7 +300,7 @@ class TilingPanel(AnalysisPanel):
             self.redraw(analysis)
             return
         idx = np.flatnonzero(v.gemm_layer == self.workspace.focused_layer)
-        eff = np.nan_to_num(v.gemm_efficiency[idx], nan=0.0) * 100
+        eff = np.zeros(len(idx)) if v.missing else np.nan_to_num(v.gemm_efficiency[idx], nan=0.0) * 100
         if not changed(self.focus_bars, "focus", (idx, eff)):
             return  # the same outline: nothing to repaint
         self.focus_bars.setOpts(

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pyqtgraph as pg
-from PySide6.QtGui import QColor, QTransform
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor, QFontMetricsF, QTransform
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsSimpleTextItem
 
 
@@ -30,6 +31,13 @@ class PinnedText(QGraphicsSimpleTextItem):
         w, h = self.box_size()
         m = self.margin
         self.setTransform(QTransform.fromTranslate(m - self.anchor[0] * w, m - self.anchor[1] * h))
+
+    def set_elided(self, text: str, width: float) -> None:
+        """``text`` elided to ``width`` pixels (its margins included), whole in the tooltip when it is cut."""
+        available = max(width - 2 * self.margin, 0.0)
+        shown = QFontMetricsF(self.font()).elidedText(text, Qt.TextElideMode.ElideRight, available)
+        self.setText(shown)
+        self.setToolTip(text if shown != text else "")
 
     def box_size(self) -> tuple[float, float]:
         """Width and height in pixels of the text and its margin (what ``pg.TextItem``'s text item measures)."""
