@@ -2,6 +2,10 @@
 
 Run from the repository root:  .venv/bin/python docs/screenshots/make_panel_shots.py
 
+(The committed panel-<name>.png are taken from the running app under Xvfb instead: the analysis dock of a
+1600 x 1000 window with the same workspace and the prices typed into the cost table. This script renders the
+panels alone at 1280 x 760, for a quick look without a display.)
+
 The workspace: the GPT-2 (124M) template, prefill of 1024 tokens, batch 1, at BF16 (the one 16-bit format all
 three devices list: the TPU v4 has no FP16 peak) on the shipped catalog's NVIDIA A100 SXM4 80GB, NVIDIA H100
 SXM5 and Google TPU v4, with the transformer block ``h`` selected.
