@@ -206,12 +206,14 @@ def test_keys_read_closed_form_matches_the_blocks(g, s_q, extra, w, br, causal):
        phase=st.sampled_from(["prefill", "decode"]), smem=st.sampled_from([16, 64, 256]))
 def test_fused_never_moves_more_than_naive(tokens, heads, head_dim, causal, window, phase, smem):
     """Invariants: the same FLOPs; a fused kernel's bytes (each tensor once) are never above the naive kernel's, nor
-    is its off-chip traffic (with the re-reads) when the on-chip memory holds blocks of at least d/2 rows
-    (M >= 2 d^2 b: each extra pass over K and V, 2 d elements per key, then costs less than the 4 score entries per
-    pair the naive kernel moves). Below that (16 KiB for d = 128) a short sequence's few scores can cost less than
-    re-reading K and V. Causal attention never counts more FLOPs than full attention."""
+    is its off-chip traffic (with the re-reads) when the on-chip memory holds blocks of at least d rows
+    (M >= 4 d^2 b: each extra pass over K and V, 2 d elements per key, then costs at most 2 per (query, key) pair,
+    under the 4 score entries per pair the naive kernel moves, even when the last block is ragged). At d/2 rows a
+    ragged last block breaks it: 33 causal tokens in blocks of 32 re-read K and V for one query row (found by this
+    test at M = 2 d^2 b). Below that a short sequence's few scores can cost less than re-reading K and V. Causal
+    attention never counts more FLOPs than full attention."""
     h, kv = heads
-    smem = f"{max(smem, 2 * head_dim * head_dim * 2 // 1024)} KiB"
+    smem = f"{max(smem, 4 * head_dim * head_dim * 2 // 1024)} KiB"
     model = attention_model(tokens, h * head_dim, heads=h, kv_heads=kv, causal=causal, window=window)
     for device in (gpu(smem), sram_only(smem)):
         ctx = Context(batch=2, seq_len=tokens, phase=phase)
