@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -23,6 +24,9 @@ from explorer.core.units import UnitError, parse_si
 #: The unit written in the header of each kind of figure.
 HEADER_UNITS = {kind: unit for kind, (_low, _high, unit) in F.FIGURE_KINDS.items()}
 COUNT = "count"
+#: The device file's ``calibration:`` block travels whole, as JSON in one cell (it is a block of fitted curves,
+#: not a set of cited figures).
+JSON_COLUMN = "calibration"
 _FIGURE: dict[str, str] = {}  # column template -> kind of figure (or COUNT)
 _PLAIN: dict[str, type] = {}  # column template -> type of the cell
 _SIBLINGS: dict[str, tuple[str, ...]] = {"": F.FIELD_NAMES}  # template -> the order of its children's columns
@@ -101,6 +105,7 @@ def _rank(path: str) -> tuple:
 def _flatten(data: dict) -> dict[str, str]:
     """``{header: cell}`` for one device mapping (``device_to_dict`` form)."""
     data = {k: v for k, v in data.items() if k != "format"}
+    calibration = data.pop(JSON_COLUMN, None)
     if "sources" in data:
         data["sources"] = [{"key": k, **v} for k, v in data["sources"].items()]
     cells: dict[str, str] = {}
@@ -119,6 +124,8 @@ def _flatten(data: dict) -> dict[str, str]:
             cells[path] = str(node)
 
     walk(data, "")
+    if calibration is not None:
+        cells[JSON_COLUMN] = json.dumps(calibration, separators=(",", ":"))
     return cells
 
 
@@ -161,7 +168,9 @@ class Column:
             self.kind = _FIGURE[t]
             self._check_unit()
             return
-        if t in _PLAIN:
+        if self.path == JSON_COLUMN:
+            self.kind = JSON_COLUMN
+        elif t in _PLAIN:
             self.kind = _PLAIN[t]
         elif attr in ("source", "note") and template(base) in _FIGURE:
             self.kind = str
@@ -192,6 +201,11 @@ class Column:
         """The cell as device-file data; raises ValueError naming what was expected."""
         if self.kind is str:
             return cell
+        if self.kind == JSON_COLUMN:
+            try:
+                return json.loads(cell)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"expected the calibration block as JSON ({exc.msg})") from None
         if self.kind is int:
             if not re.fullmatch(r"\s*[+-]?\d+\s*", cell):
                 raise ValueError(f"expected a whole number, got '{cell}'")

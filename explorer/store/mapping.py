@@ -6,6 +6,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from explorer.core.hardware.calibration_file import calibration_to_dict, read_calibration
+from explorer.core.hardware.cited_reader import Reader
 from explorer.core.hardware.device import Cited, Conflict, Device, Link, MatrixEngine, MemoryLevel, Source
 from explorer.core.hardware.fields import COUNT, FIELD, FIGURE, PLAIN_ATTRIBUTES, named
 from explorer.core.precision import PRECISIONS
@@ -50,6 +52,7 @@ def device_row(device: Device) -> Row:
         **{name: getattr(device, name) for name in PLAIN_ATTRIBUTES},
         "bandwidth": _finite_or_none(device.bandwidth),
         "capacity": _finite_or_none(device.memory_capacity),
+        "calibration": calibration_to_dict(device.calibration),
     }
     for name in DEVICE_FIGURES:
         row.update(_cited_columns(name, getattr(device, name)))
@@ -165,8 +168,22 @@ def device_from_rows(row: Mapping[str, Any], children: Mapping[str, list[Mapping
         interconnects=tuple(_link(r) for r in links if r["role"] == "interconnect"),
         conflicts=tuple(Conflict(r["field"], r["note"]) for r in _sorted(children.get("conflicts", []))),
         origin=row["origin"],
+        calibration=_calibration(row.get("calibration"), row["id"], children),
         **{name: _cited(row, name) for name in DEVICE_FIGURES},
     )
+
+
+def _calibration(raw: Any, device_id: str, children: Mapping[str, list[Mapping[str, Any]]]):
+    """The stored ``calibration:`` block, read as the file reader reads it (it was checked when written)."""
+    if raw is None:
+        return None
+    r = Reader("<catalog database>", require_sources=False)
+    r.owner = device_id
+    r.source_keys = {s["key"] for s in children.get("sources", [])}
+    cal = read_calibration(r, raw)
+    if r.problems:
+        raise ValueError("; ".join(r.problems))
+    return cal
 
 
 def _link(r: Mapping[str, Any]) -> Link:

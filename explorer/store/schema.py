@@ -105,6 +105,7 @@ class DeviceRecord(Base):
     version: Mapped[int] = mapped_column(Integer, default=1)
     overrides: Mapped[list[str]] = mapped_column(JSON, default=list)
     shipped_json: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    calibration: Mapped[dict[str, Any] | None] = mapped_column(JSON)  # the file's calibration: block (0004)
     shipped_hash: Mapped[str | None] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

@@ -38,7 +38,7 @@ def test_derived_lists_equal_the_lists_they_replace():
         "energy_per_mac", "matrix_engine", "clock", "tdp", "price", "cloud_price", "host_link", "interconnects",
         "efficiency", "notes", "conflicts",
     )
-    assert TOP_LEVEL == {"format", *F.FIELD_NAMES}
+    assert TOP_LEVEL == {"format", *F.FIELD_NAMES, "calibration"}
     assert overrides.MAPPING_FIELDS == ("sources", "peak", "peak_sparse", "energy_per_mac")
     assert mapping.DEVICE_FIGURES == ("clock", "tdp", "price", "cloud_price")
     assert mapping.MEMORY_FIGURES == ("capacity", "bandwidth", "energy", "latency")

@@ -24,11 +24,13 @@ from explorer.core.workload.layers import Context
 from explorer.core.workload.model import LayerTable, Model, build_table
 
 from ..formats import TensorFormats
+from .calibrated import calibrated_times, calibration_status
 from .device_arrays import DeviceArrays, device_arrays
 from .flash import kv_rereads
 from .tensor_bytes import formats_of, resident_bytes, tensor_bytes
 from .tiling import systolic_arrays, tensor_core_arrays
 
+MODELS = ("ideal", "calibrated")  # the time models: the roofline with efficiency factors, and the calibrated one
 REGIMES = ("very low", "low", "medium", "high")  # the chapter's Table 14: I < 2, 2-20, 20-200, > 200 FLOP/byte
 REGIME_EDGES = np.array([2.0, 20.0, 200.0])
 REGIME_ADVICE = {
@@ -66,6 +68,15 @@ class ModelAnalysis:
     compute_energy: np.ndarray
     energy: np.ndarray
     totals: "Totals"
+    calibrated_time: np.ndarray  # (L, D) the calibrated model (.calibrated); equals ``time`` where not calibrated
+    calibrated: np.ndarray  # (L, D) True where the row's kind of work has a curve on the device
+    calibration_status: tuple[str, ...]  # per device (D,): what is calibrated, from which measurements
+
+    def model_time(self, model: str = "ideal") -> np.ndarray:
+        """Seconds per instance (L, D) of the ``ideal`` model (``time``) or the ``calibrated`` one."""
+        if model not in MODELS:
+            raise ValueError(f"model: expected one of {', '.join(MODELS)}, got {model!r}")
+        return self.time if model == "ideal" else self.calibrated_time
 
     @property
     def precision(self) -> str:
@@ -108,6 +119,7 @@ class Totals:
 
     ideal_time: np.ndarray
     time: np.ndarray
+    calibrated_time: np.ndarray
     throughput: np.ndarray  # inferences/s (prefill) or tokens/s (decode)
     throughput_unit: str
     flops: np.ndarray
@@ -218,6 +230,7 @@ def evaluate(model_or_table, devices: Sequence[Device] | DeviceArrays, precision
     traffic = np.stack(traffic_levels, axis=2) if traffic_levels else np.zeros((n_rows, n_dev, 0))
     level_energy = np.stack(energy_levels, axis=2) if energy_levels else np.zeros((n_rows, n_dev, 0))
 
+    cal_time, calibrated = calibrated_times(F, nbytes, table.gemm_count > 0, eff, time, dev)
     decode = ctx.phase == "decode"
     t_total = count @ time
     f_total = float(np.sum(count * flops))
@@ -229,6 +242,7 @@ def evaluate(model_or_table, devices: Sequence[Device] | DeviceArrays, precision
         totals = Totals(
             ideal_time=count @ ideal_time,
             time=t_total,
+            calibrated_time=count @ cal_time,
             throughput=ctx.batch / t_total,
             throughput_unit="tokens/s" if decode else "inferences/s",
             flops=np.full(len(dev), f_total) + count @ tb.device_conversions,
@@ -251,5 +265,6 @@ def evaluate(model_or_table, devices: Sequence[Device] | DeviceArrays, precision
         weight_bytes=weight_b, activation_bytes=act_b, intensity=intensity, regime=regime, attainable=attainable,
         compute_time=compute_time, memory_time=memory_time, ideal_time=ideal_time, time=time,
         memory_bound=memory_bound, mapping_efficiency=eff, level_traffic=traffic, level_energy=level_energy,
-        compute_energy=compute_energy, energy=energy, totals=totals,
+        compute_energy=compute_energy, energy=energy, totals=totals, calibrated_time=cal_time,
+        calibrated=calibrated, calibration_status=calibration_status(dev),
     )

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, fields, is_dataclass, replace
 from types import MappingProxyType
 from typing import Mapping
 
+from explorer.core.calibration.model import DeviceCalibration
 from explorer.core.precision import PRECISIONS
 
 KINDS = ("gpu", "tpu", "npu", "cpu", "mcu", "other")
@@ -129,6 +130,7 @@ class Device:
     efficiency_memory: float = 1.0
     notes: str = ""
     conflicts: tuple[Conflict, ...] = ()
+    calibration: DeviceCalibration | None = None  # measured efficiency curves (``calibration:``); None: ideal only
     origin: str = "user"  # shipped | user (set by the catalog, not by the file)
 
     def __post_init__(self):

@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from explorer.core.hardware import fields as F
+from explorer.core.hardware.calibration_file import calibration_to_dict, read_calibration
 from explorer.core.hardware.cited_reader import (  # noqa: F401 - RANGES is re-exported (quantity editor)
     RANGES,
     Reader,
@@ -37,7 +38,8 @@ FORMAT = 1
 #: Suffixes of device files (YAML or JSON); the command line and the catalog tell a path from an id by them.
 DEVICE_FILE_SUFFIXES = (".yaml", ".yml", ".json")
 ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9-]*$")
-TOP_LEVEL = {"format", *F.FIELD_NAMES}
+#: ``calibration`` is read by :mod:`.calibration_file` (a block of fitted curves, not a cited figure)
+TOP_LEVEL = {"format", *F.FIELD_NAMES, "calibration"}
 
 
 _MEMORY, _ENGINE, _LINK = F.FIELD["memory"], F.FIELD["matrix_engine"], F.FIELD["host_link"]
@@ -230,6 +232,7 @@ def check_device_dict(data: Any, where: str = "<data>", require_sources: bool = 
         efficiency_memory=etas["memory"],
         notes=r.text(data, "notes", "notes") or "",
         conflicts=read_conflicts(r, data),
+        calibration=read_calibration(r, data.get("calibration")),
     )
     return device, r.problems
 
@@ -288,6 +291,7 @@ def device_to_dict(device: Device) -> dict:
             out[f.name] = None if all(numbers[p.name] == p.default for p in f.parts) else numbers
         else:
             out[f.name] = _out(device, f)
+    out["calibration"] = calibration_to_dict(device.calibration)
     return drop_none({"format": FORMAT, **out})
 
 
