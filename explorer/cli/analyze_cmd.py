@@ -9,7 +9,7 @@ import numpy as np
 from explorer.core.workload.layers import ATTENTION, LM_HEAD, Context
 from explorer.core.workload.layers.moe import ROUTING_ASSUMPTION
 
-from ..core.analysis.evaluate import ModelAnalysis, evaluate
+from ..core.analysis.evaluate import MODELS, ModelAnalysis, evaluate
 from ..core.workload.model import build_table
 from ..core.analysis.tensor_bytes import formats_of
 from ..core.precision import PRECISIONS
@@ -26,6 +26,10 @@ def add_parser(sub) -> None:
     p.add_argument("model", metavar="MODEL", help="a template id (e.g. gpt2, resnet50) or a model file (.json)")
     add_workload_args(p)
     add_system_args(p)
+    p.add_argument("--model", dest="time_model", choices=MODELS, default="ideal",
+                   help="the time shown in the tables: ideal (default; the roofline with the device's efficiency "
+                        "factors and mapping) or calibrated (fitted to measured kernels, where the device file has a "
+                        "calibration; JSON always carries both)")
     p.add_argument("--json", action="store_true", help="print one JSON object (SI units)")
     p.set_defaults(func=run)
 
@@ -79,10 +83,11 @@ def run(args) -> int:
     if result.table.errors:
         i, msg = result.table.errors[0]
         raise CliError(f"layer {i} ({model.layers[i].name or model.layers[i].kind}): {msg}")
+    model = getattr(args, "time_model", "ideal")
     if args.json:
-        print_json(analysis_json(result))
+        print_json(analysis_json(result, model))
     else:
-        print_tables(result)
+        print_tables(result, model)
     return 0
 
 
@@ -105,15 +110,17 @@ def formats_json(r: ModelAnalysis) -> dict:
             "format_notes": list(fm.notes())}
 
 
-def analysis_json(r: ModelAnalysis) -> dict:
-    """The documented JSON shape (docs/cli.md): plain numbers in SI base units, null where unknown."""
+def analysis_json(r: ModelAnalysis, model: str = "ideal") -> dict:
+    """The documented JSON shape (docs/cli.md): plain numbers in SI base units, null where unknown. Both time
+    models are always present (``time_s`` ideal, ``calibrated_time_s``); ``model`` records the one chosen."""
     t = r.table
     out = {
         "model": {"name": r.model.name, "params": t.total("params"), "active_params": t.total("active_params"),
                   "macs": t.total("macs"), "flops": t.total("flops")},
         "assumptions": {"precision": r.precision, "batch": r.ctx.batch, "seq_len": r.ctx.seq_len,
                         "phase": r.ctx.phase, "moe_routing": routing_assumption(r),
-                        "attention": r.ctx.attention, "lm_head": r.ctx.lm_head, **formats_json(r)},
+                        "attention": r.ctx.attention, "lm_head": r.ctx.lm_head, "model": model,
+                        **formats_json(r)},
         "results": [],
     }
     dev = r.devices
@@ -132,7 +139,9 @@ def analysis_json(r: ModelAnalysis) -> dict:
                 "weight_bytes": float(r.weight_bytes[i]), "activation_bytes": float(r.activation_bytes[i]),
                 "bytes": float(r.bytes[i]), "intensity": _num(r.intensity[i]),
                 "attainable_flops": _num(r.attainable[i, j]), "ideal_time_s": _num(r.ideal_time[i, j]),
-                "time_s": _num(r.time[i, j]), "bound": bounds[i, j] if r.bound_known[i, j] else None,
+                "time_s": _num(r.time[i, j]), "calibrated_time_s": _num(r.calibrated_time[i, j]),
+                "calibrated": bool(r.calibrated[i, j]),
+                "bound": bounds[i, j] if r.bound_known[i, j] else None,
                 "mapping_efficiency": _num(r.mapping_efficiency[i, j]) if r.mapping_known[i, j] else None,
                 "fringe_tax": _num(1 - r.mapping_efficiency[i, j]) if r.mapping_known[i, j] else None,
                 "energy_j": energy,
@@ -145,6 +154,7 @@ def analysis_json(r: ModelAnalysis) -> dict:
             "layers": layers,
             "totals": {
                 "ideal_time_s": _num(tot.ideal_time[j]), "time_s": _num(tot.time[j]),
+                "calibrated_time_s": _num(tot.calibrated_time[j]),
                 "throughput_per_s": _num(tot.throughput[j]), "throughput_unit": tot.throughput_unit,
                 "flops": _num(tot.flops[j]), "bytes": _num(tot.bytes[j]), "energy_j": _num(tot.energy[j]),
                 "memory_bytes": tot.memory_bytes, "kv_cache_bytes": tot.kv_cache_bytes,
@@ -152,6 +162,7 @@ def analysis_json(r: ModelAnalysis) -> dict:
                 "utilization": _num(tot.utilization[j]),
             },
             "defaults_used": list(dev.defaults_used[j]),
+            "calibration": r.calibration_status[j],
         })
         out["results"][-1]["device"].update(compute_precision=dev.compute_of(j),
                                             precision_note=(dev.precision_notes or ("",) * len(dev))[j] or None)
@@ -168,13 +179,19 @@ def _settings(r: ModelAnalysis) -> str:
         ", LM head on every position" if r.ctx.lm_head == "all" else "")
 
 
-def print_tables(r: ModelAnalysis) -> None:
+def _mark(r: ModelAnalysis, model: str, i: int, j: int) -> str:
+    """'*' after a calibrated-model time that is the ideal model's (no curve for that kind of work)."""
+    return "*" if model == "calibrated" and not r.calibrated[i, j] else ""
+
+
+def print_tables(r: ModelAnalysis, model: str = "ideal") -> None:
     t = r.table
     params, active = t.total("params"), t.total("active_params")
     per_token = f" ({format_si(active, 'params')} active per token)" if active != params else ""
     print(f"{r.model.name}: {format_si(params, 'params')}{per_token}, {format_si(t.total('macs'), 'MAC')}, "
           f"{format_si(t.total('flops'), 'FLOP')} per {'step' if r.ctx.phase == 'decode' else 'inference'} "
-          f"(batch {r.ctx.batch}, {formats_of(r.devices).label()}, {r.ctx.phase}{_settings(r)})")
+          f"(batch {r.ctx.batch}, {formats_of(r.devices).label()}, {r.ctx.phase}{_settings(r)}"
+          f"{', calibrated model' if model == 'calibrated' else ''})")
     if routing_assumption(r):
         print(f"experts' weights read per step: {routing_assumption(r)}, T the tokens of the step")
     for note in formats_of(r.devices).notes():
@@ -182,21 +199,34 @@ def print_tables(r: ModelAnalysis) -> None:
     headers = ["layer", "kind", "x", "GFLOP", "MB", "FLOP/B", "attain TFLOP/s", "time [us]", "bound", "map eff",
                "energy [mJ]"]
     bounds = r.bound_names()
+    times = r.model_time(model)
     for j, device in enumerate(r.devices.devices):
         dev, tot = r.devices, r.totals
         print()
         print(f"== {device.name} [{device.id}]: peak {format_si(dev.peak[j], 'FLOP/s')}, "
               f"bandwidth {format_si(dev.bandwidth[j], 'B/s')}, ridge {_f(dev.ridge[j], 4)} FLOP/B")
         rows = [[t.names[i], t.kinds[i], str(int(r.count[i])), _f(r.flops[i] / 1e9), _f(r.bytes[i] / 1e6),
-                 _f(r.intensity[i]), _f(r.attainable[i, j] / 1e12), _f(r.time[i, j] * 1e6),
+                 _f(r.intensity[i]), _f(r.attainable[i, j] / 1e12), _f(times[i, j] * 1e6) + _mark(r, model, i, j),
                  bounds[i, j], _f(r.mapping_efficiency[i, j]) if r.mapping_known[i, j] else "unknown",
                  _f(r.energy[i, j] * 1e3)] for i in range(len(t))]
         print(text_table(headers, rows))
         fits = "fits" if tot.fits[j] else "does NOT fit"
-        print(f"-- total: time {format_si(tot.time[j], 's')} (ideal roofline {format_si(tot.ideal_time[j], 's')}), "
-              f"throughput {_f(tot.throughput[j], 4)} {tot.throughput_unit}, "
-              f"achieved {format_si(tot.achieved_flops[j], 'FLOP/s')} ({_f(100 * tot.utilization[j])}% of peak), "
-              f"energy {format_si(tot.energy[j], 'J')}")
+        if model == "calibrated":
+            total = tot.calibrated_time[j]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                achieved = tot.achieved_flops[j] * tot.time[j] / total
+            print(f"-- total: time {format_si(total, 's')} calibrated (ideal model {format_si(tot.time[j], 's')}, "
+                  f"ideal roofline {format_si(tot.ideal_time[j], 's')}), "
+                  f"throughput {_f(r.ctx.batch / total, 4)} {tot.throughput_unit}, "
+                  f"achieved {format_si(achieved, 'FLOP/s')} ({_f(100 * achieved / dev.peak[j])}% of peak), "
+                  f"energy {format_si(tot.energy[j], 'J')}")
+            marked = " (* = no curve for that kind of work: the ideal model's time)" if not r.calibrated[:, j].all() else ""
+            print(f"-- calibration: {r.calibration_status[j]}{marked}")
+        else:
+            print(f"-- total: time {format_si(tot.time[j], 's')} (ideal roofline "
+                  f"{format_si(tot.ideal_time[j], 's')}), throughput {_f(tot.throughput[j], 4)} {tot.throughput_unit}, "
+                  f"achieved {format_si(tot.achieved_flops[j], 'FLOP/s')} ({_f(100 * tot.utilization[j])}% of peak), "
+                  f"energy {format_si(tot.energy[j], 'J')}")
         print(f"-- memory: {format_bytes(tot.memory_bytes)} needed (weights {format_bytes(tot.weight_bytes)}, "
               f"KV cache {format_bytes(tot.kv_cache_bytes)}, activations {format_bytes(tot.activation_peak_bytes)})"
               f" of {format_bytes(dev.capacity[j])}: {fits}")
