@@ -49,7 +49,9 @@ def run(args) -> int:
     print(f"mapping efficiency  {100 * r.mapping_efficiency:.1f} %")
     print(f"fringe tax          {100 * r.fringe_tax:.1f} %")
     print(f"idle PEs last fold  {int(r.idle_pe_last_fold):,} of {rows * cols:,}")
-    print(f"estimated cycles    {int(r.cycles):,}  (per fold: load {rows} + stream + fill/drain {rows + cols - 2})")
+    load = "" if args.dataflow == "os" else f"load {rows} + "
+    print(f"estimated cycles    {int(r.cycles):,}  (per fold: {load}stream + fill/drain {rows + cols - 2}; "
+          f"the last cycle's index, as SCALE-Sim counts)")
     for dim, options in suggestions.items():
         print(f"padding {dim}={dims[dim]} to a multiple of the array: {' or '.join(map(str, options))}")
     return 0

@@ -8,9 +8,11 @@ third, by dataflow:
 * IS (input stationary):   K -> rows, M -> cols, N streamed
 
 ``folds = ceil(Sr/R) * ceil(Sc/C)``; ``mapping efficiency = Sr*Sc / (folds*R*C)``; ``fringe tax = 1 - efficiency``.
-Cycles (an estimate, labelled as such): each fold loads its stationary tile (R cycles), streams ``S_stream``
-vectors, and fills and drains the skewed pipeline (R + C - 2 cycles); folds are spread over the device's
-arrays (``units``), the last round partly idle.
+Cycles (an estimate, labelled as such): each fold streams ``S_stream`` vectors and fills and drains the skewed
+pipeline (R + C - 2 cycles); weight- and input-stationary folds first load their stationary tile (R cycles),
+while output-stationary folds accumulate in place and load none. Folds are spread over the device's arrays
+(``units``), the last round partly idle. The count is that of the cycle-level simulator SCALE-Sim: the index of
+the last cycle, numbered from 0 (the total minus one). OS 64x64x64 on 32x32: 4 x (64 + 32 + 32 - 2) - 1 = 503.
 
 Tensor cores (GPUs), after NVIDIA's matrix-multiplication performance guide: *tile quantization* pads M and N up
 to the thread-block tile; *wave quantization* spreads the tiles over the SMs in waves, the last wave partly
@@ -81,8 +83,9 @@ def systolic_arrays(m, n, k, count, rows, cols, dataflow, units, with_cycles: bo
     if not with_cycles:
         return eff, folds, None
     ss = np.where(is_os, k, np.where(df == "ws", m, n))
-    fold_cycles = ss + 2 * np.asarray(rows, dtype=float) + cols - 2
-    return eff, folds, rounds * fold_cycles
+    r = np.asarray(rows, dtype=float)
+    fold_cycles = ss + np.where(is_os, 0.0, r) + r + cols - 2  # OS has no stationary-tile load
+    return eff, folds, rounds * fold_cycles - 1
 
 
 def tensor_core_arrays(m, n, k, count, block_m, block_n, sm_count, align):
