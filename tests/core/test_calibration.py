@@ -210,6 +210,16 @@ def test_devices_without_a_curve_fall_back_to_the_ideal_model_and_say_so():
     assert r.model_time("calibrated") is r.calibrated_time and r.model_time() is r.time
 
 
+def test_a_row_without_work_takes_no_time():
+    from explorer.core.analysis.calibrated import calibrated_times
+    from explorer.core.analysis.device_arrays import device_arrays
+
+    dev = device_arrays([catalog(H100)], "bf16")
+    t, ok = calibrated_times(np.array([[0.0], [1e9]]), np.array([0.0, 1e6]), np.array([False, True]),
+                             np.ones((2, 1)), np.ones((2, 1)), dev)
+    assert t[0, 0] == 0.0 and ok.all() and t[1, 0] > 5e-6
+
+
 def test_calibrated_decode_is_slower_than_the_roofline():
     """Llama-2-7B decode on the H100: small kernels pay their latency, so the calibrated step is slower."""
     r = evaluate(get_template("llama2-7b").build(), [catalog(H100)], "fp16", Context(phase="decode", seq_len=512))

@@ -3,7 +3,8 @@
 A row with GEMMs is matrix work; every other row is vector work (element-wise, normalization, data movement).
 Each runs as one kernel per instance, timed by the device's curve for its kind (:mod:`explorer.core.calibration.
 model`) from the row's FLOPs, its bytes (each tensor once, as the curves were fitted) and, for matrix work, the
-tile and wave ``mapping_efficiency`` the ideal model computes. Where a device has no curve for a row's kind (no
+tile and wave ``mapping_efficiency`` the ideal model computes; a row with neither FLOPs nor bytes (a view)
+launches no kernel and takes no time. Where a device has no curve for a row's kind (no
 calibration, or none at the analysis precision), the row keeps the ideal model's time and is marked so
 (``calibrated`` False); the device's ``calibration_status`` says which kinds are calibrated.
 """
@@ -89,5 +90,6 @@ def calibrated_times(flops: np.ndarray, nbytes: np.ndarray, is_matrix: np.ndarra
     rows_matrix = np.asarray(is_matrix, bool)[:, None]
     present = np.where(rows_matrix, mc.present[None, :], vc.present[None, :])
     t = np.where(rows_matrix, t_matrix, t_vector)
+    t = np.where((F > 0) | (B > 0), t, 0.0)  # a row with no work (a reshape, a view) launches no kernel
     ok = present & np.isfinite(t)
     return np.where(ok, t, ideal_model_time), ok
