@@ -122,7 +122,10 @@ def names(keys) -> str:
     return ", ".join(k if isinstance(k, str) and k.isprintable() and k.strip() == k and k else repr(k) for k in keys)
 
 
-_CONTROL = {c: f"\\x{c:02x}" for c in range(32)} | {ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t", 127: "\\x7f"}
+#: C0 controls, DEL, and the C1 controls and Unicode separators that ``str.splitlines`` also breaks lines at
+#: (NEL U+0085, LINE SEPARATOR U+2028, PARAGRAPH SEPARATOR U+2029)
+_CONTROL = ({c: f"\\x{c:02x}" for c in (*range(32), *range(0x7F, 0xA0))}
+            | {ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t", 0x2028: "\\u2028", 0x2029: "\\u2029"})
 
 
 def single_line(text: str) -> str:

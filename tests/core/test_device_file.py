@@ -122,6 +122,16 @@ def test_an_empty_required_name_is_refused(name):
         device_from_dict({**SOURCED, "memory": [{**SOURCED["memory"][0], "name": name}]}, "x1.yaml")
 
 
+@pytest.mark.parametrize("breaker", ["\x85", "\u2028", "\u2029", "\x0b", "\x1c"])
+def test_an_id_holding_a_unicode_line_break_keeps_the_problem_on_one_line(breaker):
+    """The fuzz found an id of NEL (U+0085): blank, so refused, but str.splitlines() broke the problem line at it.
+    Every character splitlines breaks at is written as an escape."""
+    with pytest.raises(DeviceFileError) as err:
+        device_from_dict({**SOURCED, "id": breaker}, "x1.yaml")
+    assert all(len(p.splitlines()) == 1 for p in err.value.problems)
+    assert err.value.problems[0].startswith("x1.yaml: ")
+
+
 def test_several_problems_start_with_one_line_naming_the_file_and_the_first(tmp_path, capsys):
     """Issue 24: a file with several problems began with '3 problems:'; its first line now names the file and the
     first problem, the whole list kept below it, and the command line exits 2."""
