@@ -22,6 +22,7 @@ from .layout import Layout, LayoutError, candidates, check
 from .system_pass import Options, SystemAnalysis, analyze_system, model_shape
 
 OBJECTIVES = ("throughput", "latency")
+TIERS = ("on-chip", "device memory", "scale-up", "scale-out")
 
 
 @dataclass(frozen=True, eq=False)
@@ -77,4 +78,42 @@ def size_on_systems(model: Model, hardware: Sequence[tuple[System, Device]], pre
         r = analyze_system(model, system, device, layouts, precision, ctx, formats, options)
         chosen, order = choose(r, rank_by)
         out.append(SystemResult(system, device, r, chosen, order, rank_by))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Rung:
+    """One level of the bandwidth ladder: the bytes one device moves there per step, and its bandwidth (B/s; a
+    link's per device and direction; NaN when the device or system file states none)."""
+
+    name: str
+    tier: str  # one of TIERS
+    nbytes: float
+    bandwidth: float
+
+    @property
+    def seconds(self) -> float:
+        """The bytes at the level's bandwidth alone (NaN when the bandwidth is unknown)."""
+        if not (self.bandwidth > 0):
+            return float("nan")
+        return self.nbytes / self.bandwidth
+
+
+def bandwidth_ladder(result: SystemResult) -> tuple[Rung, ...]:
+    """The chosen layout's bytes per step and device at each level, from the innermost on-chip memory out
+    through device memory to the scale-up and scale-out links (empty without an analysis)."""
+    r, k = result.analysis, result.chosen
+    if r is None:
+        return ()
+    levels = {lv.name: lv for lv in result.device.memory if lv.role != "registers"}
+    traffic = r.memory_traffic[k] if r.memory_traffic is not None else np.zeros(len(r.memory_names))
+    out = []
+    for j in reversed(range(len(r.memory_names))):  # stored off-chip first: innermost first here
+        lv = levels.get(r.memory_names[j])
+        bw = lv.bandwidth.value if lv is not None and lv.bandwidth is not None else float("nan")
+        tier = "device memory" if lv is not None and lv.role == "offchip" else "on-chip"
+        out.append(Rung(r.memory_names[j], tier, float(traffic[j]), float(bw)))
+    for j, domain in enumerate(r.system.domains):
+        out.append(Rung(domain.name, domain.scope.replace("_", "-"), float(r.level_bytes[k, j]),
+                        float(r.system.bandwidth(domain))))
     return tuple(out)

@@ -43,6 +43,10 @@ from .layout import Layout, ModelShape
 from .shard import Comms, query_heads_of, shard_many
 
 
+#: the parts of a step that :attr:`SystemAnalysis.step_parts` gives, in its column order
+STEP_PARTS = ("compute", "communication", "pipeline bubble", "sends", "host offload")
+
+
 @dataclass(frozen=True)
 class Options:
     overlap: bool = False  # communication hidden behind the stage's compute (off: every byte exposed)
@@ -91,6 +95,17 @@ class SystemAnalysis:
     def comm_share(self) -> np.ndarray:
         with np.errstate(invalid="ignore", divide="ignore"):
             return (self.comm_time * self.stage_count + self.send_time) / self.step_time
+
+    @property
+    def step_parts(self) -> np.ndarray:
+        """(K, 5) seconds of one step that add up to ``step_time``, in the order of :data:`STEP_PARTS`: m x
+        compute, m x exposed communication, the pipeline bubble, the pipeline sends, and m x the host-link time
+        beyond compute and communication (a stage waits for whichever is longer)."""
+        m = np.array([lay.microbatches for lay in self.layouts], dtype=float)
+        busy = self.compute_time + self.comm_time
+        host = np.fmax(self.stage_time - busy, 0.0)
+        return np.column_stack([m * self.compute_time, m * self.comm_time, self.bubble_time, self.send_time,
+                                m * host])
 
     @property
     def stage_count(self) -> np.ndarray:

@@ -44,6 +44,12 @@ DEPENDS: dict[str, tuple[str, ...]] = {
     "systems": ("model", "hardware", "system", "assumptions.precision", "assumptions.weights",
                 "assumptions.activations", "assumptions.kv_cache", "assumptions.batch", "assumptions.seq_len",
                 "assumptions.phase", "assumptions.attention", "assumptions.lm_head"),
+    # every layout, whichever one is chosen: a layout picked by hand does not search again
+    "system_layouts": ("model", "hardware", "system.nodes", "system.objective", "system.overlap",
+                       "system.offload", "system.collective", "system.skew", "assumptions.precision",
+                       "assumptions.weights", "assumptions.activations", "assumptions.kv_cache",
+                       "assumptions.batch", "assumptions.seq_len", "assumptions.phase", "assumptions.attention",
+                       "assumptions.lm_head"),
 }
 
 _SCALARS = (int, float, str, bool, type(None))
@@ -183,4 +189,18 @@ class Results:
                           offload=choice.offload)
         return self._get("systems", lambda: size_on_systems(
             self.state.model, self.hardware, a.precision, a.context, a.tensor_formats, choice.layout,
+            choice.objective, options, choice.nodes))
+
+    @property
+    def system_layouts(self) -> tuple[SystemResult, ...]:
+        """Every valid layout of each chosen system ranked by the objective, whatever layout is chosen (the
+        Systems panel plots them all); :attr:`systems` itself when the best is chosen."""
+        choice = self.state.system
+        if not self.hardware or choice.layout is None:
+            return self.systems
+        a = self.state.assumptions
+        options = Options(overlap=choice.overlap, algorithm=choice.collective, skew=choice.skew,
+                          offload=choice.offload)
+        return self._get("system_layouts", lambda: size_on_systems(
+            self.state.model, self.hardware, a.precision, a.context, a.tensor_formats, None,
             choice.objective, options, choice.nodes))

@@ -67,3 +67,39 @@ def test_nodes_of_a_system_without_a_network_say_so(ws):
     dgx, l40s = ws.results.systems
     assert dgx.system.devices == 16 and dgx.error is None
     assert l40s.analysis is None and "states no scale-out network" in l40s.error
+
+
+def test_the_step_parts_add_up_to_the_step(ws):
+    from explorer.core.parallel.system_pass import STEP_PARTS
+
+    for r in ws.results.systems:
+        a = r.analysis
+        parts = a.step_parts
+        assert parts.shape == (len(a), len(STEP_PARTS))
+        assert parts.sum(axis=1) == pytest.approx(a.step_time, rel=1e-12)
+        m = [lay.microbatches for lay in a.layouts]
+        assert parts[:, 0] == pytest.approx(a.compute_time * m) and parts[:, 2] == pytest.approx(a.bubble_time)
+
+
+def test_the_bandwidth_ladder_runs_from_on_chip_to_scale_out(ws):
+    from explorer.core.parallel.compare import bandwidth_ladder
+
+    dgx, l40s = ws.results.systems
+    rungs = bandwidth_ladder(dgx)
+    assert [r.tier for r in rungs] == ["on-chip", "on-chip", "device memory", "scale-up", "scale-out"]
+    hbm, nvlink = rungs[2], rungs[3]
+    k = dgx.chosen
+    assert hbm.name == "HBM3" and hbm.bandwidth == 3.35e12
+    assert hbm.nbytes == dgx.analysis.memory_traffic[k][0] and hbm.seconds == hbm.nbytes / 3.35e12
+    assert nvlink.nbytes == dgx.analysis.level_bytes[k, 0] and nvlink.bandwidth == 450e9  # per direction
+    assert [r.tier for r in bandwidth_ladder(l40s)] == ["on-chip", "device memory", "scale-up"]
+
+
+def test_every_layout_is_kept_when_one_is_chosen_by_hand(ws):
+    best = ws.results.system_layouts
+    assert best is ws.results.systems
+    ws.execute(SetSystem(SystemChoice(system_ids=ws.state.system.system_ids, layout=Layout(tp=4, dp=2))))
+    chosen, every = ws.results.systems, ws.results.system_layouts
+    assert len(chosen[0].analysis) == 1 and len(every[0].analysis) == len(best[0].analysis)
+    ws.execute(SetSystem(SystemChoice(system_ids=ws.state.system.system_ids, layout=Layout(tp=2, dp=4))))
+    assert ws.results.system_layouts is every and "system_layouts" not in ws.results.computed
