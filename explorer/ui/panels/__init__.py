@@ -1,4 +1,4 @@
-"""The four live analysis panels, all drawn from the workspace's one shared analysis.
+"""The live analysis panels, all drawn from the workspace's one bundle of results.
 
 The main window adds each class of :data:`PANELS` as a dock or tab (``Panel(workspace, parent=None)``, with a
 ``title``) and puts :class:`AnalysisControls` (precision, batch, sequence length, phase) in a toolbar.
@@ -8,8 +8,9 @@ from .controls import AnalysisControls
 from .cost import CostPanel
 from .energy import EnergyPanel
 from .roofline import RooflinePanel
+from .systems import SystemsPanel
 from .tiling import TilingPanel
 
-PANELS = (RooflinePanel, EnergyPanel, TilingPanel, CostPanel)
+PANELS = (RooflinePanel, EnergyPanel, TilingPanel, CostPanel, SystemsPanel)
 
-__all__ = ["PANELS", "AnalysisControls", "CostPanel", "EnergyPanel", "RooflinePanel", "TilingPanel"]
+__all__ = ["PANELS", "AnalysisControls", "CostPanel", "EnergyPanel", "RooflinePanel", "SystemsPanel", "TilingPanel"]

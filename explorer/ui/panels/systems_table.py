@@ -1,0 +1,124 @@
+"""The Systems panel's table (the ranked layouts of one system, units in the headers) and its CSV rows.
+
+One row per valid layout of the system in focus, in the order of the search (layouts that fit first, then by the
+objective); the chosen layout's row is bold and marked. A double-click on a row chooses that layout.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QFont
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem
+
+from explorer.core.parallel.layout import Layout
+from explorer.core.parallel.system_pass import STEP_PARTS
+
+from .plotting import DASH
+
+MARK = "\u25b6 "  # the chosen layout's row
+
+
+def columns(unit: str) -> list[tuple[str, str, float]]:
+    """(header, field of the analysis, scale to the header's unit); fields of :class:`SystemAnalysis`."""
+    return [
+        ("step\n(ms)", "step_time", 1e3),
+        ("latency\n(ms)", "latency", 1e3),
+        (f"per device\n({unit})", "throughput_per_device", 1.0),
+        (f"total\n({unit})", "throughput", 1.0),
+        ("compute\n(ms)", "compute_time", 1e3),
+        ("comm.\n(ms)", "comm_time", 1e3),
+        ("bubble\n(ms)", "bubble_time", 1e3),
+        ("comm. share\n(%)", "comm_share", 100.0),
+        ("memory/device\n(GB)", "memory_bytes", 1e-9),
+        ("expert imb.\n(\u00d7)", "imbalance", 1.0),
+    ]
+
+
+def _number(value: float) -> str:
+    if not math.isfinite(value):
+        return DASH
+    return f"{value:,.4g}" if abs(value) < 1e4 else f"{value:,.0f}"
+
+
+class LayoutTable(QTableWidget):
+    """The ranked layouts of one :class:`~explorer.core.parallel.compare.SystemResult`."""
+
+    layout_chosen = Signal(object)  # a Layout, on a double-click
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.setAlternatingRowColors(True)
+        self.verticalHeader().setVisible(False)
+        self.verticalHeader().setDefaultSectionSize(20)
+        self.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        self.horizontalHeader().setStretchLastSection(False)
+        self.setToolTip("The valid layouts of the system in focus, best first; double-click one to choose it")
+        self.layouts: list[Layout] = []
+        self.cellDoubleClicked.connect(lambda row, _col: self.layout_chosen.emit(self.layouts[row]))
+
+    def fill(self, result, chosen: Layout | None) -> None:
+        """The rows of ``result`` (every layout, ranked); ``chosen``'s row bold. None: no rows."""
+        r = None if result is None else result.analysis
+        unit = r.throughput_unit if r is not None else "tokens/s"
+        cols = columns(unit)
+        headers = ["rank", "layout", "fits", *[h for h, _, _ in cols]]
+        if self.columnCount() != len(headers) or self.horizontalHeaderItem(3) is None \
+                or self.horizontalHeaderItem(5).text() != headers[5]:
+            self.setColumnCount(len(headers))
+            self.setHorizontalHeaderLabels(headers)
+            self.horizontalHeader().setMinimumHeight(36)
+        if r is None:
+            self.layouts = []
+            self.setRowCount(0)
+            return
+        order = [int(k) for k in result.order] if len(result.order) else list(range(len(r)))
+        self.layouts = [r.layouts[k] for k in order]
+        self.setRowCount(len(order))
+        bold = QFont(self.font())
+        bold.setBold(True)
+        values = {f: np.asarray(getattr(r, f), float) * s for _, f, s in cols}
+        for row, k in enumerate(order):
+            lay = r.layouts[k]
+            mark = lay == chosen
+            cells = [(MARK if mark else "") + str(row + 1), lay.label(),
+                     "yes" if r.fits[k] else f"no ({r.memory_bytes[k] / 1e9:.3g} > {r.capacity / 1e9:.3g} GB)"]
+            cells += [_number(float(values[f][k])) for _, f, _ in cols]
+            for col, text in enumerate(cells):
+                item = QTableWidgetItem(text)
+                if col != 1 and col != 2:
+                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                if mark:
+                    item.setFont(bold)
+                self.setItem(row, col, item)
+        self.resizeColumnsToContents()
+
+
+def csv_rows(every, chosen) -> tuple[list[str], list[list]]:
+    """Header and rows for CSV: every layout of every system (SI units in the headers), the chosen marked.
+    ``every``: the results with all layouts; ``chosen``: the chosen layout per system (None where none)."""
+    unit = next((r.analysis.throughput_unit for r in every if r.analysis is not None), "tokens/s")
+    header = ["system_id", "system", "device", "devices", "layout", "tp", "pp", "ep", "dp", "microbatches",
+              "chosen", "fits", "step [s]", *[f"{p} [s]" for p in STEP_PARTS], "latency [s]",
+              f"throughput [{unit}]", f"throughput per device [{unit}]", "memory per device [B]",
+              "device memory [B]", "communication share [fraction]", "expert imbalance [x]", "error"]
+    rows = []
+    for res, pick in zip(every, chosen):
+        base = [res.system.id, res.system.name, res.device.name, res.system.devices]
+        r = res.analysis
+        if r is None:
+            rows.append(base + [""] * (len(header) - len(base) - 1) + [res.error or ""])
+            continue
+        parts = r.step_parts
+        for k in (int(k) for k in res.order):
+            lay = r.layouts[k]
+            rows.append(base + [lay.label(), lay.tp, lay.pp, lay.ep, lay.dp, lay.microbatches,
+                                "yes" if lay == pick else "", "yes" if r.fits[k] else "no", float(r.step_time[k]),
+                                *[float(x) for x in parts[k]], float(r.latency[k]), float(r.throughput[k]),
+                                float(r.throughput_per_device[k]), float(r.memory_bytes[k]), float(r.capacity),
+                                float(r.comm_share[k]), float(r.imbalance[k]), ""])
+    return header, rows
