@@ -70,16 +70,16 @@ class SystemsPanel(AnalysisPanel):
         self.steps.addItem(self.stack)
         self.step_notes: list[PinnedText] = []
         self._totals = np.zeros(0)
-        g.addItem(self.steps, row=0, col=0)
+        g.addItem(self.steps, row=0, col=0, colspan=2)  # across the top: its key of five parts needs the width
         self.ladder = Ladder(g, row=1, col=0)
         self.scatter = new_plot(log_x=True, log_y=True)
         self.scatter.setLabel("bottom", "latency (s)")
         self.scatter.setLabel("left", "throughput per device (tokens/s)")
         self.scatter.vb.disableAutoRange()
-        g.addItem(self.scatter, row=0, col=1, rowspan=2)
+        g.addItem(self.scatter, row=1, col=1)
         grid = g.ci.layout
         grid.setRowStretchFactor(0, 2)
-        grid.setRowStretchFactor(1, 3)
+        grid.setRowStretchFactor(1, 5)
         grid.setColumnStretchFactor(0, 1)
         grid.setColumnStretchFactor(1, 1)
         self.steps.vb.sigResized.connect(lambda _vb: self._fit_steps())
@@ -122,8 +122,7 @@ class SystemsPanel(AnalysisPanel):
     def redraw(self, _analysis) -> None:
         ws = self.workspace
         self.chosen, self.every = ws.results.systems, ws.results.system_layouts
-        if changed(self, "choice", (ws.state.system, [r.layout for r in self.chosen])):
-            self.controls.sync()
+        self.controls.sync()  # always: the widgets may show an edit that an undo took back before this redraw
         names = [short_name(r.system) for r in self.chosen]
         ids = [r.system.id for r in self.chosen]
         if self.focus not in ids:
@@ -221,11 +220,16 @@ class SystemsPanel(AnalysisPanel):
                   "Layouts", [(device_color(i), name) for i, name in enumerate(names)])
         self.scatter.setLabel("left", f"throughput per device ({unit})")
         decode = self.workspace.state.assumptions.phase == "decode"
-        self.scatter.setLabel("bottom", "latency per output token (s)" if decode else "latency of a prefill pass (s)")
+        bottom = self.scatter.getAxis("bottom")
+        if changed(self.scatter, "empty", (not points, decode)):
+            for axis in (bottom, self.scatter.getAxis("left")):
+                axis.setStyle(showValues=bool(points))
+            self.scatter.setLabel("bottom", "nothing to plot: no system chosen" if not points
+                                  else "latency per output token (s)" if decode else "latency of a prefill pass (s)")
         finite = self._xy[np.isfinite(self._xy).all(axis=1)]
         if len(finite):
             lo, hi = finite.min(axis=0), finite.max(axis=0)
-            pad = np.maximum((hi - lo) * 0.12, 0.15)
+            pad = np.maximum((hi - lo) * 0.12, 0.6 - (hi - lo) / 2)  # at least 1.2 decades: two labelled ticks
             set_range(self.scatter, (lo[0] - pad[0], hi[0] + 2.2 * pad[0]), (lo[1] - pad[1], hi[1] + pad[1]))
         else:
             set_range(self.scatter, (-3, 0), (0, 3))

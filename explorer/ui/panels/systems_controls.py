@@ -169,10 +169,11 @@ class SystemControls(QObject):
         for w in widgets:
             w.blockSignals(True)
         try:
-            self.add_combo.clear()
-            self.add_combo.addItem(ADD, "")
-            for s in self.systems:
-                if s.id not in choice.system_ids:
+            offered = [s for s in self.systems if s.id not in choice.system_ids]
+            if [self.add_combo.itemData(i) for i in range(1, self.add_combo.count())] != [s.id for s in offered]:
+                self.add_combo.clear()
+                self.add_combo.addItem(ADD, "")
+                for s in offered:
                     self.add_combo.addItem(short_name(s), s.id)
                     self.add_combo.setItemData(self.add_combo.count() - 1, s.name, Qt.ItemDataRole.ToolTipRole)
             self.add_combo.setCurrentIndex(0)
