@@ -67,7 +67,7 @@ def _close_paths_explicitly(node) -> None:
 
 
 class AnalysisPanel(QWidget):
-    """Base of the four panels. Subclasses build items in ``build`` and draw in ``redraw(analysis)``."""
+    """Base of the analysis panels. Subclasses build items in ``build`` and draw in ``redraw(analysis)``."""
 
     title = ""
     has_device_combo = False

@@ -50,6 +50,7 @@ def _rgba(color: str, alpha: int = 255) -> tuple[int, int, int, int]:
 
 class SystemsPanel(AnalysisPanel):
     title = "Systems"
+    chart_min_height = 400  # two rows of charts
 
     def build_header(self, header) -> None:
         self.controls = SystemControls(self.workspace, parent=self)
@@ -59,11 +60,11 @@ class SystemsPanel(AnalysisPanel):
         self.chosen: tuple = ()  # a SystemResult per system: its chosen layout
         self.every: tuple = ()  # a SystemResult per system: every valid layout, ranked
         self.focus = ""  # the id of the system whose layouts the table lists
-        layout.insertWidget(1, self.controls.options_row)  # under the header, over the charts
+        self.layout().insertWidget(1, self.controls.options_row)  # under the header, outside the scrolling body
         g = self.graphics
         self.steps = new_plot()
         self.steps.vb.invertY(True)
-        name_axis(self.steps, 150)
+        name_axis(self.steps, 175)
         self.steps.setLabel("bottom", "time per step (ms)")
         self.steps.getAxis("bottom").enableAutoSIPrefix(False)
         self.stack = StackedBars(height=0.55)
@@ -76,6 +77,7 @@ class SystemsPanel(AnalysisPanel):
         self.scatter.setLabel("bottom", "latency (s)")
         self.scatter.setLabel("left", "throughput per device (tokens/s)")
         self.scatter.vb.disableAutoRange()
+        self.scatter.hideButtons()  # its range follows the layouts; pyqtgraph's auto-range button would not
         g.addItem(self.scatter, row=1, col=1)
         grid = g.ci.layout
         grid.setRowStretchFactor(0, 2)
@@ -110,13 +112,14 @@ class SystemsPanel(AnalysisPanel):
         self.table.layout_chosen.connect(self.controls.choose_layout)
         rows.addWidget(self.table)
         self.splitter = QSplitter(Qt.Orientation.Vertical)
+        index = layout.indexOf(self.graphics)
         layout.removeWidget(self.graphics)
         self.splitter.addWidget(self.graphics)
         self.splitter.addWidget(below)
         self.splitter.setStretchFactor(0, 3)
         self.splitter.setStretchFactor(1, 1)
         self.splitter.setChildrenCollapsible(False)
-        layout.insertWidget(2, self.splitter, 1)
+        layout.insertWidget(index, self.splitter, 1)
 
     # -- drawing
     def redraw(self, _analysis) -> None:
@@ -152,7 +155,7 @@ class SystemsPanel(AnalysisPanel):
         self.stack.set(parts, PART_COLORS)
         set_title(self.steps, "Step time of the chosen layouts (ms)" if n else "Step time",
                   list(zip(PART_COLORS, PART_KEYS)) if n else ())
-        set_ticks(self.steps.getAxis("left"), [[(i, elide(name, 22)) for i, name in enumerate(names)]])
+        set_ticks(self.steps.getAxis("left"), [[(i, elide(name, 28)) for i, name in enumerate(names)]])
         self._totals = totals = np.nansum(parts, axis=1)
         while len(self.step_notes) < n:
             text = PinnedText(color=(40, 40, 40), anchor=(0, 0.5))

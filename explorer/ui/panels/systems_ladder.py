@@ -85,7 +85,7 @@ class Ladder:
             self.bars.setOpts(x0=np.full(len(rows), lo), y=self.y, width=right - lo, height=0.7, brushes=brushes)
         set_ticks(self.plot.getAxis("left"), [[(float(v), elide(rung.name, 26)) for v, (_, rung) in zip(y, rows)]])
         self.right, self.height = right, max(at - GAP, 1.0)
-        set_title(self.plot, "Bandwidth ladder: bytes per step, on-chip \u2192 scale-out" if rows
+        set_title(self.plot, "Bandwidth ladder (bytes per step)" if rows
                   else "Bandwidth ladder", [(device_color(i), n) for i, n in enumerate(names)] if rows else ())
         while len(self.labels) < len(rows):
             text = PinnedText(color=(40, 40, 40), anchor=(0, 0.5))
