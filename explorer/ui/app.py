@@ -67,9 +67,12 @@ def make_application(argv: Sequence[str] | None = None) -> QApplication:
 
 
 def system_lookup(repository):
-    """``Workspace`` system lookup: the catalog database's systems for the ids it knows (unknown ids skipped)."""
+    """``Workspace`` system lookup: the catalog database's systems for the ids it knows (unknown ids skipped);
+    None: every system of the catalog."""
 
-    def lookup(ids: Sequence[str]):
+    def lookup(ids: Sequence[str] | None):
+        if ids is None:
+            return repository.systems()
         if not ids:
             return ()
         known = {s.id: s for s in repository.systems()}

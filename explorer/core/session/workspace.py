@@ -29,11 +29,13 @@ from .state import PARTS, PHASES, Assumptions, State, SystemChoice
 __all__ = ["PHASES", "Assumptions", "DeviceLookup", "State", "SystemLookup", "Workspace"]
 
 DeviceLookup = Callable[[Sequence[str]], Sequence[Device]]
-SystemLookup = Callable[[Sequence[str]], Sequence[System]]
+SystemLookup = Callable[[Sequence[str] | None], Sequence[System]]  # None: every system of the catalog
 
 
-def shipped_systems(ids: Sequence[str]) -> tuple[System, ...]:
-    """The shipped catalog's systems with these ids, in order (unknown ids are left out)."""
+def shipped_systems(ids: Sequence[str] | None) -> tuple[System, ...]:
+    """The shipped catalog's systems with these ids, in order (unknown ids are left out); None: all of them."""
+    if ids is None:
+        return _shipped()
     found = {s.id: s for s in _shipped()} if ids else {}
     return tuple(found[i] for i in ids if i in found)
 
@@ -190,6 +192,10 @@ class Workspace:
                              else self._last.successor(self._state, self.devices, self.hardware))
             self._last = self._results
         return self._results
+
+    def available_systems(self) -> tuple[System, ...]:
+        """Every system the catalog offers (the Systems panel's choices)."""
+        return tuple(self._system_lookup(None))
 
     @property
     def hardware(self) -> tuple[tuple[System, Device], ...]:

@@ -40,11 +40,9 @@ DEGREES = (
 ADD = "Add a system\u2026"
 
 
-def available_systems() -> tuple[System, ...]:
-    """The systems one can choose: the shipped catalog's for now (one place to swap in the catalog database's)."""
-    from explorer.core.hardware.catalog_files import load_shipped_systems
-
-    return tuple(load_shipped_systems())
+def available_systems(workspace) -> tuple[System, ...]:
+    """The systems one can choose: the workspace's catalog (the catalog database's in the app)."""
+    return tuple(workspace.available_systems())
 
 
 def short_name(system: System) -> str:
@@ -59,7 +57,7 @@ class SystemControls(QObject):
     def __init__(self, workspace, systems=None, parent=None):
         super().__init__(parent)
         self.workspace = workspace
-        self.systems = tuple(available_systems() if systems is None else systems)
+        self.systems = tuple(available_systems(workspace) if systems is None else systems)
         self.by_id = {s.id: s for s in self.systems}
         self.error = ""  # the last refused edit (shown by the panel)
         self.systems_row, self.options_row = QWidget(), QWidget()
