@@ -12,17 +12,17 @@ Rules (docs/catalog.md):
 * A device that a newer release no longer ships stays in the database unchanged.
 
 Shipped systems (``catalog/systems/``) follow the same rules, after the devices and in the same transaction
-(:mod:`.system_seeding`); the fingerprint covers both folders.
+(:mod:`.seed_rows`); the fingerprint covers both folders.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import delete, insert, select
 from sqlalchemy.engine import Engine
 
 from explorer.core.hardware.catalog_files import (
@@ -36,11 +36,9 @@ from explorer.core.hardware.device import Device
 from explorer.core.hardware.device_file import check_device_dict, device_to_dict
 from explorer.core.hardware.system import System
 
-from .overrides import canonical_hash, changed_fields, copy_fields, referenced_sources
 from .repository import DEVICES, _insert_many, _load, _rewrite
-from .system_seeding import seed_systems
+from .seed_rows import SeedKind, seed_rows, seed_systems
 from .tx import META, lock_for_writing
-from .tx import now as _now
 
 FINGERPRINT_KEY = "shipped_fingerprint"
 SEED_FORMAT = "2"  # bump when the stored form of a device or system changes, to force a re-seed (2: systems)
@@ -109,68 +107,19 @@ def seed(
     engine: Engine, shipped: Sequence[Device], fingerprint: str | None = None, systems: Sequence[System] = ()
 ) -> SeedReport:
     """Write the shipped devices, then the shipped ``systems``, following the re-seed rules, in one transaction."""
-    added, updated, merged, kept, skipped, unchanged = [], [], [], [], [], 0
-    new_devices, new_data = [], []
     with engine.begin() as conn:
         lock_for_writing(conn)
         if fingerprint is not None:  # another process may have seeded while we waited for the lock
             done = conn.scalar(select(META.c.value).where(META.c.key == FINGERPRINT_KEY))
             if done == fingerprint:
                 return SeedReport()
-        existing = {
-            r.id: r
-            for r in conn.execute(
-                select(DEVICES.c.id, DEVICES.c.origin, DEVICES.c.shipped_hash, DEVICES.c.overrides)
-            )
-        }
-        for device in shipped:
-            device = replace(device, origin="shipped")
-            data = device_to_dict(device)
-            row = existing.get(device.id)
-            if row is None:
-                new_devices.append(device)
-                new_data.append(data)
-                continue
-            if row.origin != "shipped":
-                skipped.append(device.id)
-                continue
-            if row.shipped_hash == canonical_hash(data):
-                unchanged += 1
-                continue
-            conn.execute(
-                update(DEVICES).where(DEVICES.c.id == device.id).values(version=DEVICES.c.version + 1)
-            )
-            if not row.overrides:
-                _rewrite(conn, device, overrides=(), shipped=data)
-                updated.append(device.id)
-                continue
-            current = _load(conn, [device.id])[device.id].device
-            result, overrides, ok = _merge(data, device_to_dict(current), list(row.overrides))
-            _rewrite(conn, replace(result or current, origin="shipped"), overrides=overrides, shipped=data)
-            (merged if ok else kept).append(device.id)
-        _insert_many(conn, new_devices, "shipped", _now(), shipped=new_data)
+        device_report = seed_rows(conn, shipped, DEVICE_KIND)
         system_report = SeedReport(*seed_systems(conn, systems))
         if fingerprint is not None:
             conn.execute(delete(META).where(META.c.key == FINGERPRINT_KEY))
             conn.execute(insert(META).values(key=FINGERPRINT_KEY, value=fingerprint))
-    return SeedReport(
-        tuple(added + [d.id for d in new_devices]),
-        tuple(updated),
-        tuple(merged),
-        tuple(kept),
-        tuple(skipped),
-        unchanged,
-        system_report,
-    )
+    return SeedReport(*device_report, system_report)
 
 
-def _merge(shipped: dict, current: dict, overrides: list[str]) -> tuple[Device | None, set[str], bool]:
-    """The new shipped mapping with the user's overridden fields; (device, overrides, merged cleanly)."""
-    data = copy_fields(shipped, current, overrides)
-    missing = referenced_sources(data) - set(data.get("sources") or {})
-    keep_sources = [f"sources.{k}" for k in sorted(missing) if k in (current.get("sources") or {})]
-    data = copy_fields(data, current, keep_sources)
-    device, problems = check_device_dict(data, "re-seed")
-    if device is None or problems:
-        return None, set(overrides) | set(changed_fields(shipped, current)), False
-    return device, set(overrides) | set(keep_sources), True
+DEVICE_KIND = SeedKind(DEVICES, device_to_dict, check_device_dict,
+                       lambda conn, id_: _load(conn, [id_])[id_].device, _rewrite, _insert_many)
