@@ -208,6 +208,19 @@ def read_text(path: Path) -> str:
         raise ImportFileError(f"{path}: cannot read ({exc.strerror})") from None
 
 
+def new_id(item_id: str, where: str, first_row: dict[str, str], rejected: list[Rejection]) -> bool:
+    """True for an id short enough and not seen earlier in the file (recorded in ``first_row``); otherwise the
+    rejection is appended to ``rejected``."""
+    if len(item_id) > ID_LENGTH:
+        rejected.append(Rejection(where, item_id[:20] + "...", "id", f"longer than {ID_LENGTH} characters"))
+        return False
+    if item_id in first_row:
+        rejected.append(Rejection(where, item_id, "id", f"duplicate of the id in {first_row[item_id]}"))
+        return False
+    first_row[item_id] = where
+    return True
+
+
 def read_import(
     path: str | Path, fmt: str | None = None
 ) -> tuple[str, int, list[tuple[str, Device]], list[Rejection]]:
@@ -226,18 +239,8 @@ def read_import(
         rejected.extend(_split_problem(p, where, device_id) for p in found)
         if device is None or found or problems:
             continue
-        if len(device.id) > ID_LENGTH:
-            rejected.append(
-                Rejection(where, device.id[:20] + "...", "id", f"longer than {ID_LENGTH} characters")
-            )
-            continue
-        if device.id in first_row:
-            rejected.append(
-                Rejection(where, device.id, "id", f"duplicate of the id in {first_row[device.id]}")
-            )
-            continue
-        first_row[device.id] = where
-        devices.append((where, device))
+        if new_id(device.id, where, first_row, rejected):
+            devices.append((where, device))
     return fmt, len(entries), devices, rejected
 
 

@@ -27,12 +27,12 @@ from .io import (
     _split_document,
     _split_problem,
     detect_format,
+    new_id,
     parse_document,
     read_text,
     write_export,
 )
 from .repository import CatalogRepository
-from .schema import ID_LENGTH
 
 KEY = "systems"
 
@@ -102,14 +102,8 @@ def read_systems_import(
         rejected.extend(_split_problem(p, where, system_id) for p in found)
         if system is None or found:
             continue
-        if len(system.id) > ID_LENGTH:
-            rejected.append(Rejection(where, system.id[:20] + "...", "id", f"longer than {ID_LENGTH} characters"))
-            continue
-        if system.id in first_row:
-            rejected.append(Rejection(where, system.id, "id", f"duplicate of the id in {first_row[system.id]}"))
-            continue
-        first_row[system.id] = where
-        systems.append((where, system))
+        if new_id(system.id, where, first_row, rejected):
+            systems.append((where, system))
     return fmt, len(entries), systems, rejected
 
 
