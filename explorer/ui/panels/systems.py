@@ -60,6 +60,7 @@ class SystemsPanel(AnalysisPanel):
         self.chosen: tuple = ()  # a SystemResult per system: its chosen layout
         self.every: tuple = ()  # a SystemResult per system: every valid layout, ranked
         self.focus = ""  # the id of the system whose layouts the table lists
+        self._drawn = None  # the inputs of the last full redraw (an edit that leaves them the same redraws nothing)
         self.layout().insertWidget(1, self.controls.options_row)  # under the header, outside the scrolling body
         g = self.graphics
         self.steps = new_plot()
@@ -124,8 +125,12 @@ class SystemsPanel(AnalysisPanel):
     # -- drawing
     def redraw(self, _analysis) -> None:
         ws = self.workspace
-        self.chosen, self.every = ws.results.systems, ws.results.system_layouts
         self.controls.sync()  # always: the widgets may show an edit that an undo took back before this redraw
+        drawn = (ws.results.systems, ws.results.system_layouts, ws.state.system, self.controls.error)
+        if self._drawn is not None and all(a is b for a, b in zip(drawn, self._drawn)):
+            return  # an edit the systems do not depend on (a layer of another model part, a device checked)
+        self._drawn = drawn
+        self.chosen, self.every = drawn[0], drawn[1]
         names = [short_name(r.system) for r in self.chosen]
         ids = [r.system.id for r in self.chosen]
         if self.focus not in ids:
