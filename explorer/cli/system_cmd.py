@@ -11,8 +11,8 @@ import numpy as np
 from ..core.hardware.system import System
 from ..core.hardware.system_file import SystemFileError, load_system_file
 from ..core.parallel.collectives import ALGORITHMS
-from ..core.parallel.layout import Layout, LayoutError, candidates, check
 from ..core.parallel.compare import OBJECTIVES, choose
+from ..core.parallel.layout import Layout, LayoutError, candidates, check, why_none
 from ..core.parallel.system_pass import Options, SystemAnalysis, analyze_system, model_shape
 from ..core.units import UnitError, format_bytes, format_si
 from .common import CliError, is_path, text_table
@@ -56,7 +56,7 @@ def resolve_system(spec: str, nodes: int, db_url: str | None = None) -> System:
     except (SystemFileError, UnitError) as exc:
         raise CliError(f"--system {spec}: {exc}") from None
     except ValueError as exc:
-        raise CliError(f"--{str(exc)}" if str(exc).startswith("nodes") else f"--system {spec}: {exc}") from None
+        raise CliError(f"--{exc!s}" if str(exc).startswith("nodes") else f"--system {spec}: {exc}") from None
 
 
 def _from_catalog(spec: str, db_url: str | None) -> System:
@@ -85,7 +85,7 @@ def layouts_from_args(args, model, ctx, system: System) -> tuple[list[Layout], s
         found = candidates(shape, system.devices, given.get("microbatches", 1))
         if not found:
             raise CliError(f"--system {system.id}: no valid layout of {model.name} on {system.devices} devices "
-                           f"at batch {ctx.batch} (dp must divide the batch)")
+                           f"at batch {ctx.batch}: {why_none(shape, system.devices)}")
         return found, args.best or "throughput"
     tp, pp, ep = given.get("tp", 1), given.get("pp", 1), given.get("ep", 1)
     if "dp" not in given and (tp < 1 or pp < 1 or system.devices % (tp * pp)):

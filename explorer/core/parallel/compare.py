@@ -7,8 +7,8 @@ valid (the batch does not divide over its replicas, say) carries the reason in `
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -18,7 +18,7 @@ from explorer.core.hardware.system import System
 from explorer.core.workload.layers import Context
 from explorer.core.workload.model import Model
 
-from .layout import Layout, LayoutError, candidates, check
+from .layout import Layout, LayoutError, candidates, check, why_none
 from .system_pass import Options, SystemAnalysis, analyze_system, model_shape
 
 OBJECTIVES = ("throughput", "latency")
@@ -71,7 +71,7 @@ def size_on_systems(model: Model, hardware: Sequence[tuple[System, Device]], pre
                 layouts, rank_by = candidates(shape, system.devices), objective
                 if not layouts:
                     raise LayoutError(f"no valid layout of {model.name} on {system.devices} devices at batch "
-                                      f"{ctx.batch} (dp must divide the batch)")
+                                      f"{ctx.batch}: {why_none(shape, system.devices)}")
         except LayoutError as exc:
             out.append(SystemResult(system, device, None, -1, np.zeros(0, int), None, str(exc)))
             continue

@@ -90,6 +90,19 @@ def divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
+def why_none(shape: ModelShape, devices: int) -> str:
+    """Why no layout is valid: the distinct reasons the simplest layouts (all replicas, all tensor, all pipeline)
+    are refused, joined."""
+    reasons = []
+    for layout in (Layout(dp=devices), Layout(tp=devices), Layout(pp=devices)):
+        try:
+            check(layout, shape, devices)
+        except LayoutError as exc:
+            if str(exc) not in reasons:
+                reasons.append(str(exc))
+    return "; ".join(reasons)
+
+
 def candidates(shape: ModelShape, devices: int, microbatches: int = 1) -> list[Layout]:
     """Every valid layout of the model on ``devices`` (microbatches as given, or 1 where it does not divide)."""
     out = []

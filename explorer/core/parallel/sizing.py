@@ -14,8 +14,8 @@ catalog's): the chassis, switches and network are not priced (no sourced figures
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 import numpy as np
 

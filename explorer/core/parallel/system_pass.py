@@ -24,8 +24,8 @@ Throughput = batch / step (tokens/s in decode, sequences/s in prefill), per devi
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Sequence
 
 import numpy as np
 
@@ -41,7 +41,6 @@ from .collectives import BUS_FACTOR, collective_time, hierarchical_all_reduce
 from .experts import imbalance
 from .layout import Layout, ModelShape
 from .shard import Comms, query_heads_of, shard_many
-
 
 #: the parts of a step that :attr:`SystemAnalysis.step_parts` gives, in its column order
 STEP_PARTS = ("compute", "communication", "pipeline bubble", "sends", "host offload")

@@ -103,3 +103,19 @@ def test_every_layout_is_kept_when_one_is_chosen_by_hand(ws):
     assert len(chosen[0].analysis) == 1 and len(every[0].analysis) == len(best[0].analysis)
     ws.execute(SetSystem(SystemChoice(system_ids=ws.state.system.system_ids, layout=Layout(tp=2, dp=4))))
     assert ws.results.system_layouts is every and "system_layouts" not in ws.results.computed
+
+
+def test_no_valid_layout_says_why():
+    """A model without attention heads or repeated blocks at batch 1 on 8 devices: every simple layout is refused,
+    and the result names the reasons (it said only 'dp must divide the batch')."""
+    from explorer.core.workload.model import LayerSpec, Model
+
+    empty = Model.make("mlp", {"tokens": 16, "hidden": 64}, [LayerSpec.make("dense", "fc", in_features=64,
+                                                                             out_features=64)])
+    w = Workspace(empty, lookup, Assumptions(batch=1))
+    w.execute(SetSystem(SystemChoice(system_ids=("nvidia-dgx-h100",))))
+    (r,) = w.results.systems
+    assert r.analysis is None
+    assert "dp: 8 replicas do not divide the batch of 1" in r.error
+    assert "tp: the model has no attention heads to split" in r.error
+    assert "pp: 8 stages but the model has 0 repeated blocks" in r.error
