@@ -10,10 +10,10 @@ from explorer.core.workload.layers import ATTENTION, LM_HEAD, Context
 from explorer.core.workload.layers.moe import ROUTING_ASSUMPTION
 
 from ..core.analysis.evaluate import MODELS, ModelAnalysis, evaluate
-from ..core.workload.model import build_table
 from ..core.analysis.tensor_bytes import formats_of
 from ..core.precision import PRECISIONS
 from ..core.units import format_bytes, format_si
+from ..core.workload.model import build_table
 from .common import CliError, print_json, text_table
 from .resolve import load_model_arg, resolve_devices
 from .system_cmd import add_system_args, run_system

@@ -9,6 +9,7 @@ from pathlib import Path
 from explorer.core.hardware.device_file import DEVICE_FILE_SUFFIXES
 from explorer.core.importers import suffixes
 from explorer.core.session.project import SUFFIX as PROJECT_SUFFIX
+from explorer.core.units import UnitError, parse_si
 
 #: What makes a MODEL or DEV argument a path rather than an id: a model importer's or a device file's suffix.
 PATH_SUFFIXES = tuple(dict.fromkeys((*suffixes("model"), *DEVICE_FILE_SUFFIXES, PROJECT_SUFFIX)))
@@ -44,3 +45,17 @@ def text_table(headers: list[str], rows: list[list[str]]) -> str:
     for r in rows:
         lines.append("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))))
     return "\n".join(lines)
+
+
+def parse_pairs(items: list[str], option: str, kind: str) -> dict[str, float]:
+    """``["DEV=VALUE", ...]`` -> {DEV: SI value of ``kind``}; a malformed item is one CliError naming ``option``."""
+    out = {}
+    for item in items:
+        dev, sep, value = item.partition("=")
+        if not sep or not dev.strip() or not value.strip():
+            raise CliError(f"{option}: expected DEV=VALUE, got {item!r}")
+        try:
+            out[dev.strip()] = parse_si(value, kind, f"{option} {dev.strip()}")
+        except UnitError as exc:
+            raise CliError(str(exc)) from None
+    return out

@@ -10,7 +10,7 @@ from ..core.analysis.procurement import PlanResult, Requirements, format_usd, pa
 from ..core.session.results import Results
 from ..core.units import UnitError, format_si, parse_quantity, parse_si
 from .analyze_cmd import add_workload_args, workload_from_args
-from .common import CliError, print_json
+from .common import CliError, parse_pairs, print_json
 from .tensor_args import formats_from_args
 
 
@@ -52,19 +52,6 @@ def add_requirement_args(p, target_required: bool) -> None:
                    help='cloud price per unit-hour, e.g. nvidia-h100-sxm5="4.10 USD/h" (repeatable)')
 
 
-def _pairs(items: list[str], option: str, kind: str) -> dict[str, float]:
-    out = {}
-    for item in items:
-        dev, sep, value = item.partition("=")
-        if not sep or not dev.strip() or not value.strip():
-            raise CliError(f"{option}: expected DEV=VALUE, got {item!r}")
-        try:
-            out[dev.strip()] = parse_si(value, kind, f"{option} {dev.strip()}")
-        except UnitError as exc:
-            raise CliError(str(exc)) from None
-    return out
-
-
 def _quantity(text: str | None, kind: str, option: str) -> float | None:
     if text is None:
         return None
@@ -96,8 +83,8 @@ def prepare(args):
         req = Requirements(target=target, target_unit=unit, latency=latency,
                            budget=_quantity(args.budget, "money", "--budget"), budget_covers=args.budget_covers,
                            power_cap=_quantity(args.power_cap, "power", "--power-cap"), power_scope=args.power_scope,
-                           price=_pairs(args.price, "--price", "money"),
-                           cloud_price=_pairs(args.cloud_price, "--cloud-price", "money_rate"))
+                           price=parse_pairs(args.price, "--price", "money"),
+                           cloud_price=parse_pairs(args.cloud_price, "--cloud-price", "money_rate"))
     except ValueError as exc:
         raise CliError(str(exc)) from None
     analysis = evaluate(model, devices, args.precision, ctx, formats=formats_from_args(args))
@@ -116,7 +103,7 @@ def run(args) -> int:
     if args.system:
         from .plan_systems import run_plan_systems
 
-        return run_plan_systems(args, _pairs)
+        return run_plan_systems(args)
     analysis, req, costs = prepare(args)
     try:
         result = Results.of_analysis(analysis, costs, req).plan

@@ -9,11 +9,11 @@ from ..core.analysis.procurement import format_usd, parse_latency, parse_rate
 from ..core.parallel.compare import size_on_systems
 from ..core.parallel.sizing import NOT_PRICED, SystemPlan, size_fleet
 from ..core.units import UnitError, format_si
-from .common import CliError, print_json, text_table
+from .common import CliError, parse_pairs, print_json, text_table
 from .tensor_args import formats_from_args
 
 
-def run_plan_systems(args, pairs) -> int:
+def run_plan_systems(args) -> int:
     from .analyze_cmd import workload_from_args
     from .resolve import resolve_devices
     from .system_cmd import resolve_system
@@ -35,7 +35,7 @@ def run_plan_systems(args, pairs) -> int:
                        f"{'tokens/s' if ctx.phase == 'decode' else 'inferences/s'}")
     systems = [resolve_system(spec, 1) for spec in dict.fromkeys(args.system)]
     devices = {d.id: d for d in resolve_devices(sorted({s.device_id for s in systems}), getattr(args, "db", None))}
-    price = pairs(args.price, "--price", "money")
+    price = parse_pairs(args.price, "--price", "money")
     unknown = sorted(set(price) - set(devices))
     if unknown:
         raise CliError(f"--price: {', '.join(unknown)} is not the device of any --system ({', '.join(sorted(devices))})")
