@@ -19,6 +19,7 @@ from explorer.core.analysis.evaluate import ModelAnalysis, evaluate
 from explorer.core.analysis.procurement import plan
 from explorer.core.analysis.roofline_measured import measured_roofline
 from explorer.core.analysis.roofline_view import compute_roofline
+from explorer.core.analysis.time_model import as_time_model
 from explorer.core.analysis.tiling_view import compute_tiling_view
 from explorer.core.formats import TENSORS
 from explorer.core.hardware.device import Device
@@ -33,8 +34,10 @@ from .state import Assumptions, State
 DEPENDS: dict[str, tuple[str, ...]] = {
     "arrays": ("devices", "assumptions.precision", "assumptions.weights", "assumptions.activations",
                "assumptions.kv_cache"),
-    "analysis": ("model", "arrays", "assumptions.batch", "assumptions.seq_len", "assumptions.phase",
-                 "assumptions.attention", "assumptions.lm_head"),
+    "evaluation": ("model", "arrays", "assumptions.batch", "assumptions.seq_len", "assumptions.phase",
+                   "assumptions.attention", "assumptions.lm_head"),
+    # the evaluation as the chosen time model shows it (ideal: the evaluation itself): what every panel reads
+    "analysis": ("evaluation", "assumptions.time_model"),
     "cost": ("analysis", "assumptions"),
     "plan": ("analysis", "requirements", "assumptions"),
     "roofline": ("analysis", "args"),
@@ -95,7 +98,7 @@ class Results:
         state = State(model=analysis.model, device_ids=tuple(d.id for d in devices), assumptions=a,
                       requirements=requirements if requirements is not None else State().requirements)
         results = cls(state, devices)
-        results._memo["analysis"] = (results._key("analysis", ()), analysis)
+        results._memo["evaluation"] = (results._key("evaluation", ()), analysis)
         return results
 
     # -- the inputs a result names in DEPENDS
@@ -136,12 +139,21 @@ class Results:
         return self._get("arrays", lambda: device_arrays(self.devices, a.precision, a.tensor_formats))
 
     @property
-    def analysis(self) -> ModelAnalysis | None:
-        """The one evaluation of the model on the selected devices (None without devices)."""
+    def evaluation(self) -> ModelAnalysis | None:
+        """The one evaluation of the model on the selected devices, both time models (None without devices)."""
         if not self.devices:
             return None
-        return self._get("analysis", lambda: evaluate(self.state.model, self.arrays,
-                                                      ctx=self.state.assumptions.context))
+        return self._get("evaluation", lambda: evaluate(self.state.model, self.arrays,
+                                                        ctx=self.state.assumptions.context))
+
+    @property
+    def analysis(self) -> ModelAnalysis | None:
+        """The evaluation with the times of the state's time model (``assumptions.time_model``): what the panels
+        show (None without devices)."""
+        e = self.evaluation
+        if e is None:
+            return None
+        return self._get("analysis", lambda: as_time_model(e, self.state.assumptions.time_model))
 
     @property
     def cost(self):
