@@ -41,8 +41,8 @@ DEPENDS: dict[str, tuple[str, ...]] = {
     "cost": ("analysis", "assumptions"),
     "plan": ("analysis", "requirements", "assumptions"),
     "roofline": ("analysis", "args"),
-    "energy": ("analysis", "args"),
-    "tiling": ("analysis", "args"),
+    "energy": ("evaluation", "args"),
+    "tiling": ("evaluation", "args"),
     "measured": ("analysis", "trace", "args"),
     "systems": ("model", "hardware", "system", "assumptions.precision", "assumptions.weights",
                 "assumptions.activations", "assumptions.kv_cache", "assumptions.batch", "assumptions.seq_len",
@@ -174,12 +174,12 @@ class Results:
                          (device_index, focused_layer))
 
     def energy(self, device_index: int = 0, focused_layer: int = -1):
-        a = self.analysis
+        a = self.evaluation  # energy has no time term: the same under both time models
         return self._get("energy", lambda: compute_energy_view(a, device_index, focused_layer),
                          (device_index, focused_layer))
 
     def tiling(self, layer_row: int, device_index: int = 0, sweep_dim: str | None = None):
-        a = self.analysis
+        a = self.evaluation  # the tile and wave model: its options are re-evaluated with the ideal model
         return self._get("tiling", lambda: compute_tiling_view(a, layer_row, device_index, sweep_dim),
                          (layer_row, device_index, sweep_dim))
 
