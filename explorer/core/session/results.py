@@ -16,6 +16,7 @@ from explorer.core.analysis.cost import compute_cost
 from explorer.core.analysis.device_arrays import device_arrays
 from explorer.core.analysis.energy_view import compute_energy_view
 from explorer.core.analysis.evaluate import ModelAnalysis, evaluate
+from explorer.core.analysis.fidelity import trace_fidelity
 from explorer.core.analysis.procurement import plan
 from explorer.core.analysis.roofline_measured import measured_roofline
 from explorer.core.analysis.roofline_view import compute_roofline
@@ -44,6 +45,7 @@ DEPENDS: dict[str, tuple[str, ...]] = {
     "energy": ("evaluation", "args"),
     "tiling": ("evaluation", "args"),
     "measured": ("analysis", "trace", "args"),
+    "fidelity": ("evaluation", "trace", "args"),  # both time models side by side: not the switch
     "systems": ("model", "hardware", "system", "assumptions.precision", "assumptions.weights",
                 "assumptions.activations", "assumptions.kv_cache", "assumptions.batch", "assumptions.seq_len",
                 "assumptions.phase", "assumptions.attention", "assumptions.lm_head"),
@@ -190,6 +192,14 @@ class Results:
             return None
         return self._get("measured", lambda: measured_roofline(trace, self.analysis, device_index),
                          (device_index,))
+
+    def fidelity(self, device_index: int = 0):
+        """The trace's kernels, measured against the ideal and calibrated predictions on device ``device_index``
+        (None without a trace)."""
+        trace = self.state.trace
+        if trace is None:
+            return None
+        return self._get("fidelity", lambda: trace_fidelity(trace, self.evaluation, device_index), (device_index,))
 
     @property
     def systems(self) -> tuple[SystemResult, ...]:
