@@ -73,7 +73,8 @@ class AnalysisPanel(QWidget):
 
     title = ""
     #: which times the panel shows: "follows" the toolbar's time model (ideal or calibrated), always the "ideal"
-    #: model, or "none" (nothing in it depends on time); its dock's title says which (``model_caption``)
+    #: model, "both" side by side, or "none" (nothing in it depends on time); its dock's title says which
+    #: (``model_caption``)
     time_model = "follows"
     has_device_combo = False
     chart_min_height = 260  # px: shorter than this, the panel scrolls (a 420 px panel left the energy chart 8 px)
@@ -211,6 +212,8 @@ class AnalysisPanel(QWidget):
         chosen = self.workspace.assumptions.time_model
         if self.time_model == "none":
             return "no time: the same in both models"
+        if self.time_model == "both":
+            return "ideal and calibrated side by side"
         if self.time_model == "ideal":
             return "ideal model" if chosen == "ideal" else "ideal model (not calibrated here)"
         return model_title(chosen, analysis)
