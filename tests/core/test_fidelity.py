@@ -48,7 +48,8 @@ def test_a_trace_is_compared_kernel_by_kernel_with_the_operator_it_matches():
     assert f.layers[:4] == ("conv1", "fc1", "fc2", "fc3")
     assert f.measured[1] == pytest.approx(2.18578e-4)  # the trace's second kernel: aten::addmm (fc1), 218.578 us
     shapes = row_shapes(a)
-    assert shapes[:4] == ("conv2d 256x8x27", "relu \u2192 8x16x16", "flatten \u2192 2048", "dense 1x256x2048")
+    assert shapes[:5] == ("conv2d 256x8x27", "relu, 8.19 kB moved", "flatten, 0 B moved", "dense 1x256x2048",
+                          "relu, 1.02 kB moved")  # relu1: 8 x 16 x 16 bf16 read and written, 2 x 4,096 B
     assert f.shapes[1] == "dense 1x256x2048"
     assert f.is_calibrated.all()
     empty = trace_fidelity(trace, None)

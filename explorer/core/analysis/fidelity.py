@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from explorer.core.traces import Trace, kernel_events, layer_work, roofline_points
+from explorer.core.units import format_si
 
 from .evaluate import ModelAnalysis
 
@@ -34,7 +35,7 @@ def _frozen(values, dtype=float) -> np.ndarray:
 @dataclass(frozen=True, eq=False)
 class Fidelity:
     """One entry per predicted kernel. Units: s. ``shapes`` describe the operator a kernel matched (a GEMM's
-    M x N x K, else its kind and output shape)."""
+    M x N x K, else its kind and the bytes it moves)."""
 
     device_id: str
     device_name: str
@@ -98,7 +99,7 @@ def fidelity_of_kernels(device_id: str, device_name: str, names, layers, shapes,
 
 def row_shapes(analysis: ModelAnalysis) -> tuple[str, ...]:
     """Per row of the analysis: a GEMM's ``M x N x K`` (and ``(xG)`` for G GEMMs per execution), else the kind
-    and output shape."""
+    and the bytes it moves."""
     table = analysis.table
     out = []
     for i, kind in enumerate(table.kinds):
@@ -106,9 +107,9 @@ def row_shapes(analysis: ModelAnalysis) -> tuple[str, ...]:
         if count > 0:
             m, n, k = (int(v) for v in table.gemm[i])
             out.append(f"{kind} {m}x{n}x{k}" + (f" (x{count:g})" if count != 1 else ""))
-        else:
-            shape = table.out_shapes[i] if i < len(table.out_shapes) else ()
-            out.append(f"{kind} \u2192 {'x'.join(str(int(s)) for s in shape)}" if shape else kind)
+        else:  # what such a kernel is timed by: the bytes it moves (each tensor once)
+            nbytes = float(analysis.bytes[i])
+            out.append(f"{kind}, {format_si(nbytes, 'B', 3)} moved" if math.isfinite(nbytes) else kind)
     return tuple(out)
 
 
