@@ -144,3 +144,44 @@ def test_the_level_is_the_domain_holding_the_ranks():
         level_domain(system, 16)
     with pytest.raises(ValueError, match="level: expected one of"):
         level_domain(system, 8, "rack")
+
+
+# ------------------------------------------------------------------------------------- hostile tables
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+LINES = FIXTURE.read_text().splitlines()
+TOKENS = ["nan", "inf", "-1", "0", "1e400", "N/A", "abc", "\u2028", "#", "   ", "12.5", "99999999999999999999999"]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_fuzzed_tables_load_finite_or_fail_on_one_line(tmp_path, data):
+    """Published lines cut, dropped, duplicated, with cells replaced by hostile tokens: the reader returns a
+    table of finite, positive sizes and times whose fit is finite, or refuses the file with one line."""
+    lines = list(LINES)
+    for _ in range(data.draw(st.integers(0, 6))):
+        i = data.draw(st.integers(0, len(lines) - 1))
+        action = data.draw(st.sampled_from(["drop", "dup", "cell", "cut"]))
+        if action == "drop" and len(lines) > 1:
+            del lines[i]
+        elif action == "dup":
+            lines.insert(i, lines[i])
+        elif action == "cut":
+            lines[i] = lines[i][: data.draw(st.integers(0, len(lines[i])))]
+        else:
+            cells = lines[i].split()
+            if cells:
+                cells[data.draw(st.integers(0, len(cells) - 1))] = data.draw(st.sampled_from(TOKENS))
+                lines[i] = "  ".join(cells)
+    path = tmp_path / "fuzz_all_reduce_perf.txt"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    try:
+        table, _ = read_nccl_tests(path, ranks=8)
+    except ValueError as exc:
+        assert "\n" not in str(exc).strip() and str(path) in str(exc)
+        return
+    assert np.all(np.isfinite(table.size)) and np.all(table.size > 0)
+    assert np.all(np.isfinite(table.time)) and np.all(table.time > 0)
+    fit = fit_link(table.op, table.size, table.time, table.ranks)
+    assert np.isfinite(fit.alpha) and np.isfinite(fit.bandwidth) and fit.bandwidth > 0
