@@ -1,0 +1,159 @@
+"""The training step: its parts add up, hand-checked pieces, and the invariants the issue names (hypothesis)."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from explorer.core.parallel.collectives import collective_time
+from explorer.core.training.cost import cost_to_train
+from explorer.core.training.layout import TrainingLayout
+from explorer.core.training.memory import LayerShape, bubble_fraction, layer_activations
+from explorer.core.training.step import STEP_PARTS, TrainingSetup, analyze_training
+from explorer.core.workload.templates import get_template
+
+MODEL = get_template("llama3-8b").build()
+FAST = settings(max_examples=12, deadline=None)
+
+
+@pytest.fixture(scope="module")
+def h100(systems, devices):
+    node = systems["nvidia-dgx-h100"]
+    return node, devices[node.device_id]
+
+
+def run(h100, layout, nodes=1, model=MODEL, **setup):
+    node, dev = h100
+    base = {"global_batch": 64, "seq_len": 2048, "micro_batch": 1}
+    base.update(setup)
+    return analyze_training(model, node.with_nodes(nodes) if nodes > 1 else node, dev, [layout],
+                            TrainingSetup(**base))
+
+
+def test_parts_add_up_and_dp_allreduce_by_hand(h100):
+    r = run(h100, TrainingLayout(tp=8, dp=2), nodes=2, zero=0)
+    assert r.step_parts.shape == (1, len(STEP_PARTS))
+    assert r.step_parts.sum(axis=1) == pytest.approx(r.step_time)
+    # DP 2 across two nodes (ranks 8 apart): one ring all-reduce of the bf16 gradients of 1/8 of the weights on
+    # the ConnectX-7 link (50 GB/s per direction, alpha 2.7 us); the time equals collectives.collective_time's
+    node, _ = h100
+    out = node.with_nodes(2).domains[-1]
+    grads = 2 * r.weight_bytes[0] / 2
+    assert r.dp_time[0] == pytest.approx(float(collective_time("all_reduce", grads, 2, 50e9, out.alpha, "auto")))
+    assert r.dp_exposed[0] == r.dp_time[0]  # no overlap
+    assert r.microbatches[0] == 32
+    assert r.fits[0]
+
+
+def test_overlap_hides_dp_behind_backward(h100):
+    a = run(h100, TrainingLayout(tp=8, dp=2), nodes=2)
+    b = run(h100, TrainingLayout(tp=8, dp=2), nodes=2, overlap=True)
+    assert b.dp_exposed[0] == pytest.approx(max(0.0, b.dp_time[0] - b.backward_time[0]))
+    assert b.step_time[0] < a.step_time[0]
+
+
+def test_mfu_definition(h100):
+    r = run(h100, TrainingLayout(tp=4, pp=2))
+    assert r.mfu[0] == pytest.approx(r.work.model_flops / (r.step_time[0] * 8 * r.peak))
+    assert r.tokens_per_s[0] == pytest.approx(64 * 2048 / r.step_time[0])
+    assert 0 < r.mfu[0] < 1
+
+
+def test_cost_to_train_by_hand(h100):
+    r = run(h100, TrainingLayout(tp=8))
+    c = cost_to_train(r, 1e9)
+    assert c.steps == pytest.approx(1e9 / (64 * 2048))
+    assert c.time_s[0] == pytest.approx(c.steps * r.step_time[0])
+    assert c.energy_j[0] == pytest.approx(8 * 700.0 * 1.3 * c.time_s[0])  # H100 SXM TDP 700 W, PUE 1.3
+    assert c.electricity_usd[0] == pytest.approx(c.energy_j[0] / 3.6e6 * 0.12)
+    with pytest.raises(ValueError, match="tokens"):
+        cost_to_train(r, -1)
+
+
+# -- invariants
+
+
+@FAST
+@given(st.sampled_from([1, 2, 4]), st.sampled_from([1, 2]))
+def test_zero3_memory_falls_with_dp(h100, dp, tp):
+    """ZeRO-3: model states per device never grow with more data-parallel ranks (here 8 / tp per node)."""
+    per_node = 8 // tp
+    small = run(h100, TrainingLayout(tp=tp, dp=per_node * dp), nodes=dp, zero=3)
+    large = run(h100, TrainingLayout(tp=tp, dp=per_node * dp * 2), nodes=dp * 2, zero=3)
+    states = (lambda r: r.weight_bytes + r.gradient_bytes + r.optimizer_bytes)
+    assert states(large)[0] < states(small)[0]
+
+
+@FAST
+@given(st.sampled_from([(8, 1), (4, 2), (2, 4), (1, 8)]), st.sampled_from(["gpipe", "1f1b"]),
+       st.booleans())
+def test_recomputation_trades_memory_for_time(h100, tp_pp, schedule, sp):
+    tp, pp = tp_pp
+    lay = TrainingLayout(tp=tp, pp=pp, schedule=schedule, sp=sp)
+    runs = [run(h100, lay, recompute=rc, attention="naive") for rc in ("none", "selective", "full")]
+    mem = [r.activation_bytes[0] for r in runs]
+    time = [r.step_time[0] for r in runs]
+    assert mem[0] >= mem[1] >= mem[2] and mem[0] > mem[2]
+    assert time[0] <= time[1] <= time[2] and time[0] < time[2]
+
+
+@FAST
+@given(st.sampled_from([1, 2, 4]), st.sampled_from([1, 2]), st.sampled_from(["gpipe", "1f1b"]))
+def test_more_dp_never_increases_activations(h100, dp, pp, schedule):
+    tp = 8 // pp
+    few = run(h100, TrainingLayout(tp=tp, pp=pp, dp=dp, schedule=schedule), nodes=dp)
+    more = run(h100, TrainingLayout(tp=tp, pp=pp, dp=2 * dp, schedule=schedule), nodes=2 * dp)
+    assert more.activation_bytes[0] <= few.activation_bytes[0]
+
+
+@given(st.integers(1, 64), st.integers(1, 256), st.integers(1, 8))
+def test_interleaving_never_lengthens_the_bubble(p, m, v):
+    assert bubble_fraction("interleaved", p, m, v) <= bubble_fraction("1f1b", p, m)
+
+
+def test_interleaving_shortens_the_step_bubble(h100):
+    plain = run(h100, TrainingLayout(tp=1, pp=8), global_batch=32)
+    inter = run(h100, TrainingLayout(tp=1, pp=8, schedule="interleaved", virtual=4), global_batch=32)
+    assert inter.bubble_time[0] == pytest.approx(plain.bubble_time[0] / 4)
+
+
+@given(st.sampled_from([1, 2, 4, 8, 16]), st.sampled_from([1, 2, 4, 8]), st.booleans(),
+       st.sampled_from(["none", "selective"]), st.booleans())
+def test_cp_divides_attention_activations(cp, tp, sp, recompute, fused):
+    shape = LayerShape(8192, 64, 1024, 8192, 28672, gated=True)
+    one = layer_activations(shape, 65536, 1, tp, sp, recompute, 1, fused)
+    assert layer_activations(shape, 65536, 1, tp, sp, recompute, cp, fused) == pytest.approx(one / cp)
+
+
+def test_cp_in_the_step(h100):
+    """CP 2 over the node's 8 GPUs (TP 4): half the activations per device, and a K/V exchange on NVLink."""
+    tp8 = run(h100, TrainingLayout(tp=4, dp=2), seq_len=16384, global_batch=16)
+    cp2 = run(h100, TrainingLayout(tp=4, cp=2), seq_len=16384, global_batch=8)
+    assert cp2.cp_comm_time[0] > 0 and tp8.cp_comm_time[0] == 0
+    assert cp2.activation_bytes[0] < tp8.activation_bytes[0]
+
+
+@FAST
+@given(st.sampled_from([4, 8, 16, 64, 256]), st.sampled_from([0, 1, 2, 3]), st.sampled_from([(8, 1), (4, 2)]))
+def test_lora_never_needs_more_memory(h100, rank, zero, tp_pp):
+    tp, pp = tp_pp
+    lay = TrainingLayout(tp=tp, pp=pp)
+    full = run(h100, lay, zero=zero)
+    lora = run(h100, lay, zero=zero, lora_rank=rank)
+    assert lora.memory_bytes[0] <= full.memory_bytes[0]
+    assert lora.work.trainable_params < full.work.trainable_params
+
+
+def test_lora_70b_on_one_node(systems, devices):
+    """'Can we fine-tune a 70B model on one 8-GPU node?' Full fine-tuning of Llama-3-70B at TP 8 needs 16 bytes
+    x 70.6B / 8 = 141 GB of states per H100 (80 GB): no; LoRA rank 16 keeps 2 bytes per frozen weight: yes."""
+    node = systems["nvidia-dgx-h100"]
+    model = get_template("llama3-70b").build()
+    setup = {"global_batch": 8, "seq_len": 4096, "recompute": "selective"}
+    full = analyze_training(model, node, devices[node.device_id], [TrainingLayout(tp=8)], TrainingSetup(**setup))
+    lora = analyze_training(model, node, devices[node.device_id], [TrainingLayout(tp=8)],
+                            TrainingSetup(**setup, lora_rank=16))
+    assert (full.weight_bytes + full.gradient_bytes + full.optimizer_bytes)[0] == pytest.approx(
+        16 * full.weight_bytes[0] / 2)
+    assert not full.fits[0] and lora.fits[0]
+    assert np.all(lora.step_time < full.step_time)
