@@ -7,7 +7,8 @@ pipeline sends. From it, per micro-batch (f the forward compute, c its TP/EP com
 
     forward    f + c + CP's K/V all-gathers
     backward   f (2 - share of frozen weighted rows) + c + CP's K/V-gradient reduce-scatters
-    recompute  none: 0;  selective: the attention core's forward;  full: the whole forward again (with its c)
+    recompute  none: 0;  selective: the attention core's forward;  full: the whole forward again (with its c);
+               with fused attention at least the attention core's forward (FlashAttention's backward redoes it)
     t_mb       forward + backward + recompute
 
 Context parallelism runs the pass at s / cp tokens per sequence; causal attention over the whole sequence, split
@@ -215,7 +216,8 @@ def analyze_training(model: Model, system: System, device: Device, layouts: Sequ
     lshape, n_layers = layer_shape(model, setup)
     s, b = setup.seq_len, setup.micro_batch
     full = build_table(model, Context(batch=1, seq_len=s, attention=setup.attention, lm_head="all"))
-    work = step_work(full, setup.global_batch, setup.recompute, lora)
+    fused = setup.attention == "fused"
+    work = step_work(full, setup.global_batch, setup.recompute, lora, fused)
     arrays = device_arrays([device], PRECISION)
     peak, hbm = float(arrays.peak[0]), float(arrays.bandwidth[0])
     k = len(layouts)
@@ -254,7 +256,8 @@ def analyze_training(model: Model, system: System, device: Device, layouts: Sequ
         kv_fwd, kv_bwd = np.fmax(kv_fwd - col["attn"], 0.0), np.fmax(kv_bwd - 2 * col["attn"], 0.0)
     forward = f + c + kv_fwd
     backward = f * (2.0 - col["frozen"]) + c + kv_bwd
-    recompute = {"none": np.zeros(k), "selective": col["attn"], "full": forward}[setup.recompute]
+    core = col["attn"] if fused else np.zeros(k)  # FlashAttention's backward recomputes the attention core
+    recompute = {"none": core, "selective": col["attn"], "full": forward}[setup.recompute]
     t_mb = forward + backward + recompute
     sched = tuple(lay.schedule for lay in layouts)
     bubble = np.array([bubble_fraction(sc, p_, m_, v_) for sc, p_, m_, v_ in zip(sched, pp, m, v)]) * m * t_mb
@@ -285,9 +288,7 @@ def analyze_training(model: Model, system: System, device: Device, layouts: Sequ
     optimizer = OPTIMIZER_BYTES_MOVED * updated / hbm
     step = m * t_mb + bubble + sends + dp_exposed + optimizer
     # -- activations: the first stage holds the schedule's micro-batches, the last the logits too
-    per_layer = np.array([float(layer_activations(lshape, s, b, t_, sp_, setup.recompute, c_,
-                                                  setup.attention == "fused"))
-                          for t_, sp_, c_ in zip(tp, sp, cp)])
+    per_layer = layer_activations(lshape, s, b, tp, sp, setup.recompute, cp, fused)
     first = np.array([float(held_layers(sc, n_layers, p_, m_, v_)) for sc, p_, m_, v_ in zip(sched, pp, m, v)])
     last = np.where(np.array([sc == "gpipe" for sc in sched]), m, 1.0) * n_layers / pp
     vocab = float(full.gemm[[n.endswith("lm_head") for n in full.names], 1].max(initial=0.0))

@@ -13,7 +13,9 @@ Conventions (FLOPs, not MACs: a multiply-accumulate is 2 FLOPs; the work table's
   Sec. 2.1, C = 6 N per token) plus attention, which Kaplan's N leaves out;
 * **recomputation** adds FLOPs the hardware runs but the model does not count (HFU vs MFU: Korthikanti et al.
   2022, Sec. 6.3): full recomputation one more forward; selective only the attention core (scores, softmax,
-  context);
+  context). Fused attention (FlashAttention) recomputes the attention core in its backward whatever the setting
+  (it keeps no s x s matrix: T. Dao et al. 2022, "FlashAttention", https://arxiv.org/abs/2205.14135, Sec. 3.1), so
+  with it selective recomputation costs nothing more;
 * **optimizer** (Adam): about 12 FLOPs per trainable parameter (moments, bias corrections, the update), negligible
   beside the GEMMs, and memory bound: it reads fp32 master weights, both moments and the bf16 gradient and writes
   the first three and the bf16 weights, 4 x 3 + 2 + 4 x 3 + 2 = 28 bytes per trainable parameter per step.
@@ -76,14 +78,16 @@ class StepWork:
         return self.forward + self.backward + self.recompute
 
 
-def step_work(table: LayerTable, sequences: float, recompute: str = "none", lora: bool = False) -> StepWork:
-    """A step's work from the work table of ONE sequence (batch 1, lm_head 'all'), for ``sequences`` sequences."""
+def step_work(table: LayerTable, sequences: float, recompute: str = "none", lora: bool = False,
+              fused: bool = False) -> StepWork:
+    """A step's work from the work table of ONE sequence (batch 1, lm_head 'all'), for ``sequences`` sequences;
+    ``fused``: FlashAttention, which recomputes the attention core in the backward."""
     fwd_rows = table.flops * table.columns["count"] * sequences
     forward = float(fwd_rows.sum())
     backward = float(fwd_rows @ backward_factor(table, lora))
     if recompute == "full":
         extra = forward
-    elif recompute == "selective":
+    elif recompute == "selective" or fused:
         extra = float(fwd_rows[attention_core(table)].sum())
     else:
         extra = 0.0

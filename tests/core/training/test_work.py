@@ -71,3 +71,11 @@ def test_lora_backward_skips_frozen_weight_gradients():
     assert set(factor[(kinds == "dense")]) == {1.0}
     full = step_work(_table("llama3-8b", 4096), 1)
     assert w.backward < full.backward
+
+
+def test_fused_attention_recomputes_the_core():
+    """FlashAttention's backward recomputes the scores (Dao et al. 2022, Sec. 3.1): with it, no recomputation
+    costs what selective recomputation costs, and selective costs nothing more."""
+    t = _table("llama3-8b", 4096)
+    assert step_work(t, 1, "none", fused=True).recompute == step_work(t, 1, "selective").recompute > 0
+    assert step_work(t, 1, "selective", fused=True).recompute == step_work(t, 1, "selective").recompute
