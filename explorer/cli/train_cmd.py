@@ -9,15 +9,14 @@ import numpy as np
 
 from ..core.parallel.collectives import ALGORITHMS
 from ..core.parallel.layout import LayoutError
-from ..core.training.cost import TrainingCost, cost_to_train
-from ..core.training.layout import TrainingLayout, candidates, check
+from ..core.training.compare import train_on_system
+from ..core.training.cost import TrainingCost
+from ..core.training.layout import TrainingLayout, check
 from ..core.training.memory import RECOMPUTE, SCHEDULES
 from ..core.training.step import (
     STEP_PARTS,
     TrainingAnalysis,
     TrainingSetup,
-    analyze_training,
-    rank,
     training_shape,
     with_lora,
 )
@@ -96,19 +95,13 @@ def setup_from_args(args) -> tuple[TrainingSetup, float]:
                          algorithm=args.collective), tokens
 
 
-def layouts_from_args(args, shape, system, setup: TrainingSetup) -> tuple[list[TrainingLayout], bool]:
+def layout_from_args(args, shape, system, setup: TrainingSetup) -> TrainingLayout | None:
+    """The layout the degrees give (checked), or None for --best (the default when no degree but --cp is given)."""
     given = {d: getattr(args, d) for d in DEGREES if getattr(args, d) is not None}
     if args.best and set(given) - {"cp"}:
         raise CliError(f"--best: give either --best or the degrees ({', '.join('--' + d for d in given)}), not both")
     if args.best or not set(given) - {"cp"}:
-        scale_up = system.domains[0].size if system.domains else 1
-        found = candidates(shape, system.devices, scale_up, given.get("cp", 1), args.schedule, args.virtual_stages,
-                           setup.zero, setup.recompute)
-        found = [TrainingLayout(**{**lay.__dict__, "sp": not args.no_sp}) for lay in found]
-        if not found:
-            raise CliError(f"--system {system.id}: no valid training layout on {system.devices} devices for a global "
-                           f"batch of {setup.global_batch} in micro-batches of {setup.micro_batch}")
-        return found, True
+        return None
     tp, pp, cp = given.get("tp", 1), given.get("pp", 1), given.get("cp", 1)
     if "dp" not in given and system.devices % (tp * pp * cp):
         name = next((d for d in ("cp", "pp") if given.get(d, 1) > 1), "tp")
@@ -120,7 +113,7 @@ def layouts_from_args(args, shape, system, setup: TrainingSetup) -> tuple[list[T
         check(layout, shape, system.devices, setup.zero, setup.recompute)
     except LayoutError as exc:
         raise CliError(f"--{exc}") from None
-    return [layout], False
+    return layout
 
 
 def run(args) -> int:
@@ -137,15 +130,15 @@ def run(args) -> int:
         raise CliError("MODEL: training is modelled for transformer models; this one has no transformer_block")
     system = resolve_system(args.system, args.nodes, getattr(args, "db", None))
     device = resolve_devices([system.device_id], getattr(args, "db", None))[0]
-    shape = training_shape(model, setup)
-    layouts, ranked = layouts_from_args(args, shape, system, setup)
-    r = analyze_training(model, system, device, layouts, setup)
-    order = rank(r) if ranked else np.arange(len(r))
-    cost = cost_to_train(r, tokens)
+    layout = layout_from_args(args, training_shape(model, setup), system, setup)
+    res = train_on_system(model, system, device, setup, tokens, layout, args.schedule, args.virtual_stages,
+                          args.cp or 1, not args.no_sp)
+    if res.error:
+        raise CliError(f"--system {system.id}: {res.error}")
     if args.json:
-        print_json(training_json(r, cost, order, ranked))
+        print_json(training_json(res.analysis, res.cost, res.order, layout is None))
     else:
-        print_training(r, cost, order, ranked)
+        print_training(res.analysis, res.cost, res.order, layout is None)
     return 0
 
 

@@ -108,7 +108,7 @@ def check(layout: TrainingLayout, shape: TrainingShape, devices: int, zero: int 
 
 
 def candidates(shape: TrainingShape, devices: int, scale_up: int, cp: int = 1, schedule: str = "1f1b",
-               virtual: int = 1, zero: int = 0, recompute: str = "none") -> list[TrainingLayout]:
+               virtual: int = 1, zero: int = 0, recompute: str = "none", sp: bool = True) -> list[TrainingLayout]:
     """Every valid layout with TP inside the scale-up domain (tp <= its size), the given cp and schedule."""
     out = []
     if devices % cp:
@@ -120,7 +120,7 @@ def candidates(shape: TrainingShape, devices: int, scale_up: int, cp: int = 1, s
             dp = devices // (cp * tp * pp)
             v = virtual if pp > 1 else 1
             sched = schedule if pp > 1 else "1f1b"
-            layout = TrainingLayout(tp, pp, dp, cp, 1, sched, v)
+            layout = TrainingLayout(tp, pp, dp, cp, 1, sched, v, sp)
             try:
                 check(layout, shape, devices, zero, recompute)
             except LayoutError:

@@ -157,3 +157,29 @@ def test_lora_70b_on_one_node(systems, devices):
         16 * full.weight_bytes[0] / 2)
     assert not full.fits[0] and lora.fits[0]
     assert np.all(lora.step_time < full.step_time)
+
+
+def test_side_by_side(systems, devices):
+    """Llama-3-70B on eight DGX H100 against a TPU v5p slice of 128 chips (or whatever the catalog's slice holds):
+    each gets its best fitting layout, and the H100 cluster's time to train is its step time x steps."""
+    from explorer.core.training.compare import train_on_systems
+
+    h100 = systems["nvidia-dgx-h100"].with_nodes(8)
+    v5p = systems["google-tpu-v5p-128-slice"]
+    setup = TrainingSetup(global_batch=256, seq_len=4096, recompute="selective", zero=1)
+    out = train_on_systems(get_template("llama3-70b").build(),
+                           [(h100, devices[h100.device_id]), (v5p, devices[v5p.device_id])], setup, 1e12)
+    assert [r.system.id for r in out] == [h100.id, v5p.id]
+    for res in out:
+        assert res.error is None and res.analysis.fits[res.chosen]
+        assert res.cost.time_s[res.chosen] == pytest.approx(1e12 / (256 * 4096) * res.analysis.step_time[res.chosen])
+        assert res.analysis.layouts[res.chosen].tp <= res.system.domains[0].size
+
+
+def test_side_by_side_error_names_the_reason(systems, devices):
+    from explorer.core.training.compare import train_on_system
+
+    node = systems["nvidia-dgx-h100"]
+    res = train_on_system(MODEL, node, devices[node.device_id], TrainingSetup(global_batch=7, seq_len=2048), 1e9,
+                          TrainingLayout(tp=4, dp=2))
+    assert res.analysis is None and res.error.startswith("global-batch")
