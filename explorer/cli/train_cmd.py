@@ -217,6 +217,8 @@ def print_training(r: TrainingAnalysis, c: TrainingCost, order, ranked: bool) ->
           f"{format_bytes(r.gradient_bytes[k])}, optimizer states {format_bytes(r.optimizer_bytes[k])}, activations "
           f"{format_bytes(r.activation_bytes[k])} of {format_bytes(r.capacity)}: "
           f"{'fits' if r.fits[k] else 'does NOT fit'}")
+    if not r.fits.any():
+        print("-- no layout fits in device memory: try --recompute full, --zero 3, more --nodes, --cp or --lora")
     money = []
     for label, x, missing in (("electricity", c.electricity_usd[k], "no TDP"),
                               ("rent", c.rent_usd[k], "no cloud price"),
