@@ -124,7 +124,8 @@ def layer_shape(model: Model, setup: TrainingSetup) -> tuple[LayerShape, int]:
     if p.get("experts"):
         ffn *= int(p.get("top_k", 1) or 1) + int(p.get("shared_experts", 0) or 0)
     gated = p.get("ffn", "gelu") in ("swiglu", "geglu")
-    n_targets = len(str(p.get("lora_targets", "q,k,v,o")).split(",")) if setup.lora_rank else 0
+    targets = str(setup.lora_targets).replace(" ", "")
+    n_targets = (4 + (3 if gated else 2) if targets == "all" else len(targets.split(","))) if setup.lora_rank else 0
     shape = LayerShape(hidden, heads, kv * head_dim, heads * head_dim, ffn, gated, setup.dropout,
                        lora=setup.lora_rank * n_targets)
     return shape, sum(s.repeat for _, s in blocks)

@@ -183,3 +183,32 @@ def test_side_by_side_error_names_the_reason(systems, devices):
     res = train_on_system(MODEL, node, devices[node.device_id], TrainingSetup(global_batch=7, seq_len=2048), 1e9,
                           TrainingLayout(tp=4, dp=2))
     assert res.analysis is None and res.error.startswith("global-batch")
+
+
+def test_step_is_built_on_the_system_pass(h100):
+    """Forward = the system pass's compute + TP communication for one micro-batch; backward = 2 x compute + the same
+    communication; the bubble of 1F1B = (p - 1) micro-batch times; the optimizer = 28 bytes per updated parameter
+    at HBM bandwidth (3.35 TB/s on the H100 SXM)."""
+    from explorer.core.parallel.layout import Layout
+    from explorer.core.parallel.system_pass import analyze_system
+    from explorer.core.workload.layers import Context
+
+    node, dev = h100
+    r = run(h100, TrainingLayout(tp=4, pp=2), recompute="full", zero=0)
+    sp = analyze_system(MODEL, node, dev, [Layout(4, 2, 1, 1, 64)], "bf16",
+                        Context(batch=64, seq_len=2048, lm_head="all", attention="fused"))
+    f, c = sp.compute_time[0], sp.comm_time[0]
+    assert r.forward_time[0] == pytest.approx(f + c)
+    assert r.backward_time[0] == pytest.approx(2 * f + c)
+    assert r.recompute_time[0] == pytest.approx(f + c)
+    assert r.bubble_time[0] == pytest.approx(1 * r.microbatch_time[0])
+    assert r.send_time[0] == pytest.approx(2 * sp.send_time[0])
+    assert r.optimizer_time[0] == pytest.approx(28 * sp.weight_bytes[0] / 2 / 3.35e12)
+
+
+def test_lora_all_targets_shape():
+    from explorer.core.training.step import layer_shape, with_lora
+
+    setup = TrainingSetup(global_batch=8, seq_len=1024, lora_rank=8, lora_targets="all")
+    shape, layers = layer_shape(with_lora(MODEL, setup), setup)
+    assert (shape.lora, layers) == (8 * 7, 32)  # q, k, v, o, gate, up, down
