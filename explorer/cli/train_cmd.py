@@ -27,7 +27,7 @@ from .common import CliError, print_json, text_table
 from .resolve import load_model_arg, resolve_devices
 from .system_cmd import resolve_system
 
-DEGREES = ("tp", "pp", "dp", "cp")
+DEGREES = ("tp", "pp", "dp", "cp", "ep")
 
 
 def add_parser(sub) -> None:
@@ -44,6 +44,7 @@ def add_parser(sub) -> None:
     p.add_argument("--micro-batch", type=int, default=1, help="sequences per micro-batch (default 1)")
     for name, what in (("tp", "tensor"), ("pp", "pipeline"), ("dp", "data"), ("cp", "context")):
         p.add_argument(f"--{name}", type=int, default=None, help=f"{what}-parallel degree")
+    p.add_argument("--ep", type=int, default=None, help="expert-parallel degree (a mixture of experts; divides tp)")
     p.add_argument("--schedule", default="1f1b", help=f"pipeline schedule: {', '.join(SCHEDULES)} (default 1f1b)")
     p.add_argument("--virtual-stages", type=int, default=1, help="virtual stages per device (interleaved)")
     p.add_argument("--best", action="store_true", help="rank every valid layout by step time (the default when no "
@@ -108,7 +109,7 @@ def layout_from_args(args, shape, system, setup: TrainingSetup) -> TrainingLayou
         raise CliError(f"--{name}: tp {tp} x pp {pp} x cp {cp} does not divide the system's {system.devices} "
                        "devices")
     dp = given.get("dp", system.devices // (tp * pp * cp))
-    layout = TrainingLayout(tp, pp, dp, cp, 1, args.schedule, args.virtual_stages, not args.no_sp)
+    layout = TrainingLayout(tp, pp, dp, cp, given.get("ep", 1), args.schedule, args.virtual_stages, not args.no_sp)
     try:
         check(layout, shape, system.devices, setup.zero, setup.recompute)
     except LayoutError as exc:

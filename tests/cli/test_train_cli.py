@@ -76,6 +76,7 @@ def test_lora_fits_where_full_does_not(capsys):
     (("--tp", "8", "--best"), "--best"),
     (("--tp", "8", "--cp", "3"), "--cp"),
     (("--micro-batch", "0"), "--micro-batch"),
+    (("--tp", "8", "--ep", "2"), "--ep"),
 ])
 def test_bad_input_one_line(capsys, extra, option):
     code, out, err = run(capsys, *BASE, *extra)
@@ -88,3 +89,12 @@ def test_heads_not_divided(capsys):
     code, _, err = run(capsys, "train", "gpt2", "--system", "nvidia-dgx-h100", "--global-batch", "8", "--seq-len",
                        "1024", "--tp", "8")
     assert code == 2 and err.startswith("hwexplorer: error: --tp") and "12 attention heads" in err
+
+
+def test_expert_parallel_layout(capsys):
+    """Mixtral-8x7B at TP 8 with its 8 experts over EP 8: the all-to-alls run in the forward and the backward."""
+    code, out, _ = run(capsys, "train", "mixtral-8x7b", "--system", "nvidia-dgx-h100", "--global-batch", "16",
+                       "--seq-len", "4096", "--tp", "8", "--ep", "8", "--json")
+    assert code == 0
+    (lay,) = json.loads(out)["layouts"]
+    assert lay["ep"] == 8 and lay["tp_comm_time_s"] > 0

@@ -108,27 +108,37 @@ def training_shape(model: Model, setup: TrainingSetup) -> TrainingShape:
                          setup.micro_batch)
 
 
-def layer_shape(model: Model, setup: TrainingSetup) -> tuple[LayerShape, int]:
-    """The first transformer block's sizes, and the number of transformer layers L."""
+def layer_shapes(model: Model, setup: TrainingSetup) -> tuple[tuple[LayerShape, int], ...]:
+    """Each transformer block entry's sizes and repeat (a model may mix dense and MoE blocks). A mixture of experts
+    keeps top_k + shared experts' activations per token; latent attention (MLA) is counted as multi-head attention
+    of hidden / heads per head (an approximation)."""
     blocks = _blocks(model)
     if not blocks:
         raise ValueError("model: training is modelled for transformer models; this one has no transformer_block")
     table = build_table(model, Context(batch=1, seq_len=setup.seq_len))
-    i, spec = blocks[0]
-    p = spec.params
-    hidden = int(table.status[i].in_shape[1])
-    heads = int(p["heads"])
-    head_dim = int(p.get("head_dim", 0) or hidden // heads)
-    kv = int(p.get("kv_heads", 0) or heads)
-    ffn = int(p.get("expert_ffn_hidden", 0) or p.get("ffn_hidden", 0) or 4 * hidden)
-    if p.get("experts"):
-        ffn *= int(p.get("top_k", 1) or 1) + int(p.get("shared_experts", 0) or 0)
-    gated = p.get("ffn", "gelu") in ("swiglu", "geglu")
-    targets = str(setup.lora_targets).replace(" ", "")
-    n_targets = (4 + (3 if gated else 2) if targets == "all" else len(targets.split(","))) if setup.lora_rank else 0
-    shape = LayerShape(hidden, heads, kv * head_dim, heads * head_dim, ffn, gated, setup.dropout,
-                       lora=setup.lora_rank * n_targets)
-    return shape, sum(s.repeat for _, s in blocks)
+    out = []
+    for i, spec in blocks:
+        p = spec.params
+        hidden = int(table.status[i].in_shape[1])
+        heads = int(p["heads"])
+        head_dim = int(p.get("head_dim", 0) or hidden // heads)
+        kv = int(p.get("kv_heads", 0) or heads)
+        ffn = int(p.get("expert_ffn_hidden", 0) or p.get("ffn_hidden", 0) or 4 * hidden)
+        if p.get("experts"):
+            ffn *= int(p.get("top_k", 1) or 1) + int(p.get("shared_experts", 0) or 0)
+        gated = p.get("ffn", "gelu") in ("swiglu", "geglu")
+        targets = str(setup.lora_targets).replace(" ", "")
+        n_targets = ((4 + (3 if gated else 2) if targets == "all" else len(targets.split(",")))
+                     if setup.lora_rank else 0)
+        out.append((LayerShape(hidden, heads, kv * head_dim, heads * head_dim, ffn, gated, setup.dropout,
+                               lora=setup.lora_rank * n_targets), spec.repeat))
+    return tuple(out)
+
+
+def layer_shape(model: Model, setup: TrainingSetup) -> tuple[LayerShape, int]:
+    """The first transformer block's sizes, and the number of transformer layers L."""
+    shapes = layer_shapes(model, setup)
+    return shapes[0][0], sum(r for _, r in shapes)
 
 
 @dataclass(frozen=True, eq=False)
@@ -289,7 +299,8 @@ def analyze_training(model: Model, system: System, device: Device, layouts: Sequ
     optimizer = OPTIMIZER_BYTES_MOVED * updated / hbm
     step = m * t_mb + bubble + sends + dp_exposed + optimizer
     # -- activations: the first stage holds the schedule's micro-batches, the last the logits too
-    per_layer = layer_activations(lshape, s, b, tp, sp, setup.recompute, cp, fused)
+    per_layer = sum(rep * layer_activations(shp, s, b, tp, sp, setup.recompute, cp, fused)
+                    for shp, rep in layer_shapes(model, setup)) / n_layers  # the mean over the L layers
     first = np.array([float(held_layers(sc, n_layers, p_, m_, v_)) for sc, p_, m_, v_ in zip(sched, pp, m, v)])
     last = np.where(np.array([sc == "gpipe" for sc in sched]), m, 1.0) * n_layers / pp
     vocab = float(full.gemm[[n.endswith("lm_head") for n in full.names], 1].max(initial=0.0))
