@@ -77,7 +77,13 @@ def test_lora_fits_where_full_does_not(capsys):
     (("--tp", "8", "--cp", "3"), "--cp"),
     (("--micro-batch", "0"), "--micro-batch"),
     (("--tp", "8", "--ep", "2"), "--ep"),
+    (("--seq-len", "0"), "--seq-len"),
+    (("--global-batch", "-4"), "--global-batch"),
+    (("--nodes", "0"), "--nodes"),
+    (("--tp", "8", "--dp", "0"), "--dp"),
 ])
+
+
 def test_bad_input_one_line(capsys, extra, option):
     code, out, err = run(capsys, *BASE, *extra)
     assert code == 2 and out == ""
@@ -98,3 +104,11 @@ def test_expert_parallel_layout(capsys):
     assert code == 0
     (lay,) = json.loads(out)["layouts"]
     assert lay["ep"] == 8 and lay["tp_comm_time_s"] > 0
+
+
+def test_unknown_system_and_model(capsys):
+    code, _, err = run(capsys, "train", "llama3-70b", "--system", "nope", "--global-batch", "8", "--seq-len", "64")
+    assert code == 2 and err.startswith("hwexplorer: error: --system") and err.count("\n") == 1
+    code, _, err = run(capsys, "train", "resnet50", "--system", "nvidia-dgx-h100", "--global-batch", "8",
+                       "--seq-len", "64")
+    assert code == 2 and err.startswith("hwexplorer: error: MODEL") and "transformer" in err
