@@ -201,6 +201,8 @@ def _group_time(op: str, n, p, stride, system: System, algorithm: str) -> np.nda
     """A collective over ``p`` ranks ``stride`` apart: on the scale-up link when their span fits in it, on the
     outer link when each rank sits in its own scale-up domain, else hierarchically (inside, then across)."""
     n, p, stride = (np.asarray(x, dtype=float) for x in (n, p, stride))
+    if not system.domains:  # one device: no group to talk to
+        return np.zeros(np.broadcast(n, p, stride).shape)
     inner = system.domains[0]
     outer = system.domains[-1]
     bw0, bw1 = system.bandwidth(inner), system.bandwidth(outer)

@@ -212,3 +212,22 @@ def test_lora_all_targets_shape():
     setup = TrainingSetup(global_batch=8, seq_len=1024, lora_rank=8, lora_targets="all")
     shape, layers = layer_shape(with_lora(MODEL, setup), setup)
     assert (shape.lora, layers) == (8 * 7, 32)  # q, k, v, o, gate, up, down
+
+
+def test_one_device_is_the_single_device_pass(devices):
+    """On a one-device system the forward of a micro-batch is the single-device pass's total time, no
+    communication, and the step is m x 3 x forward + Adam (naive attention, no recomputation)."""
+    from explorer.core.analysis.evaluate import evaluate
+    from explorer.core.hardware.system import single_device
+    from explorer.core.workload.layers import Context
+
+    model = get_template("gpt2").build()
+    dev = devices["nvidia-h100-sxm5"]
+    r = analyze_training(model, single_device(dev.id), dev, [TrainingLayout()],
+                         TrainingSetup(global_batch=4, seq_len=1024, micro_batch=2, attention="naive"))
+    ctx = Context(batch=2, seq_len=1024, lm_head="all", attention="naive")
+    alone = evaluate(model, [dev], "bf16", ctx).totals.time[0]
+    assert r.forward_time[0] == pytest.approx(alone)
+    assert r.backward_time[0] == pytest.approx(2 * alone)
+    assert r.recompute_time[0] == 0 and r.dp_time[0] == 0 and r.tp_comm_time[0] == 0
+    assert r.step_time[0] == pytest.approx(2 * 3 * alone + r.optimizer_time[0])
