@@ -193,6 +193,10 @@ def _days(seconds: float) -> str:
     return "\u2014" if not np.isfinite(seconds) else f"{seconds / 86400:.3g}"
 
 
+def _mwh(joules: float) -> str:
+    return "\u2014" if not np.isfinite(joules) else f"{joules / 3.6e9:.4g}"
+
+
 def print_training(r: TrainingAnalysis, c: TrainingCost, order, ranked: bool) -> None:
     s, st, w = r.system, r.setup, r.work
     mode = f"LoRA rank {st.lora_rank} ({st.lora_targets})" if st.lora_rank else "full training"
@@ -207,7 +211,7 @@ def print_training(r: TrainingAnalysis, c: TrainingCost, order, ranked: bool) ->
     rows = [["*" if i == 0 else "", r.layouts[k].label(), str(int(r.microbatches[k])), "yes" if r.fits[k] else "NO",
              f"{r.memory_bytes[k] / 1e9:.3g}", f"{r.activation_bytes[k] / 1e9:.3g}", f"{r.step_time[k]:.4g}",
              f"{r.bubble_time[k]:.3g}", f"{r.tokens_per_s[k]:.4g}", f"{100 * r.mfu[k]:.3g}", f"{100 * r.hfu[k]:.3g}",
-             _days(c.time_s[k]), f"{c.energy_j[k] / 3.6e9:.4g}"] for i, k in enumerate(order[:12])]
+             _days(c.time_s[k]), _mwh(c.energy_j[k])] for i, k in enumerate(order[:12])]
     print(text_table(headers, rows))
     if len(order) > 12:
         print(f"  ... {len(order) - 12} more layouts (--json lists them all)")
@@ -226,5 +230,5 @@ def print_training(r: TrainingAnalysis, c: TrainingCost, order, ranked: bool) ->
                               ("TCO share", c.tco_usd[k], "no list price")):
         money.append(f"{label} {f'unknown ({missing} in the catalog)' if not np.isfinite(x) else f'${x:,.0f}'}")
     print(f"-- to train on {c.tokens:.3g} tokens: {c.steps:.4g} steps, {_days(c.time_s[k])} days, "
-          f"{c.device_hours[k]:.4g} device-hours, {c.energy_j[k] / 3.6e9:.4g} MWh at TDP x PUE "
+          f"{c.device_hours[k]:.4g} device-hours, {_mwh(c.energy_j[k])} MWh at TDP x PUE "
           f"{c.assumptions.pue}; " + ", ".join(money))

@@ -112,3 +112,13 @@ def test_unknown_system_and_model(capsys):
     code, _, err = run(capsys, "train", "resnet50", "--system", "nvidia-dgx-h100", "--global-batch", "8",
                        "--seq-len", "64")
     assert code == 2 and err.startswith("hwexplorer: error: MODEL") and "transformer" in err
+
+
+def test_unknown_tdp_prints_a_dash(capsys):
+    """The TPU v5p's catalog entry states no TDP: its energy is unknown, printed as a dash, null in JSON."""
+    argv = ("train", "llama3-70b", "--system", "google-tpu-v5p-128-slice", "--global-batch", "64", "--seq-len",
+            "4096")
+    code, out, _ = run(capsys, *argv)
+    assert code == 0 and "nan" not in out and "electricity unknown (no TDP in the catalog)" in out
+    code, out, _ = run(capsys, *argv, "--json")
+    assert json.loads(out)["chosen"]["train"]["energy_j"] is None
