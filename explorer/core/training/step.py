@@ -277,8 +277,11 @@ def analyze_training(model: Model, system: System, device: Device, layouts: Sequ
     sends = 2.0 * v * col["send"]
     # -- model states and the data-parallel reduction
     params_dev = col["w"] / WEIGHT_BYTES
-    trainable_share = work.trainable_params / max(work.trainable_params + work.frozen_params, 1.0)
-    trainable, frozen_p = params_dev * trainable_share, params_dev * (1.0 - trainable_share)
+    if lora:  # adapters sit in the blocks and are replicated over TP (the sharding's 'replicate' role)
+        trainable = np.minimum(work.trainable_params * np.ceil(n_layers / pp) / n_layers, params_dev)
+    else:
+        trainable = params_dev
+    frozen_p = params_dev - trainable
     zero = setup.zero
     w_b, g_b, o_b = state_bytes(trainable, frozen_p, dp, zero)
     grads = 2.0 * trainable

@@ -157,6 +157,9 @@ def test_lora_70b_on_one_node(systems, devices):
         16 * full.weight_bytes[0] / 2)
     assert not full.fits[0] and lora.fits[0]
     assert np.all(lora.step_time < full.step_time)
+    # the adapters, replicated over TP: 80 layers x 16 x ((8192 + 8192) + 2 (8192 + 1024) + (8192 + 8192)) each
+    adapters = 80 * 16 * (2 * 16384 + 2 * 9216)
+    assert lora.gradient_bytes[0] == 2 * adapters and lora.optimizer_bytes[0] == 12 * adapters
 
 
 def test_side_by_side(systems, devices):
