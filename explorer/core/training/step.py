@@ -157,7 +157,7 @@ class TrainingAnalysis:
     backward_time: np.ndarray
     recompute_time: np.ndarray
     tp_comm_time: np.ndarray  # exposed TP/EP communication, forward + backward (+ recomputed forward)
-    cp_comm_time: np.ndarray  # exposed K/V exchange, forward + backward
+    cp_comm_time: np.ndarray  # exposed K/V exchange, forward + backward (+ recomputed forward)
     microbatch_time: np.ndarray
     bubble_time: np.ndarray  # per step
     send_time: np.ndarray  # per step
@@ -319,7 +319,8 @@ def analyze_training(model: Model, system: System, device: Device, layouts: Sequ
     return TrainingAnalysis(
         model=model, system=system, device=device, setup=setup, layouts=layouts, work=work, peak=peak,
         microbatches=m, forward_time=forward, backward_time=backward, recompute_time=recompute,
-        tp_comm_time=c * (2.0 + (setup.recompute == "full")), cp_comm_time=kv_fwd + kv_bwd, microbatch_time=t_mb,
+        tp_comm_time=c * (2.0 + (setup.recompute == "full")), cp_comm_time=kv_fwd * (1.0 + (setup.recompute == "full")) + kv_bwd,
+        microbatch_time=t_mb,
         bubble_time=bubble, send_time=sends, dp_time=dp_time, dp_exposed=dp_exposed, optimizer_time=optimizer,
         step_time=step, weight_bytes=w_b + gathered, gradient_bytes=g_b, optimizer_bytes=o_b,
         activation_bytes=act, memory_bytes=memory, capacity=device.memory_capacity,
