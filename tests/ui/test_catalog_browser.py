@@ -221,7 +221,7 @@ def test_detail_shows_every_figure_with_its_source_link(dock):
 def test_detail_html_marks_unknown_and_unsourced_figures(repository):
     device = repository.get(H100)
     html = device_html(replace(device, price=None, price_date=None))  # the H100 now carries a dated street price
-    assert f"<td>List price</td><td>{DASH}</td>" in html
+    assert f"<td>Purchase price</td><td>{DASH}</td>" in html
     assert "no source" not in html
     assert "<i>no source</i>" in device_html(replace(device, tdp=Cited(500.0, "500 W")))
 
