@@ -13,6 +13,7 @@ from ..core.hardware.system_file import SystemFileError, load_system_file
 from ..core.parallel.collectives import ALGORITHMS
 from ..core.parallel.compare import OBJECTIVES, choose
 from ..core.parallel.layout import Layout, LayoutError, candidates, check, why_none
+from ..core.parallel.link_energy import LinkEnergy, link_energy
 from ..core.parallel.system_pass import Options, SystemAnalysis, analyze_system, model_shape
 from ..core.units import UnitError, format_bytes, format_si
 from .common import CliError, is_path, text_table
@@ -123,14 +124,35 @@ def _n(x) -> float | None:
     return x if math.isfinite(x) else None
 
 
+def _energy_json(e: LinkEnergy, k: int, batch: int) -> dict:
+    """Joules per step and device (on the device, over each link, total) and per token or sequence (all devices)."""
+    total = _n(e.total[k])
+    return {"device_J": _n(e.device[k]),
+            "links_J": {name: _n(j) for name, j in zip(e.names, e.joules[k])},
+            "links_total_J": _n(e.links[k]), "links_known_J": _n(e.known_links[k]),
+            "links_unknown": list(e.unknown[k]), "total_J": total,
+            "per_unit_J": None if total is None else total * e.devices / max(batch, 1)}
+
+
+def _energy_per_bit(link) -> float | None:
+    return None if link is None or link.energy is None else link.energy.value / 8.0
+
+
 def system_json(r: SystemAnalysis, chosen: int, order, objective, options: Options) -> dict:
     s = r.system
+    e = link_energy(r)
     return {
         "model": r.model.name,
         "system": {"id": s.id, "name": s.name, "device": s.device_id, "devices": s.devices, "nodes": s.nodes,
                    "domains": [{"name": d.name, "scope": d.scope, "size": d.size, "topology": d.topology,
-                                "bandwidth_per_direction_Bps": _n(s.bandwidth(d)), "latency_s": _n(d.alpha)}
-                               for d in s.domains]},
+                                "bandwidth_per_direction_Bps": _n(s.bandwidth(d)), "latency_s": _n(d.alpha),
+                                "energy_per_bit_J": _energy_per_bit(d.link),
+                                "energy_note": d.link.energy.note if d.link.energy is not None else None}
+                               for d in s.domains],
+                   "host_link": None if s.host_link is None else {
+                       "name": s.host_link.name, "bandwidth_per_direction_Bps": _n(s.host_bandwidth()),
+                       "energy_per_bit_J": _energy_per_bit(s.host_link),
+                       "energy_note": s.host_link.energy.note if s.host_link.energy is not None else None}},
         "precision": r.precision, "phase": r.ctx.phase, "batch": r.ctx.batch, "seq_len": r.ctx.seq_len,
         "options": {"overlap": options.overlap, "collective": options.algorithm, "skew": options.skew,
                     "offload": options.offload},
@@ -145,7 +167,9 @@ def system_json(r: SystemAnalysis, chosen: int, order, objective, options: Optio
                          host_time_s=_n(r.host_time[k]), throughput=_n(r.throughput[k]),
                          throughput_per_device=_n(r.throughput_per_device[k]), throughput_unit=r.throughput_unit,
                          comm_share=_n(r.comm_share[k]), expert_imbalance=_n(r.imbalance[k]),
-                         level_bytes={name: _n(b) for name, b in zip(r.level_names, r.level_bytes[k])})
+                         level_bytes={name: _n(b) for name, b in zip(r.level_names, r.level_bytes[k])},
+                         host_bytes=_n(r.host_bytes[k]) if r.host_bytes is not None else None,
+                         energy=_energy_json(e, k, r.ctx.batch))
                     for k in order],
     }
 
@@ -185,9 +209,27 @@ def print_system(r: SystemAnalysis, chosen: int, order, objective, options: Opti
     ladder = ", ".join(f"{name} {format_bytes(b)}" for name, b in zip(r.level_names, r.level_bytes[k]))
     if ladder:
         print(f"-- bytes each device sends per step: {ladder}")
+    print(energy_line(link_energy(r), k))
     if r.imbalance[k] > 1:
         print(f"-- experts: the busiest of {r.layouts[k].ep} groups gets {r.imbalance[k]:.3f} x the mean load "
               "(uniform routing, multinomial)")
     if not r.fits[k]:
         print("-- does NOT fit: no layout holds the model in device memory (try --offload, more --nodes or a lower "
               "precision)")
+
+
+def _joules(x: float) -> str:
+    return "unknown" if not np.isfinite(x) else format_si(x, "J")
+
+
+def energy_line(e: LinkEnergy, k: int) -> str:
+    """The chosen layout's energy per step and device: on the device, over each link (pJ/bit), and the total."""
+    parts = [f"on the device {_joules(e.device[k])}"]
+    for name, j, b, epb in zip(e.names, e.joules[k], e.nbytes[k], e.energy_per_byte):
+        if b > 0:
+            rate = "energy not stated" if not np.isfinite(epb) else f"{epb / 8 * 1e12:.3g} pJ/bit"
+            parts.append(f"{name} {_joules(j)} ({rate})")
+    total = _joules(e.total[k])
+    if e.unknown[k]:
+        total += f" (links of unknown energy: {', '.join(e.unknown[k])}; at least {_joules(e.device[k] + e.known_links[k])})"
+    return f"-- energy per step and device: {'; '.join(parts)}; total {total}"

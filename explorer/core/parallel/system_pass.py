@@ -86,6 +86,8 @@ class SystemAnalysis:
     level_names: tuple[str, ...]
     memory_names: tuple[str, ...] = ()  # the device's memory levels (off-chip first), for the bandwidth ladder
     memory_traffic: np.ndarray | None = None  # (K, levels): bytes one device moves at each per step
+    device_energy: np.ndarray | None = None  # (K,) J one device spends per step on chip (MACs + memory levels)
+    host_bytes: np.ndarray | None = None  # (K,) bytes one device streams over the host link per step (offload)
 
     def __len__(self) -> int:
         return len(self.layouts)
@@ -169,12 +171,13 @@ def _concat(tables: list[LayerTable]) -> LayerTable:
 class _Slice:
     time: np.ndarray
     level_traffic: np.ndarray
+    energy: np.ndarray
     columns: dict
 
 
 def _rows(a, start: int, n: int) -> _Slice:
     s = slice(start, start + n)
-    return _Slice(a.time[s], a.level_traffic[s], {k: v[s] for k, v in a.table.columns.items()})
+    return _Slice(a.time[s], a.level_traffic[s], a.energy[s], {k: v[s] for k, v in a.table.columns.items()})
 
 
 def _boundary_level(system: System, stage: int, tp: int) -> int:
@@ -197,7 +200,8 @@ def analyze_system(model: Model, system: System, device: Device, layouts: Sequen
     first_block, last_block = (min(block_layers), max(block_layers)) if block_layers else (len(model.layers), -1)
     top_k = _top_k(model)
     decode = ctx.phase == "decode"
-    cols = {k: np.zeros(len(layouts)) for k in ("compute", "comm", "send", "host", "w", "kv", "act", "imb")}
+    cols = {k: np.zeros(len(layouts)) for k in ("compute", "comm", "send", "host", "w", "kv", "act", "imb", "energy",
+                                                "host_bytes")}
     level_bytes = np.zeros((len(layouts), len(system.domains)))
     bandwidths = [system.bandwidth(d) for d in system.domains]
     sends = [0.0 if math.isnan(d.alpha) else d.alpha for d in system.domains]
@@ -223,6 +227,7 @@ def analyze_system(model: Model, system: System, device: Device, layouts: Sequen
         n_rows = len(table)
         time = a.time[:, 0].reshape(len(keys), n_rows)
         traffic = a.level_traffic[:, 0, :].reshape(len(keys), n_rows, -1)
+        energy = a.energy[:, 0].reshape(len(keys), n_rows)
         c = a.columns
         fmt = formats_of(whole.devices)
         w_rows = fmt.weights.nbytes(c["params"]).reshape(len(keys), n_rows)
@@ -244,6 +249,7 @@ def analyze_system(model: Model, system: System, device: Device, layouts: Sequen
                 per_stage = np.where(in_block | heavier, per_stage, 0.0)
             cols["compute"][j] = per_stage @ time[k]
             memory_traffic[j] = (per_stage @ traffic[k]) * lay.microbatches  # each micro-batch once per stage
+            cols["energy"][j] = (per_stage @ energy[k]) * lay.microbatches
             mine = comms.key == k
             runs = per_stage[comms.row[mine]]
             comm = float(runs @ np.nan_to_num(seconds[mine], nan=math.inf)) if mine.any() else 0.0
@@ -262,6 +268,7 @@ def analyze_system(model: Model, system: System, device: Device, layouts: Sequen
             excess = cols["w"][j] + cols["kv"][j] + cols["act"][j] - device.memory_capacity
             if options.offload and excess > 0:
                 cols["host"][j] = excess / system.host_bandwidth() if system.host_link else math.nan
+                cols["host_bytes"][j] = excess * lay.microbatches  # streamed at every micro-batch pass
     arr = cols
     pp = np.array([lay.pp for lay in layouts], dtype=float)
     m = np.array([lay.microbatches for lay in layouts], dtype=float)
@@ -280,4 +287,5 @@ def analyze_system(model: Model, system: System, device: Device, layouts: Sequen
         activation_bytes=arr["act"], memory_bytes=memory, capacity=device.memory_capacity,
         fits=(memory <= device.memory_capacity) | (options.offload & np.isfinite(arr["host"]) & (arr["host"] > 0)),
         imbalance=arr["imb"], level_bytes=level_bytes, level_names=tuple(d.name for d in system.domains),
-        memory_names=tuple(memory_names), memory_traffic=memory_traffic)
+        memory_names=tuple(memory_names), memory_traffic=memory_traffic, device_energy=arr["energy"],
+        host_bytes=arr["host_bytes"])
