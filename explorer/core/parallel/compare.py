@@ -90,6 +90,14 @@ class Rung:
     tier: str  # one of TIERS
     nbytes: float
     bandwidth: float
+    energy_per_byte: float = float("nan")  # J/B over a link (its file's energy per bit / 8); NaN: not stated
+
+    @property
+    def joules(self) -> float:
+        """J per step and device of the level's bytes at its energy: 0 without traffic, NaN when not stated."""
+        if not self.nbytes > 0:
+            return 0.0
+        return self.nbytes * self.energy_per_byte
 
     @property
     def seconds(self) -> float:
@@ -115,5 +123,5 @@ def bandwidth_ladder(result: SystemResult) -> tuple[Rung, ...]:
         out.append(Rung(r.memory_names[j], tier, float(traffic[j]), float(bw)))
     for j, domain in enumerate(r.system.domains):
         out.append(Rung(domain.name, domain.scope.replace("_", "-"), float(r.level_bytes[k, j]),
-                        float(r.system.bandwidth(domain))))
+                        float(r.system.bandwidth(domain)), float(domain.link.energy_per_byte)))
     return tuple(out)
