@@ -13,9 +13,10 @@ from ..core.hardware.system_file import SystemFileError, load_system_file
 from ..core.parallel.collectives import ALGORITHMS
 from ..core.parallel.compare import OBJECTIVES, choose
 from ..core.parallel.layout import Layout, LayoutError, candidates, check, why_none
+from ..core.parallel.layout_cost import LayoutCost, layout_cost
 from ..core.parallel.link_energy import LinkEnergy, link_energy
 from ..core.parallel.system_pass import Options, SystemAnalysis, analyze_system, model_shape
-from ..core.units import UnitError, format_bytes, format_si
+from ..core.units import UnitError, format_bytes, format_si, parse_si
 from .common import CliError, is_path, text_table
 
 DEGREES = ("tp", "pp", "ep", "dp", "microbatches")
@@ -31,8 +32,10 @@ def add_system_args(p) -> None:
         g.add_argument(f"--{name}", type=int, default=None, help=f"{what}-parallel degree")
     g.add_argument("--microbatches", type=int, default=None, help="pipeline micro-batches per replica (default 1)")
     g.add_argument("--best", nargs="?", const="throughput", choices=OBJECTIVES, default=None,
-                   help="rank every valid layout and pick the best by throughput per device (default) or latency; "
-                        "the default when no degree is given")
+                   help="rank every valid layout and pick the best by throughput per device (default), latency or "
+                        "cost per million tokens; the default when no degree is given")
+    g.add_argument("--price", metavar="USD", default=None, help='a quote per device (e.g. "30000 USD") for the cost '
+                   "per million tokens, instead of the catalog's list price")
     g.add_argument("--overlap", action="store_true", help="hide communication behind compute (default: exposed)")
     g.add_argument("--offload", action="store_true", help="stream what does not fit from host memory over the "
                    "host link")
@@ -108,14 +111,24 @@ def run_system(args, model, ctx, formats) -> int:
     device = resolve_devices([system.device_id], getattr(args, "db", None))[0]
     layouts, objective = layouts_from_args(args, model, ctx, system)
     options = Options(overlap=args.overlap, algorithm=args.collective, skew=args.skew, offload=args.offload)
+    quotes = {}
+    if getattr(args, "price", None) is not None:
+        try:
+            usd = parse_si(args.price, "money", "--price")
+        except UnitError as exc:
+            raise CliError(str(exc)) from None
+        if not (math.isfinite(usd) and usd > 0):
+            raise CliError(f"--price: must be a positive amount of money per device, got {args.price!r}")
+        quotes = {device.id: usd}
     r = analyze_system(model, system, device, layouts, args.precision, ctx, formats, options)
-    chosen, order = choose(r, objective)
+    cost = layout_cost(r, quotes)
+    chosen, order = choose(r, objective, cost.cost_per_million)
     if args.json:
         from .common import print_json
 
-        print_json(system_json(r, chosen, order, objective, options))
+        print_json(system_json(r, chosen, order, objective, options, cost))
     else:
-        print_system(r, chosen, order, objective, options)
+        print_system(r, chosen, order, objective, options, cost)
     return 0
 
 
@@ -138,7 +151,16 @@ def _energy_per_bit(link) -> float | None:
     return None if link is None or link.energy is None else link.energy.value / 8.0
 
 
-def system_json(r: SystemAnalysis, chosen: int, order, objective, options: Options) -> dict:
+def _cost_json(c: LayoutCost | None) -> dict | None:
+    if c is None:
+        return None
+    return {"price_per_device_usd": _n(c.price_per_device), "price_source": c.price_source or None,
+            "tdp_W": _n(c.tdp), "tco_per_device_usd": _n(c.tco_per_device), "unit": c.unit, "years": c.years,
+            "utilization": c.utilization, "unknown_because": c.reason or None}
+
+
+def system_json(r: SystemAnalysis, chosen: int, order, objective, options: Options,
+                cost: LayoutCost | None = None) -> dict:
     s = r.system
     e = link_energy(r)
     return {
@@ -157,6 +179,7 @@ def system_json(r: SystemAnalysis, chosen: int, order, objective, options: Optio
         "options": {"overlap": options.overlap, "collective": options.algorithm, "skew": options.skew,
                     "offload": options.offload},
         "objective": objective,
+        "cost": _cost_json(cost),
         "chosen": r.layouts[chosen].to_dict(),
         "layouts": [dict(r.layouts[k].to_dict(), label=r.layouts[k].label(), fits=bool(r.fits[k]),
                          memory_bytes=_n(r.memory_bytes[k]), weight_bytes=_n(r.weight_bytes[k]),
@@ -169,6 +192,7 @@ def system_json(r: SystemAnalysis, chosen: int, order, objective, options: Optio
                          comm_share=_n(r.comm_share[k]), expert_imbalance=_n(r.imbalance[k]),
                          level_bytes={name: _n(b) for name, b in zip(r.level_names, r.level_bytes[k])},
                          host_bytes=_n(r.host_bytes[k]) if r.host_bytes is not None else None,
+                         cost_per_million_usd=_n(cost.cost_per_million[k]) if cost is not None else None,
                          energy=_energy_json(e, k, r.ctx.batch))
                     for k in order],
     }
@@ -178,7 +202,8 @@ def _ms(x) -> str:
     return "\u2014" if not np.isfinite(x) else f"{x * 1e3:.3g}"
 
 
-def print_system(r: SystemAnalysis, chosen: int, order, objective, options: Options) -> None:
+def print_system(r: SystemAnalysis, chosen: int, order, objective, options: Options,
+                 cost: LayoutCost | None = None) -> None:
     s = r.system
     print(f"{r.model.name} on {s.name}: {s.devices} x {r.device.name} ({s.nodes} node{'s' * (s.nodes > 1)}), "
           f"{r.precision}, {r.ctx.phase}, batch {r.ctx.batch}"
@@ -193,11 +218,12 @@ def print_system(r: SystemAnalysis, chosen: int, order, objective, options: Opti
                                                + ": its times are lower bounds (bandwidth only)" if unstated else ""))
     unit = r.throughput_unit
     headers = ["", "layout", "fits", "mem/dev [GB]", "step [ms]", "latency [ms]", "compute [ms]", "comm [ms]",
-               "bubble [ms]", f"{unit}", f"{unit}/device", "comm %"]
+               "bubble [ms]", f"{unit}", f"{unit}/device", "comm %", f"USD/M {unit.split('/')[0]}"]
     rows = [["*" if k == chosen else "", r.layouts[k].label(), "yes" if r.fits[k] else "NO",
              f"{r.memory_bytes[k] / 1e9:.3g}", _ms(r.step_time[k]), _ms(r.latency[k]), _ms(r.compute_time[k]),
              _ms(r.comm_time[k]), _ms(r.bubble_time[k]), f"{r.throughput[k]:.4g}",
-             f"{r.throughput_per_device[k]:.4g}", f"{100 * r.comm_share[k]:.3g}"] for k in order[:12]]
+             f"{r.throughput_per_device[k]:.4g}", f"{100 * r.comm_share[k]:.3g}",
+             _usd(cost.cost_per_million[k] if cost is not None else math.nan)] for k in order[:12]]
     print(text_table(headers, rows))
     if len(order) > 12:
         print(f"  ... {len(order) - 12} more layouts (--json lists them all)")
@@ -210,6 +236,8 @@ def print_system(r: SystemAnalysis, chosen: int, order, objective, options: Opti
     if ladder:
         print(f"-- bytes each device sends per step: {ladder}")
     print(energy_line(link_energy(r), k))
+    if cost is not None:
+        print(cost_line(cost, k, objective))
     if r.imbalance[k] > 1:
         print(f"-- experts: the busiest of {r.layouts[k].ep} groups gets {r.imbalance[k]:.3f} x the mean load "
               "(uniform routing, multinomial)")
@@ -233,3 +261,17 @@ def energy_line(e: LinkEnergy, k: int) -> str:
     if e.unknown[k]:
         total += f" (links of unknown energy: {', '.join(e.unknown[k])}; at least {_joules(e.device[k] + e.known_links[k])})"
     return f"-- energy per step and device: {'; '.join(parts)}; total {total}"
+
+
+def _usd(x: float) -> str:
+    return "\u2014" if not np.isfinite(x) else f"{x:.3g}"
+
+
+def cost_line(c: LayoutCost, k: int, objective: str | None) -> str:
+    """The chosen layout's cost per million tokens, its price and assumptions, or why it is unknown."""
+    if not c.priced:
+        after = "; ranked by throughput per device after any priced layout" if objective == "cost" else ""
+        return f"-- cost per million {c.unit}s unknown: {c.reason}{after}"
+    return (f"-- cost: {c.cost_per_million[k]:.4g} USD per million {c.unit}s ({c.price_source} {c.price_per_device:,.0f} "
+            f"USD per device, TDP {c.tdp:g} W, {c.years:g} years at {c.utilization:.0%} utilization; devices only: "
+            "chassis and network not priced)")
