@@ -15,7 +15,13 @@ from ..core.parallel.compare import OBJECTIVES, choose
 from ..core.parallel.layout import Layout, LayoutError, candidates, check, why_none
 from ..core.parallel.layout_cost import LayoutCost, layout_cost
 from ..core.parallel.link_energy import LinkEnergy, link_energy
-from ..core.parallel.system_pass import Options, SystemAnalysis, analyze_system, model_shape
+from ..core.parallel.system_pass import (
+    COLLECTIVE_FORMATS,
+    Options,
+    SystemAnalysis,
+    analyze_system,
+    model_shape,
+)
 from ..core.units import UnitError, format_bytes, format_si, parse_si
 from .common import CliError, is_path, text_table
 
@@ -41,6 +47,10 @@ def add_system_args(p) -> None:
                    "host link")
     g.add_argument("--collective", choices=ALGORITHMS, default="auto", help="all-reduce algorithm (default auto: the "
                    "faster of ring and tree per message)")
+    g.add_argument("--collective-format", choices=COLLECTIVE_FORMATS, default="engine",
+                   help="element size of collectives and pipeline sends: engine (default: the activation format, at "
+                        "least 16-bit, as TensorRT-LLM and vLLM all-reduce), activations (the activation format as "
+                        "it is, e.g. 1 B for fp8), fp8 (TensorRT-LLM's low-precision all-reduce: 32/31 B)")
     g.add_argument("--skew", type=float, default=0.0, help="expert routing skew s >= 0: the busiest group gets "
                    "(1 + s) / ep of the tokens (default 0, uniform)")
 
@@ -110,7 +120,8 @@ def run_system(args, model, ctx, formats) -> int:
     system = resolve_system(args.system, args.nodes, getattr(args, "db", None))
     device = resolve_devices([system.device_id], getattr(args, "db", None))[0]
     layouts, objective = layouts_from_args(args, model, ctx, system)
-    options = Options(overlap=args.overlap, algorithm=args.collective, skew=args.skew, offload=args.offload)
+    options = Options(overlap=args.overlap, algorithm=args.collective, skew=args.skew, offload=args.offload,
+                      collective_format=args.collective_format)
     quotes = {}
     if getattr(args, "price", None) is not None:
         try:
@@ -177,7 +188,8 @@ def system_json(r: SystemAnalysis, chosen: int, order, objective, options: Optio
                        "energy_note": s.host_link.energy.note if s.host_link.energy is not None else None}},
         "precision": r.precision, "phase": r.ctx.phase, "batch": r.ctx.batch, "seq_len": r.ctx.seq_len,
         "options": {"overlap": options.overlap, "collective": options.algorithm, "skew": options.skew,
-                    "offload": options.offload},
+                    "offload": options.offload, "collective_format": options.collective_format,
+                    "collective_element_bytes": _n(r.collective_bytes)},
         "objective": objective,
         "cost": _cost_json(cost),
         "chosen": r.layouts[chosen].to_dict(),
@@ -213,8 +225,9 @@ def print_system(r: SystemAnalysis, chosen: int, order, objective, options: Opti
         print(f"  {d.scope:9} {d.name}: {d.size} devices, {format_si(s.bandwidth(d), 'B/s')} per device and "
               f"direction, {lat}")
     unstated = [d.name for d in s.domains if not np.isfinite(d.alpha)]
+    bpe = r.collective_bytes
     print(f"  communication {'overlapped with compute' if options.overlap else 'exposed (no overlap)'}, "
-          f"all-reduce {options.algorithm}" + ("; latency not stated for " + ", ".join(unstated)
+          f"all-reduce {options.algorithm}, {bpe:.3g} B per element ({options.collective_format})" + ("; latency not stated for " + ", ".join(unstated)
                                                + ": its times are lower bounds (bandwidth only)" if unstated else ""))
     unit = r.throughput_unit
     headers = ["", "layout", "fits", "mem/dev [GB]", "step [ms]", "latency [ms]", "compute [ms]", "comm [ms]",
@@ -259,7 +272,8 @@ def energy_line(e: LinkEnergy, k: int) -> str:
             parts.append(f"{name} {_joules(j)} ({rate})")
     total = _joules(e.total[k])
     if e.unknown[k]:
-        total += f" (links of unknown energy: {', '.join(e.unknown[k])}; at least {_joules(e.device[k] + e.known_links[k])})"
+        least = _joules(e.device[k] + e.known_links[k])
+        total += f" (links of unknown energy: {', '.join(e.unknown[k])}; at least {least})"
     return f"-- energy per step and device: {'; '.join(parts)}; total {total}"
 
 
@@ -272,6 +286,6 @@ def cost_line(c: LayoutCost, k: int, objective: str | None) -> str:
     if not c.priced:
         after = "; ranked by throughput per device after any priced layout" if objective == "cost" else ""
         return f"-- cost per million {c.unit}s unknown: {c.reason}{after}"
-    return (f"-- cost: {c.cost_per_million[k]:.4g} USD per million {c.unit}s ({c.price_source} {c.price_per_device:,.0f} "
-            f"USD per device, TDP {c.tdp:g} W, {c.years:g} years at {c.utilization:.0%} utilization; devices only: "
+    return (f"-- cost: {c.cost_per_million[k]:.4g} USD per million {c.unit}s ({c.price_source} "
+            f"{c.price_per_device:,.0f} USD per device, TDP {c.tdp:g} W, {c.years:g} years at {c.utilization:.0%} utilization; devices only: "
             "chassis and network not priced)")

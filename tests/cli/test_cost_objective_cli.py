@@ -47,3 +47,18 @@ def test_unknown_objective_is_refused(capsys):
     with pytest.raises(SystemExit) as exc:
         main(ARGS[:-1] + ["speed"])
     assert exc.value.code == 2
+
+
+def test_collective_format_in_the_cli(capsys):
+    base = ["analyze", "llama3-70b", "--system", "nvidia-dgx-h100", "--tp", "8", "--phase", "decode", "--batch", "16",
+            "--activations", "fp8", "--json"]
+    sent = {}
+    for setting in ("engine", "activations"):
+        assert main(base + ["--collective-format", setting]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out["options"]["collective_format"] == setting
+        sent[setting] = (out["options"]["collective_element_bytes"], next(iter(out["layouts"][0]["level_bytes"].values())))
+    assert sent["engine"][0] == 2.0 and sent["activations"][0] == 1.0 and sent["engine"][1] == 2 * sent["activations"][1]
+    with pytest.raises(SystemExit) as exc:
+        main(base + ["--collective-format", "int4"])
+    assert exc.value.code == 2

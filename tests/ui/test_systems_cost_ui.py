@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import gc
 
-import pytest
 from test_panels import make, settle
 from test_systems_panel import DGX, L40S, _choose_in_combo, _workspace
 

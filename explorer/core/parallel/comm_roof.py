@@ -16,7 +16,8 @@ layer's start) up to and including the row the collective follows: for a Megatro
 gate/up, activation, down) for the second; the embedding for its all-reduce; the LM head for its all-gather; an MoE
 layer's experts for its all-to-alls. Several collectives after one row (an MoE's dispatch, combine and all-reduce)
 share its FLOPs. **Bytes**: what the device sends for it, n x the bus factor (nccl-tests: 2 (p - 1) / p for an
-all-reduce, (p - 1) / p for an all-gather or all-to-all), at the collectives' element size (``Options``). A
+all-reduce, (p - 1) / p for an all-gather or all-to-all), at the collectives' element size
+(``Options.collective_format``). A
 collective whose group outgrows the scale-up domain is placed on the outer link, as the system pass counts it.
 
 A point left of its roof's ridge means the link, not the compute, bounds that stretch of work if nothing else does
@@ -40,6 +41,7 @@ from .collectives import BUS_FACTOR
 from .experts import imbalance
 from .layout import Layout
 from .shard import shard_many
+from .system_pass import collective_element_bytes
 
 
 @dataclass(frozen=True)
@@ -110,13 +112,15 @@ def _level(system: System, group: float) -> int:
 
 def comm_roofline(model: Model, system: System, layout: Layout, peak: float, precision: str = "fp16",
                   ctx: Context = Context(), formats: TensorFormats | None = None, element_bytes: float | None = None,
-                  skew: float = 0.0, x_range: tuple[float, float] = (1e-2, 1e5)) -> CommRoofline:
+                  skew: float = 0.0, x_range: tuple[float, float] = (1e-2, 1e5),
+                  collective_format: str = "engine") -> CommRoofline:
     """The roofs of ``system``'s domains and the collectives of ``layout`` (already valid) placed under them.
 
     ``peak`` FLOP/s of the device at the precision (the roofline's); ``element_bytes`` the collectives' element
-    size (default: the activation format's, as :mod:`.system_pass` counts them unless told otherwise)."""
+    size (default: as the system pass counts them under ``collective_format``, one of
+    :data:`.system_pass.COLLECTIVE_FORMATS`)."""
     fm = formats or TensorFormats.of(precision)
-    bpe = float(element_bytes) if element_bytes is not None else fm.activations.bytes_per_element
+    bpe = float(element_bytes) if element_bytes is not None else collective_element_bytes(fm, collective_format)
     micro = max(1, ctx.batch // (layout.dp * layout.microbatches))
     table = build_table(model, replace(ctx, batch=micro))
     top_k = max((int(s.params.get("top_k", 0) or 0) for s in model.layers), default=0)

@@ -44,6 +44,24 @@ from .shard import Comms, query_heads_of, shard_many
 
 #: the parts of a step that :attr:`SystemAnalysis.step_parts` gives, in its column order
 STEP_PARTS = ("compute", "communication", "pipeline bubble", "sends", "host offload")
+#: the element size of the bytes collectives and pipeline sends move (docs/systems.md, "Element size"):
+#: engine: the activation format but at least 16 bits (TensorRT-LLM's and vLLM's default all-reduce runs in the
+#: model's fp16/bf16 even with fp8 weights or activations); activations: the activation format as it is;
+#: fp8: 32/31 B per element (TensorRT-LLM's opt-in Low-Precision-AllReduce: FP8 e4m3 with one scale per 496
+#: elements, 16 B of every 512)
+COLLECTIVE_FORMATS = ("engine", "activations", "fp8")
+
+
+def collective_element_bytes(formats: TensorFormats, setting: str = "engine") -> float:
+    """Bytes per element of what collectives and sends move under ``setting`` (:data:`COLLECTIVE_FORMATS`)."""
+    act = formats.activations.bytes_per_element
+    if setting == "engine":
+        return max(act, 2.0)
+    if setting == "activations":
+        return act
+    if setting == "fp8":
+        return 32.0 / 31.0
+    raise ValueError(f"collective_format: expected one of {', '.join(COLLECTIVE_FORMATS)}, got {setting!r}")
 
 
 @dataclass(frozen=True)
@@ -52,6 +70,7 @@ class Options:
     algorithm: str = "auto"  # all-reduce algorithm: ring | tree | auto
     skew: float = 0.0  # expert routing skew (0: uniform)
     offload: bool = False  # stream what does not fit from host memory
+    collective_format: str = "engine"  # element size of collectives and sends: one of COLLECTIVE_FORMATS
 
 
 @dataclass(frozen=True, eq=False)
@@ -88,6 +107,7 @@ class SystemAnalysis:
     memory_traffic: np.ndarray | None = None  # (K, levels): bytes one device moves at each per step
     device_energy: np.ndarray | None = None  # (K,) J one device spends per step on chip (MACs + memory levels)
     host_bytes: np.ndarray | None = None  # (K,) bytes one device streams over the host link per step (offload)
+    collective_bytes: float = math.nan  # bytes per element of collectives and sends (Options.collective_format)
 
     def __len__(self) -> int:
         return len(self.layouts)
@@ -194,7 +214,7 @@ def analyze_system(model: Model, system: System, device: Device, layouts: Sequen
     """Every layout of ``layouts`` (already valid: :func:`.layout.check`) of ``model`` on ``system``."""
     layouts = tuple(layouts)
     fm = formats or TensorFormats.of(precision)
-    act_bpe = fm.activations.bytes_per_element
+    act_bpe = collective_element_bytes(fm, options.collective_format)  # collectives' and sends' element size
     block_layers = {i for i, s in enumerate(model.layers) if s.repeat > 1}
     n_blocks = sum(model.layers[i].repeat for i in block_layers)
     first_block, last_block = (min(block_layers), max(block_layers)) if block_layers else (len(model.layers), -1)
@@ -288,4 +308,4 @@ def analyze_system(model: Model, system: System, device: Device, layouts: Sequen
         fits=(memory <= device.memory_capacity) | (options.offload & np.isfinite(arr["host"]) & (arr["host"] > 0)),
         imbalance=arr["imb"], level_bytes=level_bytes, level_names=tuple(d.name for d in system.domains),
         memory_names=tuple(memory_names), memory_traffic=memory_traffic, device_energy=arr["energy"],
-        host_bytes=arr["host_bytes"])
+        host_bytes=arr["host_bytes"], collective_bytes=act_bpe)

@@ -96,8 +96,8 @@ def test_the_session_accepts_cost_as_an_objective():
 
 def test_the_workspace_recosts_on_a_price_edit_without_searching_again():
     from explorer.core.analysis.procurement import Requirements
-    from explorer.core.session.commands import SetAssumptions, SetRequirements, SetSystem
     from explorer.core.hardware.catalog_files import load_shipped_devices
+    from explorer.core.session.commands import SetAssumptions, SetRequirements, SetSystem
     from explorer.core.session.state import Assumptions
     from explorer.core.session.workspace import Workspace
 
