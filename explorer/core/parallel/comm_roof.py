@@ -153,3 +153,35 @@ def comm_roofline(model: Model, system: System, layout: Layout, peak: float, pre
                         link_time=link_time, compute_time=compute_time, repeats=table.columns["count"][rows])
     roofs = tuple(roof(d.name, d.scope, system.bandwidth(d), peak, x_range) for d in system.domains)
     return CommRoofline(system.id, layout, float(peak), roofs, points)
+
+
+@dataclass(frozen=True, eq=False)
+class CommRoofView:
+    """What the roofline's communication layer draws for the device in focus: the roofs and points of the first
+    chosen system made of that device (its chosen layout), or a note saying why there are none."""
+
+    roofline: CommRoofline | None
+    system_name: str
+    layout_label: str
+    note: str  # why nothing is drawn ('' when something is)
+
+
+def comm_roof_for(results, device_id: str, peak: float, precision: str, ctx: Context,
+                  formats: TensorFormats | None, x_range: tuple[float, float],
+                  collective_format: str = "engine") -> CommRoofView:
+    """The communication roof of the first of ``results`` (:class:`.compare.SystemResult`, the Systems panel's
+    chosen systems) whose device is ``device_id`` and that has a layout."""
+    if not results:
+        return CommRoofView(None, "", "", "choose a system in the Systems panel to draw its communication roof")
+    mine = [r for r in results if r.device.id == device_id]
+    if not mine:
+        return CommRoofView(None, "", "", f"no chosen system is made of {device_id}")
+    res = next((r for r in mine if r.analysis is not None), None)
+    if res is None:
+        return CommRoofView(None, mine[0].system.name, "", f"{mine[0].system.name}: {mine[0].error or 'no layout'}")
+    if not (peak > 0 and math.isfinite(peak)):
+        return CommRoofView(None, res.system.name, res.layout.label(), f"{device_id} has no peak at {precision}")
+    roofline = comm_roofline(res.analysis.model, res.system, res.layout, peak, precision, ctx, formats,
+                             x_range=x_range, collective_format=collective_format)
+    note = "" if len(roofline.points.names) else f"{res.layout.label()} has no collectives (no tensor or expert split)"
+    return CommRoofView(roofline, res.system.name, res.layout.label(), note)
