@@ -90,6 +90,8 @@ def test_size_on_systems_ranks_by_cost_and_carries_it(devices):
 
 def test_the_session_accepts_cost_as_an_objective():
     assert SystemChoice(system_ids=("x",), objective="cost").checked().objective == "cost"
+    saved = SystemChoice(system_ids=("x",), objective="cost").to_dict()  # as the project file stores it
+    assert SystemChoice.from_dict(saved).objective == "cost"
     with pytest.raises(ValueError, match="objective"):
         SystemChoice(system_ids=("x",), objective="price").checked()
 
