@@ -81,3 +81,14 @@ def test_analyze_says_when_a_links_energy_is_unknown(capsys):
     e = json.loads(capsys.readouterr().out)["layouts"][0]["energy"]
     assert e["total_J"] is None and e["links_known_J"] == 0.0 and len(e["links_unknown"]) == 1
     assert e["device_J"] > 0
+
+
+def test_catalog_list_systems_json_gives_each_links_energy(capsys):
+    assert main(["catalog", "list", "--systems", "dgx-h100", "--json"]) == 0
+    (dgx,) = json.loads(capsys.readouterr().out)
+    assert dgx["scale_up"]["energy_J_per_bit"] == pytest.approx(1.3e-12)
+    assert dgx["scale_out"]["energy_J_per_bit"] == pytest.approx(37.5e-12)
+    assert dgx["host_link_energy_J_per_bit"] == pytest.approx(6.5e-12)
+    assert main(["catalog", "list", "--systems", "l40s", "--json"]) == 0
+    (l40s,) = json.loads(capsys.readouterr().out)
+    assert l40s["scale_up"]["energy_J_per_bit"] is None  # not stated: unknown, not 0

@@ -22,8 +22,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from explorer.core.analysis.cost import JOULES_PER_KWH, SECONDS_PER_YEAR, CostAssumptions, CostAssumptionsLike
-from explorer.core.analysis.cost import _checked  # the cost panel's checks of the ownership assumptions
+from explorer.core.analysis.cost import (
+    JOULES_PER_KWH,
+    SECONDS_PER_YEAR,
+    CostAssumptions,
+    CostAssumptionsLike,
+    _checked,  # the cost panel's checks of the ownership assumptions
+)
 from explorer.core.hardware.device import Device
 
 from .system_pass import SystemAnalysis
