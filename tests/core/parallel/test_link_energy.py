@@ -127,3 +127,17 @@ def test_catalog_figures_and_their_coverage(tmp_path):
     for name in ("pcie-server-8x-nvidia-l40s", "google-tpu-v5p-128-slice", "amd-instinct-mi300x-platform"):
         s = load_system_file(root / f"{name}.yaml", require_sources=True)
         assert all(d.link.energy is None for d in s.domains)
+
+
+def test_every_curated_energy_says_what_it_covers():
+    from explorer.core.hardware.catalog_files import load_shipped_systems
+
+    stated = 0
+    for s in load_shipped_systems():
+        links = [d.link for d in s.domains] + ([s.host_link] if s.host_link else [])
+        for link in links:
+            if link.energy is not None:
+                stated += 1
+                assert link.energy.note.startswith("COVERS") and link.energy.source in s.sources, (s.id, link.name)
+    # NVLink 4 (DGX H100, H200), the ConnectX-7 optics (DGX H100, H200, B200), PCIe Gen5 (the same three), C2C (NVL72)
+    assert stated == 9
