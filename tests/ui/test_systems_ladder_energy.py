@@ -33,3 +33,17 @@ def test_the_dgx_ladder_carries_nvlink_joules():
     up = next(r for r in bandwidth_ladder(res) if r.tier == "scale-up")
     assert up.joules == pytest.approx(up.nbytes * 8 * 1.3e-12, rel=1e-12) and up.nbytes > 0
     assert "pJ/bit" in rung_label(up)
+
+
+def test_a_layout_points_tooltip_gives_its_energy():
+    from explorer.ui.panels.systems import energy_line
+
+    systems = {s.id: s for s in load_shipped_systems()}
+    devices = {d.id: d for d in load_shipped_devices()}
+    model = get_template("llama3-70b").build()
+    ctx = Context(batch=16, seq_len=4096, phase="decode")
+    dgx, l40s = (systems[i] for i in ("nvidia-dgx-h100", "pcie-server-8x-nvidia-l40s"))
+    a, b = size_on_systems(model, [(dgx, devices[dgx.device_id]), (l40s, devices[l40s.device_id])], "fp16", ctx)
+    line = energy_line(a.analysis, a.chosen)
+    assert line.startswith("\nenergy per step and device: ") and "over the links" in line and " J" in line
+    assert "links of unknown energy (PCIe Gen4" in energy_line(b.analysis, b.chosen)

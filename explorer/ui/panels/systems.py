@@ -24,6 +24,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
 
 from explorer.core.parallel.compare import bandwidth_ladder
+from explorer.core.parallel.link_energy import link_energy
 from explorer.core.parallel.system_pass import STEP_PARTS
 
 from ..plot_items.dots import Dots
@@ -312,7 +313,7 @@ class SystemsPanel(AnalysisPanel):
         r = (self.chosen if star else self.every)[i]
         a, lay = r.analysis, r.analysis.layouts[k]
         fits = ("fits" if a.fits[k] else "does not fit")
-        price = self._cost_line(i, lay)
+        price = self._cost_line(i, lay) + energy_line(a, k)
         return (f"{short_name(r.system)}: {lay.label()}{' (chosen)' if star else ''}\n"
                 f"latency {si(a.latency[k], 's')}, step {si(a.step_time[k], 's')}\n"
                 f"{a.throughput_per_device[k]:,.4g} {a.throughput_unit} per device "
@@ -341,3 +342,13 @@ class SystemsPanel(AnalysisPanel):
     def csv_table(self):
         self._up_to_date()
         return csv_rows(self.every, [r.layout for r in self.chosen])
+
+
+def energy_line(analysis, k: int) -> str:
+    """A layout's energy per step and device (on the device + over the links), or which link's is unknown."""
+    e = link_energy(analysis)
+    if e.unknown[k]:
+        return (f"\nenergy per step and device: {si(e.device[k], 'J')} on the device + links of unknown energy "
+                f"({', '.join(e.unknown[k])})")
+    return (f"\nenergy per step and device: {si(e.total[k], 'J')} ({si(e.device[k], 'J')} on the device, "
+            f"{si(e.links[k], 'J')} over the links)")
