@@ -33,9 +33,12 @@ def test_choosing_cost_through_the_combo_and_pricing_a_system(qtbot):
     settle(qtbot, panel)
     assert ws.state.system.objective == "cost" and ws.state.system.layout is None
     assert panel.controls.mode.currentText() == "best by cost per million tokens"
-    # no list price in the catalog for the H100 or the L40S: unknown, and the note says how they are ranked
-    assert set(_cost_column(panel)) == {"\u2014"}
-    assert "cost unknown (no price for nvidia-h100-sxm5" in panel.message.text()
+    # the catalog prices the H100 (a street price) but not the L40S: the L40S is unknown, and the note says how
+    # it is ranked
+    (listed, _l40s) = ws.results.system_costs
+    assert listed.price_source == "list price" and listed.price_per_device == 25_000.0
+    assert "\u2014" not in _cost_column(panel)
+    assert "cost unknown (no price for nvidia-l40s" in panel.message.text()
     assert "ranked by throughput after priced layouts" in panel.message.text()
     ws.execute(SetRequirements(Requirements(price={"nvidia-h100-sxm5": 30_000.0})))
     settle(qtbot, panel)

@@ -64,8 +64,7 @@ def test_tco_and_cost_per_million_by_hand(devices):
 
 
 def test_unpriced_device_has_an_unknown_cost_and_says_why(devices):
-    h100 = devices["nvidia-h100-sxm5"]
-    assert h100.price is None  # the catalog states no list price for the H100 SXM5
+    h100 = replace(devices["nvidia-h100-sxm5"], price=None)  # the catalog's street price taken away
     r = analyze_system(LLAMA70, hgx(), h100, [Layout(tp=8)], "fp16", DECODE)
     c = layout_cost(r)
     assert math.isnan(c.cost_per_million[0]) and not c.priced and "no price for nvidia-h100-sxm5" in c.reason
@@ -83,7 +82,8 @@ def test_size_on_systems_ranks_by_cost_and_carries_it(devices):
     costs = priced.cost.cost_per_million[priced.order]
     fitting = priced.analysis.fits[priced.order]
     assert np.all(np.diff(costs[fitting]) >= 0) and priced.objective == "cost"
-    (unpriced,) = size_on_systems(LLAMA70, [(hgx(), h100)], "fp16", DECODE, objective="cost",
+    bare = replace(h100, price=None)
+    (unpriced,) = size_on_systems(LLAMA70, [(hgx(), bare)], "fp16", DECODE, objective="cost",
                                   costs=CostAssumptions())
     assert not unpriced.cost.priced and unpriced.chosen == priced.chosen  # by throughput, as the cheapest is
 
@@ -108,8 +108,8 @@ def test_the_workspace_recosts_on_a_price_edit_without_searching_again():
                    Assumptions(phase="decode", batch=16, seq_len=4096))
     ws.execute(SetSystem(SystemChoice(system_ids=("nvidia-dgx-h100",), objective="cost")))
     layouts = ws.results.system_layouts
-    (unpriced,) = ws.results.system_costs
-    assert not unpriced.priced
+    (listed,) = ws.results.system_costs
+    assert listed.price_source == "list price" and listed.price_per_device == 25_000.0  # the catalog's street price
     ws.execute(SetRequirements(Requirements(price={"nvidia-h100-sxm5": 30_000.0})))
     (priced,) = ws.results.system_costs
     assert ws.results.system_layouts is layouts and priced.price_source == "quote"
