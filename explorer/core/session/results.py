@@ -25,7 +25,9 @@ from explorer.core.analysis.tiling_view import compute_tiling_view
 from explorer.core.formats import TENSORS
 from explorer.core.hardware.device import Device
 from explorer.core.hardware.system import System
+from explorer.core.parallel.comm_roof import CommRoofView, comm_roof_for
 from explorer.core.parallel.compare import SystemResult, size_on_systems
+from explorer.core.parallel.layout_cost import LayoutCost, layout_cost
 from explorer.core.parallel.system_pass import Options
 
 from .state import Assumptions, State
@@ -55,6 +57,11 @@ DEPENDS: dict[str, tuple[str, ...]] = {
                        "assumptions.weights", "assumptions.activations", "assumptions.kv_cache",
                        "assumptions.batch", "assumptions.seq_len", "assumptions.phase", "assumptions.attention",
                        "assumptions.lm_head"),
+    # the collectives of each chosen system's layout under the links' roofs, for the roofline's device in focus
+    "comm_roof": ("systems", "analysis", "args"),
+    # the cost per million tokens of every layout: a price or an electricity edit re-costs, never re-searches
+    "system_costs": ("system_layouts", "requirements.price", "assumptions.years", "assumptions.electricity_usd_per_kwh",
+                     "assumptions.pue", "assumptions.utilization"),
 }
 
 _SCALARS = (int, float, str, bool, type(None))
@@ -226,3 +233,25 @@ class Results:
         return self._get("system_layouts", lambda: size_on_systems(
             self.state.model, self.hardware, a.precision, a.context, a.tensor_formats, None,
             choice.objective, options, choice.nodes))
+
+    @property
+    def system_costs(self) -> tuple[LayoutCost | None, ...]:
+        """Per result of :attr:`system_layouts`: the cost per million tokens of each layout, from the planner's
+        quotes (else the catalog's list price) and the cost assumptions (None where no layout is valid). Ranking
+        by cost within a system is ranking by throughput, so the search itself never depends on prices."""
+        a, quotes = self.state.assumptions, self.state.requirements.price
+        return self._get("system_costs", lambda: tuple(
+            None if r.analysis is None else layout_cost(r.analysis, quotes, a) for r in self.system_layouts))
+
+    def comm_roof(self, device_index: int, x_range: tuple[float, float]) -> CommRoofView | None:
+        """The communication roof for the roofline's device ``device_index`` (None without an analysis): the
+        links of the first chosen system made of it, and its chosen layout's collectives, over ``x_range``
+        (FLOP/byte)."""
+        a = self.analysis
+        if a is None or not 0 <= device_index < len(a.devices.ids):
+            return None
+        state = self.state.assumptions
+        lo, hi = float(x_range[0]), float(x_range[1])
+        return self._get("comm_roof", lambda: comm_roof_for(
+            self.systems, a.devices.ids[device_index], float(a.devices.peak[device_index]), state.precision,
+            state.context, state.tensor_formats, (lo, hi)), (device_index, lo, hi))

@@ -100,7 +100,7 @@ class Assumptions:
             raise ValueError(f"{where}.{exc}") from None
 
 
-OBJECTIVES = ("throughput", "latency")
+OBJECTIVES = ("throughput", "latency", "cost")  # cost: per million tokens, explorer.core.parallel.layout_cost
 
 
 @dataclass(frozen=True)
@@ -124,7 +124,7 @@ class SystemChoice:
         if isinstance(self.nodes, bool) or not isinstance(self.nodes, int) or self.nodes < 1:
             raise ValueError(f"nodes: must be a whole number >= 1, got {self.nodes!r}")
         if self.objective not in OBJECTIVES:
-            raise ValueError(f"objective: expected throughput or latency, got {self.objective!r}")
+            raise ValueError(f"objective: expected throughput, latency or cost, got {self.objective!r}")
         if self.collective not in ALGORITHMS:
             raise ValueError(f"collective: expected one of {', '.join(ALGORITHMS)}, got {self.collective!r}")
         for name in ("overlap", "offload"):
