@@ -16,9 +16,11 @@ from explorer.core.analysis.cost import compute_cost
 from explorer.core.analysis.device_arrays import device_arrays
 from explorer.core.analysis.energy_view import compute_energy_view
 from explorer.core.analysis.evaluate import ModelAnalysis, evaluate
+from explorer.core.analysis.fidelity import trace_fidelity
 from explorer.core.analysis.procurement import plan
 from explorer.core.analysis.roofline_measured import measured_roofline
 from explorer.core.analysis.roofline_view import compute_roofline
+from explorer.core.analysis.time_model import as_time_model
 from explorer.core.analysis.tiling_view import compute_tiling_view
 from explorer.core.formats import TENSORS
 from explorer.core.hardware.device import Device
@@ -35,14 +37,17 @@ from .state import Assumptions, State
 DEPENDS: dict[str, tuple[str, ...]] = {
     "arrays": ("devices", "assumptions.precision", "assumptions.weights", "assumptions.activations",
                "assumptions.kv_cache"),
-    "analysis": ("model", "arrays", "assumptions.batch", "assumptions.seq_len", "assumptions.phase",
-                 "assumptions.attention", "assumptions.lm_head"),
+    "evaluation": ("model", "arrays", "assumptions.batch", "assumptions.seq_len", "assumptions.phase",
+                   "assumptions.attention", "assumptions.lm_head"),
+    # the evaluation as the chosen time model shows it (ideal: the evaluation itself): what every panel reads
+    "analysis": ("evaluation", "assumptions.time_model"),
     "cost": ("analysis", "assumptions"),
     "plan": ("analysis", "requirements", "assumptions"),
     "roofline": ("analysis", "args"),
-    "energy": ("analysis", "args"),
-    "tiling": ("analysis", "args"),
+    "energy": ("evaluation", "args"),
+    "tiling": ("evaluation", "args"),
     "measured": ("analysis", "trace", "args"),
+    "fidelity": ("evaluation", "trace", "args"),  # both time models side by side: not the switch
     "systems": ("model", "hardware", "system", "assumptions.precision", "assumptions.weights",
                 "assumptions.activations", "assumptions.kv_cache", "assumptions.batch", "assumptions.seq_len",
                 "assumptions.phase", "assumptions.attention", "assumptions.lm_head"),
@@ -102,7 +107,7 @@ class Results:
         state = State(model=analysis.model, device_ids=tuple(d.id for d in devices), assumptions=a,
                       requirements=requirements if requirements is not None else State().requirements)
         results = cls(state, devices)
-        results._memo["analysis"] = (results._key("analysis", ()), analysis)
+        results._memo["evaluation"] = (results._key("evaluation", ()), analysis)
         return results
 
     # -- the inputs a result names in DEPENDS
@@ -143,12 +148,21 @@ class Results:
         return self._get("arrays", lambda: device_arrays(self.devices, a.precision, a.tensor_formats))
 
     @property
-    def analysis(self) -> ModelAnalysis | None:
-        """The one evaluation of the model on the selected devices (None without devices)."""
+    def evaluation(self) -> ModelAnalysis | None:
+        """The one evaluation of the model on the selected devices, both time models (None without devices)."""
         if not self.devices:
             return None
-        return self._get("analysis", lambda: evaluate(self.state.model, self.arrays,
-                                                      ctx=self.state.assumptions.context))
+        return self._get("evaluation", lambda: evaluate(self.state.model, self.arrays,
+                                                        ctx=self.state.assumptions.context))
+
+    @property
+    def analysis(self) -> ModelAnalysis | None:
+        """The evaluation with the times of the state's time model (``assumptions.time_model``): what the panels
+        show (None without devices)."""
+        e = self.evaluation
+        if e is None:
+            return None
+        return self._get("analysis", lambda: as_time_model(e, self.state.assumptions.time_model))
 
     @property
     def cost(self):
@@ -169,12 +183,12 @@ class Results:
                          (device_index, focused_layer))
 
     def energy(self, device_index: int = 0, focused_layer: int = -1):
-        a = self.analysis
+        a = self.evaluation  # energy has no time term: the same under both time models
         return self._get("energy", lambda: compute_energy_view(a, device_index, focused_layer),
                          (device_index, focused_layer))
 
     def tiling(self, layer_row: int, device_index: int = 0, sweep_dim: str | None = None):
-        a = self.analysis
+        a = self.evaluation  # the tile and wave model: its options are re-evaluated with the ideal model
         return self._get("tiling", lambda: compute_tiling_view(a, layer_row, device_index, sweep_dim),
                          (layer_row, device_index, sweep_dim))
 
@@ -185,6 +199,14 @@ class Results:
             return None
         return self._get("measured", lambda: measured_roofline(trace, self.analysis, device_index),
                          (device_index,))
+
+    def fidelity(self, device_index: int = 0):
+        """The trace's kernels, measured against the ideal and calibrated predictions on device ``device_index``
+        (None without a trace)."""
+        trace = self.state.trace
+        if trace is None:
+            return None
+        return self._get("fidelity", lambda: trace_fidelity(trace, self.evaluation, device_index), (device_index,))
 
     @property
     def systems(self) -> tuple[SystemResult, ...]:

@@ -51,6 +51,7 @@ def _rgba(color: str, alpha: int = 255) -> tuple[int, int, int, int]:
 
 class SystemsPanel(AnalysisPanel):
     title = "Systems"
+    time_model = "ideal"
     chart_min_height = 400  # two rows of charts
 
     def build_header(self, header) -> None:
