@@ -71,7 +71,7 @@ def test_every_panel_title_names_the_model_and_the_roofline_times_follow(qtbot, 
     settle(qtbot, *panels.values())
     titles = {cls.__name__: panels[cls].parentWidget().windowTitle() for cls in PANELS}
     assert titles == {"RooflinePanel": "Roofline \u2014 calibrated model",
-                      "EnergyPanel": "Memory-hierarchy energy \u2014 no time: the same in both models",
+                      "EnergyPanel": "Memory-hierarchy energy",
                       "TilingPanel": "Tiling fringe tax \u2014 ideal model (not calibrated here)",
                       "CostPanel": "Cost per TFLOP/s \u2014 calibrated model",
                       "SystemsPanel": "Systems \u2014 ideal model (not calibrated here)",

@@ -96,7 +96,8 @@ def fit_link(op: str, size, time, ranks: int, algorithm: str = "ring", min_size:
         return collective_time(op, n, p, x[1] * 1e9, x[0] * 1e-6, algorithm)
 
     big = np.argmax(n)
-    x0 = np.array([min(max(float(t.min()) * 1e6 / (2 * (p - 1)), 0.01), 1e3), max(float(busbw[big]) / 1e9, 0.01)])
+    guess = np.array([float(t.min()) * 1e6 / (2 * (p - 1)), float(busbw[big]) / 1e9])
+    x0 = np.clip(guess, _LOWER + 0.01, _UPPER * 0.999)  # inside the bounds, whatever a table claims
     res = least_squares(lambda x: np.log(model(x) / t), x0, bounds=(_LOWER, _UPPER),
                         x_scale=np.array([max(x0[0], 0.1), x0[1]]))
     x = res.x

@@ -211,7 +211,7 @@ class AnalysisPanel(QWidget):
         """Which time model the panel shows, for its title."""
         chosen = self.workspace.assumptions.time_model
         if self.time_model == "none":
-            return "no time: the same in both models"
+            return ""  # no time shown (energy): the same in both models, so the title says nothing
         if self.time_model == "both":
             return "ideal and calibrated side by side"
         if self.time_model == "ideal":
@@ -220,7 +220,8 @@ class AnalysisPanel(QWidget):
 
     def _show_model(self, analysis) -> None:
         """The dock's title: the panel's and the time model it shows."""
-        self.shown_title = f"{self.title} \u2014 {self.model_caption(analysis)}"
+        caption = self.model_caption(analysis)
+        self.shown_title = f"{self.title} \u2014 {caption}" if caption else self.title
         dock = self.parentWidget()
         while dock is not None and not isinstance(dock, QDockWidget):
             dock = dock.parentWidget()
