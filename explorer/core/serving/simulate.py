@@ -1,0 +1,301 @@
+"""The discrete-event simulation of one replica serving with continuous (iteration-level) batching.
+
+The engine, as vLLM's scheduler runs it:
+
+* requests wait in arrival order (FCFS); one is admitted when the batch has room (``max_batch`` sequences) and
+  the paged KV cache has the blocks for its prompt (:class:`~.memory.ReplicaMemory`);
+* ``chunked=False``: waiting prompts that fit run as a prefill step of their own (up to ``max_batched_tokens``
+  tokens; prefill first, as vLLM's default scheduler does), which yields each one's first token; otherwise every
+  running sequence takes one decode step;
+* ``chunked=True``: each step carries every running sequence's decode token plus up to ``chunk - b`` prompt tokens
+  of the waiting prompts (Sarathi-Serve / vLLM's chunked prefill); a prompt's last chunk yields its first token;
+* a decode step that needs a new KV block when none is free preempts the last admitted sequence (vLLM's recompute
+  preemption): its blocks are freed and it waits at the head of the queue to prefill its prompt and the tokens it
+  had generated again. Preemptions are counted.
+
+Between events (an arrival that can be admitted, a sequence finishing, the KV cache filling) the batch is fixed,
+so k decode steps are taken at once: k x decode(b, c + (k - 1) / 2), the context growing by one token a step
+(the surface is linear in context between grid points). The loop therefore runs a few times per request, not per
+token: 10,000 requests take well under 2 s (bench/serving_sim.py).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+from .memory import ReplicaMemory
+from .surface import StepSurface
+from .workload import Requests
+
+
+@dataclass(frozen=True)
+class Policy:
+    """The engine's batching settings (vLLM's names in brackets)."""
+
+    max_batch: int = 256  # sequences in a step [max_num_seqs]
+    max_batched_tokens: int = 8192  # prompt tokens in a prefill step [max_num_batched_tokens]
+    chunked: bool = False  # chunked prefill [enable_chunked_prefill]
+    chunk: int = 512  # tokens in a chunked step, decode tokens included
+
+    def __post_init__(self):
+        for name in ("max_batch", "max_batched_tokens", "chunk"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"--{name.replace('_', '-')}: must be >= 1, got {getattr(self, name)}")
+
+
+@dataclass(frozen=True)
+class Speculative:
+    """Speculative decoding (Leviathan et al. 2023, "Fast Inference from Transformers via Speculative
+    Decoding", ICML, https://arxiv.org/abs/2211.17192, eq. 1): ``k`` draft tokens accepted each with
+    probability ``acceptance`` give E = (1 - a^(k+1)) / (1 - a) tokens per target step (k + 1 when a = 1).
+    A step costs k draft steps (``draft`` surface, or ``draft_cost`` x the target's decode step) plus one
+    verification of k + 1 tokens per sequence."""
+
+    k: int = 4
+    acceptance: float = 0.7
+    draft_cost: float = 0.1
+    draft: StepSurface | None = None
+
+    def __post_init__(self):
+        if self.k < 1:
+            raise ValueError(f"--spec-k: must be >= 1, got {self.k}")
+        if not 0.0 <= self.acceptance <= 1.0:
+            raise ValueError(f"--spec-acceptance: must be in [0, 1], got {self.acceptance}")
+        if self.draft_cost < 0:
+            raise ValueError(f"--spec-draft-cost: must be >= 0, got {self.draft_cost}")
+
+    @property
+    def tokens_per_step(self) -> float:
+        a = self.acceptance
+        return float(self.k + 1) if a >= 1.0 else (1.0 - a ** (self.k + 1)) / (1.0 - a)
+
+    def step(self, s: StepSurface, b, c):
+        draft = self.draft.decode(b, c) if self.draft is not None else self.draft_cost * s.decode(b, c)
+        return self.k * draft + s.mixed(b, c, np.asarray(b) * self.k)
+
+    def step1(self, s: StepSurface, b: float, c: float) -> float:
+        draft = self.draft.decode1(b, c) if self.draft is not None else self.draft_cost * s.decode1(b, c)
+        return self.k * draft + s.mixed1(b, c, b * self.k)
+
+
+@dataclass(frozen=True, eq=False)
+class SimRun:
+    """One replica's simulated schedule: per request (N,) and per step kind; seconds, tokens."""
+
+    requests: Requests
+    prefill_tokens: np.ndarray  # tokens each request's (last) prefill computed, cached prefix excluded
+    first: np.ndarray  # time of the first token
+    finish: np.ndarray
+    preemptions: int
+    steps_by_batch: np.ndarray  # (max_batch + 1,) decode steps run at each batch size
+    busy_s: float  # time with a step running
+    end_s: float  # the last finish
+    kv_block_seconds: float  # integral of blocks in use over time
+    blocks: int
+    slices: tuple = ()  # (start s, duration s, kind, batch) when recorded, for the trace export
+
+    @property
+    def ttft(self) -> np.ndarray:
+        return self.first - self.requests.arrival
+
+    @property
+    def tpot(self) -> np.ndarray:
+        """(finish - first token) / (output - 1); NaN for one-token answers (vLLM's benchmark definition)."""
+        out = self.requests.output.astype(float)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(out > 1, (self.finish - self.first) / (out - 1), np.nan)
+
+    @property
+    def e2e(self) -> np.ndarray:
+        return self.finish - self.requests.arrival
+
+
+def cached_tokens(requests: Requests, prefix_tokens: int, hit_rate: float, block_size: int,
+                  seed: int = 0) -> np.ndarray:
+    """Prompt tokens found in the prefix cache: the shared prefix's whole blocks (at most the prompt less one
+    token, which is always computed), for a share ``hit_rate`` of the requests (drawn with ``seed``)."""
+    n = len(requests)
+    if prefix_tokens <= 0 or hit_rate <= 0:
+        return np.zeros(n, dtype=np.int64)
+    hit = np.random.default_rng(seed + 1).random(n) < hit_rate if hit_rate < 1 else np.ones(n, bool)
+    whole = (prefix_tokens // block_size) * block_size
+    cap = ((requests.input - 1) // block_size) * block_size
+    return np.where(hit, np.minimum(whole, cap), 0).astype(np.int64)
+
+
+def simulate(requests: Requests, surface: StepSurface, memory: ReplicaMemory, policy: Policy = Policy(),
+             cached: np.ndarray | None = None, spec: Speculative | None = None, prefix_tokens: int = 0,
+             record: bool = False) -> SimRun:
+    """Serve ``requests`` on one replica; ``cached``: each request's prompt tokens found in the prefix cache
+    (their blocks shared: the prefix's blocks are held once, for the whole run)."""
+    n = len(requests)
+    arr, inp, out = requests.arrival, requests.input.astype(np.int64), requests.output.astype(np.int64)
+    arr_l = arr.tolist()
+    cached = np.zeros(n, dtype=np.int64) if cached is None else cached.astype(np.int64)
+    bs = memory.block_size
+    free = memory.blocks - (-(-prefix_tokens // bs) if cached.any() else 0)
+    if free <= 0:
+        raise ValueError("memory: no KV-cache blocks left after weights and activations on this device")
+    tps = spec.tokens_per_step if spec else 1.0
+    gen = np.zeros(n)  # tokens generated so far
+    held = np.zeros(n, dtype=np.int64)  # KV blocks held
+    prompt = (inp - cached).astype(np.int64)  # tokens the (last) prefill computes
+    first, finish = np.full(n, np.nan), np.full(n, np.nan)
+    steps = np.zeros(policy.max_batch + 1)
+    decoding: list[int] = []  # admitted and prefilled, in the order they were admitted
+    prefilling: dict[int, int] = {}  # chunked: admitted, prompt tokens still to compute
+    waiting: deque[int] = deque()
+    busy = kv_int = 0.0
+    preempt = used = 0
+    slices: list = []
+    now, nxt = 0.0, 0
+
+    def blocks_for(tokens):
+        return -(-tokens // bs)
+
+    def prompt_blocks(i: int) -> int:  # the prompt (and any tokens generated before a preemption) plus one
+        return blocks_for(int(prompt[i]) + 1)
+
+    def release(done) -> None:
+        nonlocal free, used
+        released = int(held[done].sum())
+        free += released
+        used -= released
+        held[done] = 0
+
+    while True:
+        while nxt < n and arr_l[nxt] <= now:
+            waiting.append(nxt)
+            nxt += 1
+        active = len(decoding) + len(prefilling)
+        if not active and not waiting:
+            if nxt >= n:
+                break
+            now = max(now, arr_l[nxt])
+            continue
+        can_admit = bool(waiting) and active < policy.max_batch and prompt_blocks(waiting[0]) <= free
+        dec = np.array(decoding, dtype=np.int64)
+        if can_admit or prefilling:
+            # -- a prefill step of its own, or one chunked step carrying the decoders' tokens
+            b = len(dec) if policy.chunked else 0
+            budget = policy.chunk - b if policy.chunked else policy.max_batched_tokens
+            if b:
+                held_tokens = inp[dec] - cached[dec] + gen[dec]
+                grow = int(np.sum(np.maximum(blocks_for(held_tokens.astype(np.int64) + 2) - held[dec], 0)))
+                if grow > free:
+                    preempt += _preempt(decoding, held, gen, prompt, inp, cached, waiting, release)
+                    continue
+            chunk_of: dict[int, int] = {}
+            for i, left in prefilling.items():
+                if budget <= 0:
+                    break
+                chunk_of[i] = min(left, budget)
+                budget -= chunk_of[i]
+            while waiting and active < policy.max_batch and prompt_blocks(waiting[0]) <= free and (
+                    not chunk_of or (budget > 0 if policy.chunked else prompt[waiting[0]] <= budget)):
+                i = waiting.popleft()
+                held[i] = prompt_blocks(i)
+                free -= int(held[i])
+                used += int(held[i])
+                active += 1
+                take = int(prompt[i]) if not policy.chunked else int(min(prompt[i], max(budget, 1)))
+                prefilling[i] = int(prompt[i])
+                chunk_of[i] = take
+                budget -= take
+            p = sum(chunk_of.values())
+            if policy.chunked:
+                c = float((inp[dec] + gen[dec]).sum() / b) if b else 1.0
+                dt = surface.mixed1(b, c, p)
+                if b:
+                    free -= grow
+                    used += grow
+                    held[dec] += np.maximum(blocks_for(held_tokens.astype(np.int64) + 2) - held[dec], 0)
+                    gen[dec] = np.minimum(gen[dec] + 1, out[dec])
+                    steps[b] += 1
+            else:
+                dt = surface.prefill1(len(chunk_of), p / len(chunk_of))
+            kv_int += used * dt
+            if record:
+                slices.append((now, dt, "mixed" if policy.chunked else "prefill", len(chunk_of) + b))
+            now += dt
+            busy += dt
+            for i, take in chunk_of.items():
+                prefilling[i] -= take
+                if prefilling[i] <= 0:
+                    del prefilling[i]
+                    if first[i] != first[i]:  # NaN: no first token yet (a recomputed prompt has one)
+                        first[i] = now
+                    gen[i] = min(gen[i] + 1, out[i])
+                    decoding.append(i)
+            _finish(decoding, gen, out, finish, now, release)
+            continue
+        if not len(dec):  # waiting, nothing running to free blocks: one prompt outgrows the whole cache
+            raise ValueError(f"memory: a prompt of {int(inp[waiting[0]])} tokens does not fit the KV cache "
+                             f"({memory.kv_tokens} tokens)")
+        # -- k decode steps at once, the batch fixed until the next event
+        g = gen[dec]
+        held_tokens = inp[dec] - cached[dec] + g
+        b, c = len(dec), float((inp[dec] + g).sum() / len(dec))
+        t1 = spec.step1(surface, b, c) if spec else surface.decode1(b, c)
+        k = int(np.min(np.ceil((out[dec] - g) / tps)))
+        if nxt < n and not waiting and b < policy.max_batch:
+            k = min(k, max(1, math.ceil((arr_l[nxt] - now) / t1)))
+        room = held[dec] * bs - held_tokens - 1  # token slots left in the blocks each sequence holds
+
+        def need(steps_: int, room=room) -> int:
+            return int(np.maximum(-(-(steps_ * tps - room) // bs), 0).sum())
+
+        if b * -(-(k * tps) // bs) + b <= free:  # every sequence's growth fits: no search
+            grown = need(k)
+        elif need(1) > free:
+            preempt += _preempt(decoding, held, gen, prompt, inp, cached, waiting, release)
+            continue
+        elif need(k) > free:
+            lo, hi = 1, k  # need(lo) fits, need(hi) does not
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                lo, hi = (mid, hi) if need(mid) <= free else (lo, mid)
+            k = lo
+            grown = need(k)
+        else:
+            grown = need(k)
+        dt = k * (spec.step1(surface, b, c + (k - 1) * tps / 2) if spec else surface.decode1(b, c + (k - 1) / 2))
+        kv_int += (used + grown / 2) * dt
+        free -= grown
+        used += grown
+        held[dec] += np.maximum(-(-(k * tps - room) // bs), 0).astype(np.int64)
+        if record:
+            slices.append((now, dt, "decode", b))
+        steps[b] += k
+        busy += dt
+        now += dt
+        gen[dec] = np.minimum(g + k * tps, out[dec])
+        _finish(decoding, gen, out, finish, now, release)
+    return SimRun(requests, prompt, first, finish, preempt, steps, busy, float(np.nanmax(finish)), kv_int,
+                  memory.blocks, tuple(slices))
+
+
+def _finish(decoding: list, gen, out, finish, now: float, release) -> None:
+    """Finish the decoding sequences that have all their tokens (in place)."""
+    if not decoding:
+        return
+    dec = np.array(decoding, dtype=np.int64)
+    done = gen[dec] >= out[dec]
+    if done.any():
+        finish[dec[done]] = now
+        release(dec[done])
+        decoding[:] = dec[~done].tolist()
+
+
+def _preempt(decoding: list, held, gen, prompt, inp, cached, waiting, release) -> int:
+    """vLLM's recompute preemption of the last admitted decoding sequence: its blocks freed, it waits at the head
+    of the queue to prefill its prompt and generated tokens again."""
+    victim = decoding.pop()
+    release(np.array([victim]))
+    prompt[victim] = int(inp[victim] - cached[victim] + math.ceil(gen[victim]))
+    waiting.appendleft(victim)
+    return 1
