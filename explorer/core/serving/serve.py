@@ -7,12 +7,71 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from explorer.core.formats import TensorFormats
+from explorer.core.hardware.device import Device
+from explorer.core.hardware.system import System
+from explorer.core.parallel.layout import Layout
+from explorer.core.parallel.system_pass import Options
+from explorer.core.workload.model import Model
+
 from .analytic import LoadCurve, Setup, estimate, load_curve
+from .memory import device_memory, system_memory
 from .result import Latency, ServingResult, met_mask, slo_checks
-from .simulate import SimRun, cached_tokens, simulate
+from .simulate import Policy, SimRun, Speculative, cached_tokens, simulate
+from .surface import Grid, device_surface, system_surface
 from .workload import SLO, Requests, Workload
 
 ROUTERS = ("round-robin",)
+
+
+def grid_for(workload: Workload, policy: Policy, spec: Speculative | None = None, block_size: int = 16) -> Grid:
+    """The surface's extent for a workload: contexts up to the longest request, prompts up to the largest step
+    (a prefill step's token budget, a chunk plus the batch, a preempted request's recompute, a verification);
+    a fixed workload's prompt (with and without its cached prefix) held exactly on the grid."""
+    max_in, max_out = workload.max_lengths()
+    lengths = workload.lengths
+    if workload.trace is not None:
+        min_in = int(workload.trace.input.min())
+    elif lengths.kind == "histogram":
+        min_in = min(i for i, _ in lengths.pairs)
+    else:
+        min_in = lengths.input[0]
+    anchors: tuple[int, ...] = ()
+    if workload.trace is None and lengths.kind == "fixed":
+        n = lengths.input[0]
+        cached = min((workload.prefix_tokens // block_size) * block_size, ((n - 1) // block_size) * block_size)
+        anchors = (n, n - cached) if cached > 0 else (n,)
+    longest = max(policy.max_batched_tokens, policy.chunk + policy.max_batch, max_in + max_out,
+                  policy.max_batch * ((spec.k if spec else 0) + 1))
+    prefills = min(policy.max_batch, max(1, policy.max_batched_tokens // max(min_in, 1)))
+    return Grid(policy.max_batch, max_in + max_out, prefills, longest, anchors=anchors)
+
+
+def device_setup(model: Model, device: Device, workload: Workload, policy: Policy | None = None,
+                 precision: str = "fp16", formats: TensorFormats | None = None, utilization: float = 0.9,
+                 block_size: int = 16, spec: Speculative | None = None, replicas: int = 1) -> Setup:
+    """A replica on one device: its step surface (:func:`device_surface`) and memory (:func:`device_memory`)."""
+    policy = policy or Policy()
+    g = grid_for(workload, policy, spec, block_size)
+    step_tokens = policy.chunk if policy.chunked else policy.max_batched_tokens
+    surface = device_surface(model, device, g, precision, formats)
+    memory = device_memory(model, device, step_tokens, precision, formats, utilization, block_size)
+    return Setup(surface, memory, policy, spec, replicas)
+
+
+def system_setup(model: Model, system: System, device: Device, layout: Layout, workload: Workload,
+                 policy: Policy | None = None, precision: str = "fp16", formats: TensorFormats | None = None,
+                 utilization: float = 0.9, block_size: int = 16, spec: Speculative | None = None,
+                 options: Options | None = None) -> Setup:
+    """The layout's dp replicas, each tp x pp devices (:func:`system_surface`, :func:`system_memory`)."""
+    policy = policy or Policy()
+    g = grid_for(workload, policy, spec, block_size)
+    g = Grid(g.max_batch, g.max_context, g.max_prefill_batch, g.max_length, points=8, anchors=g.anchors)
+    step_tokens = policy.chunk if policy.chunked else policy.max_batched_tokens
+    surface = system_surface(model, system, device, layout, g, precision, formats, options)
+    memory = system_memory(model, system, device, layout, step_tokens, precision, formats, utilization,
+                           block_size, options)
+    return Setup(surface, memory, policy, spec, layout.dp)
 
 
 def split(requests: Requests, replicas: int) -> list[np.ndarray]:

@@ -142,17 +142,23 @@ class Grid:
     max_prefill_batch: int
     max_length: int
     points: int = 10
+    anchors: tuple[int, ...] = ()  # prompt lengths to hold exactly (a fixed workload's input): no interpolation
 
 
 def _contexts(g: Grid) -> np.ndarray:
     return grid(g.max_context, g.points)
 
 
+def _lengths(g: Grid) -> np.ndarray:
+    extra = [a for a in g.anchors if 1 <= a <= g.max_length]
+    return np.unique(np.concatenate([grid(g.max_length, g.points), np.array(extra, dtype=float)]))
+
+
 def device_surface(model: Model, device: Device, g: Grid, precision: str = "fp16",
                    formats: TensorFormats | None = None, attention: str = "fused") -> StepSurface:
     """The surface on one device: every grid point's table stacked, one :func:`evaluate` pass."""
     batch, ctxs = grid(g.max_batch, g.points), _contexts(g)
-    pbatch, lengths = grid(g.max_prefill_batch, max(g.points // 2, 3)), grid(g.max_length, g.points)
+    pbatch, lengths = grid(g.max_prefill_batch, max(g.points // 2, 3)), _lengths(g)
     points = [Context(batch=int(b), seq_len=int(c), phase="decode", attention=attention)
               for b in batch for c in ctxs]
     points += [Context(batch=int(n), seq_len=int(L), phase="prefill", attention=attention)
@@ -178,7 +184,7 @@ def system_surface(model: Model, system: System, device: Device, layout: Layout,
     with the system's batch = dp x the replica's batch (micro-batches: the replica's batch a multiple of them)."""
     m = layout.microbatches
     batch, ctxs = grid(g.max_batch, g.points, m), _contexts(g)
-    pbatch, lengths = grid(g.max_prefill_batch, max(g.points // 2, 3), m), grid(g.max_length, g.points)
+    pbatch, lengths = grid(g.max_prefill_batch, max(g.points // 2, 3), m), _lengths(g)
     dec = np.zeros((len(batch), len(ctxs)))
     pre = np.zeros((len(pbatch), len(lengths)))
     for arr, bs, ls, phase in ((dec, batch, ctxs, "decode"), (pre, pbatch, lengths, "prefill")):

@@ -132,6 +132,15 @@ class Workload:
             return float(self.trace.input.mean()), float(self.trace.output.mean())
         return self.lengths.means()
 
+    def max_lengths(self) -> tuple[int, int]:
+        """The longest input and output a request can have (the grids' extent)."""
+        if self.trace is not None:
+            return int(self.trace.input.max()), int(self.trace.output.max())
+        if self.lengths.kind == "histogram":
+            rows = np.array(self.lengths.pairs)
+            return int(rows[:, 0].max()), int(rows[:, 1].max())
+        return self.lengths.input[1], self.lengths.output[1]
+
     def mean_rate(self) -> float:
         if self.trace is not None:
             span = float(self.trace.arrival[-1] - self.trace.arrival[0])
