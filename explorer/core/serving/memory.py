@@ -84,9 +84,11 @@ class ReplicaMemory:
 
 def device_memory(model: Model, device: Device, max_step_tokens: int, precision: str = "fp16",
                   formats: TensorFormats | None = None, utilization: float = 0.9,
-                  block_size: int = 16) -> ReplicaMemory:
-    """Memory of a replica on one device; the activation peak of a prefill step of ``max_step_tokens``."""
-    r = evaluate(model, [device], precision, Context(batch=1, seq_len=max_step_tokens, phase="prefill"),
+                  block_size: int = 16, attention: str = "fused") -> ReplicaMemory:
+    """Memory of a replica on one device; the activation peak of a prefill step of ``max_step_tokens`` (fused
+    attention, as serving engines run it: no S x S scores in memory)."""
+    r = evaluate(model, [device], precision, Context(batch=1, seq_len=max_step_tokens, phase="prefill",
+                                                          attention=attention),
                  formats=formats)
     t = r.totals
     return ReplicaMemory(device.memory_capacity, utilization, t.weight_bytes, t.activation_peak_bytes,
@@ -95,10 +97,11 @@ def device_memory(model: Model, device: Device, max_step_tokens: int, precision:
 
 def system_memory(model: Model, system: System, device: Device, layout: Layout, max_step_tokens: int,
                   precision: str = "fp16", formats: TensorFormats | None = None, utilization: float = 0.9,
-                  block_size: int = 16, options: Options | None = None) -> ReplicaMemory:
+                  block_size: int = 16, options: Options | None = None, attention: str = "fused") -> ReplicaMemory:
     """Memory per device of one replica of ``layout`` (the system pass's busiest stage)."""
     m = layout.microbatches
-    ctx = Context(batch=layout.dp * m, seq_len=max(1, math.ceil(max_step_tokens / m)), phase="prefill")
+    ctx = Context(batch=layout.dp * m, seq_len=max(1, math.ceil(max_step_tokens / m)), phase="prefill",
+                  attention=attention)
     a = analyze_system(model, system, device, [layout], precision, ctx, formats, options or Options())
     tokens = m * ctx.seq_len
     return ReplicaMemory(device.memory_capacity, utilization, float(a.weight_bytes[0]),
