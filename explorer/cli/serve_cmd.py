@@ -95,8 +95,9 @@ def _rate(text: str) -> float:
     except ValueError:
         try:
             q = parse_quantity(text.replace("req", "").replace("requests", ""), "frequency", "--rate")
-        except UnitError as exc:
-            raise CliError(f"--rate: {exc.reason}; expected requests per second such as 10/s") from None
+        except UnitError:
+            raise CliError(f"--rate: {text!r} is not a rate; expected requests per second such as 10/s, "
+                           "600/min or 10") from None
         value = float(q.to("1/s").magnitude)
     if not math.isfinite(value) or value <= 0:
         raise CliError(f"--rate: must be > 0 requests/s, got {text!r}")
