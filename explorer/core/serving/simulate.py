@@ -144,6 +144,8 @@ def simulate(requests: Requests, surface: StepSurface, memory: ReplicaMemory, po
     gen = np.zeros(n)  # tokens generated so far
     held = np.zeros(n, dtype=np.int64)  # KV blocks held
     prompt = (inp - cached).astype(np.int64)  # tokens the (last) prefill computes
+    base = inp - cached  # a sequence's own KV tokens before it generates (the shared prefix's blocks apart)
+    any_cached = bool(cached.any())
     first, finish = np.full(n, np.nan), np.full(n, np.nan)
     steps = np.zeros(policy.max_batch + 1)
     decoding: list[int] = []  # admitted and prefilled, in the order they were admitted
@@ -183,9 +185,11 @@ def simulate(requests: Requests, surface: StepSurface, memory: ReplicaMemory, po
             # -- a prefill step of its own, or one chunked step carrying the decoders' tokens
             b = len(dec) if policy.chunked else 0
             budget = policy.chunk - b if policy.chunked else policy.max_batched_tokens
-            if b:
-                held_tokens = inp[dec] - cached[dec] + gen[dec]
-                grow = int(np.sum(np.maximum(blocks_for(held_tokens.astype(np.int64) + 2) - held[dec], 0)))
+            if b:  # each decoder adds one token: a new block where its held blocks are full
+                g, od = gen[dec], out[dec]
+                ht = base[dec] + g
+                full = held[dec] * bs < ht + 2
+                grow = int(full.sum())
                 if grow > free:
                     preempt += _preempt(decoding, held, gen, prompt, inp, cached, waiting, release)
                     continue
@@ -207,15 +211,18 @@ def simulate(requests: Requests, surface: StepSurface, memory: ReplicaMemory, po
                 chunk_of[i] = take
                 budget -= take
             p = sum(chunk_of.values())
+            finished = None
             if policy.chunked:
-                c = float((inp[dec] + gen[dec]).sum() / b) if b else 1.0
+                c = float(ht.sum() + (cached[dec].sum() if any_cached else 0)) / b if b else 1.0
                 dt = surface.mixed1(b, c, p)
                 if b:
                     free -= grow
                     used += grow
-                    held[dec] += np.maximum(blocks_for(held_tokens.astype(np.int64) + 2) - held[dec], 0)
-                    gen[dec] = np.minimum(gen[dec] + 1, out[dec])
+                    held[dec] += full
+                    newg = np.minimum(g + 1, od)
+                    gen[dec] = newg
                     steps[b] += 1
+                    finished = newg >= od
             else:
                 dt = surface.prefill1(len(chunk_of), p / len(chunk_of))
             kv_int += used * dt
@@ -223,6 +230,10 @@ def simulate(requests: Requests, surface: StepSurface, memory: ReplicaMemory, po
                 slices.append((now, dt, "mixed" if policy.chunked else "prefill", len(chunk_of) + b))
             now += dt
             busy += dt
+            if finished is not None and finished.any():
+                finish[dec[finished]] = now
+                release(dec[finished])
+                decoding[:] = dec[~finished].tolist()
             for i, take in chunk_of.items():
                 prefilling[i] -= take
                 if prefilling[i] <= 0:
@@ -230,8 +241,11 @@ def simulate(requests: Requests, surface: StepSurface, memory: ReplicaMemory, po
                     if first[i] != first[i]:  # NaN: no first token yet (a recomputed prompt has one)
                         first[i] = now
                     gen[i] = min(gen[i] + 1, out[i])
-                    decoding.append(i)
-            _finish(decoding, gen, out, finish, now, release)
+                    if gen[i] >= out[i]:
+                        finish[i] = now
+                        release(np.array([i]))
+                    else:
+                        decoding.append(i)
             continue
         if not len(dec):  # waiting, nothing running to free blocks: one prompt outgrows the whole cache
             raise ValueError(f"memory: a prompt of {int(inp[waiting[0]])} tokens does not fit the KV cache "
