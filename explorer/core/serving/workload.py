@@ -198,6 +198,8 @@ def _read_rows(path: Path, names: tuple[str, ...], what: str) -> list[tuple[int,
                 obj = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise WorkloadError(f"{what} {path}: line {i}: not JSON ({exc.msg})") from None
+            except RecursionError:
+                raise WorkloadError(f"{what} {path}: line {i}: nested too deeply") from None
             if not isinstance(obj, dict):
                 raise WorkloadError(f"{what} {path}: line {i}: expected an object")
             lowered = {str(k).lower(): v for k, v in obj.items()}

@@ -2,6 +2,8 @@
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from explorer.core.serving.workload import SLO, Lengths, Workload, WorkloadError, read_histogram, read_trace
 
@@ -65,3 +67,29 @@ def test_slo_percentiles():
     with pytest.raises(WorkloadError, match="--ttft-p95"):
         SLO(ttft=0.5, ttft_pct="p95")
     assert SLO(ttft=0.5, tpot=0.05).targets() == [("ttft", 0.5, "p90"), ("tpot", 0.05, "p90")]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(alphabet=st.sampled_from(list("0123456789,.-\n e+abcinputoutarrivl_:{}\"[]")), max_size=200),
+       suffix=st.sampled_from([".csv", ".jsonl"]))
+def test_fuzz_trace_and_histogram_readers(tmp_path, text, suffix):
+    """Any text either reads (every length >= 1, arrivals >= 0 and sorted) or is one WorkloadError line."""
+    p = tmp_path / f"f{suffix}"
+    p.write_text(text)
+    for reader in (read_trace, read_histogram):
+        try:
+            out = reader(p)
+        except WorkloadError as exc:
+            assert "\n" not in str(exc)
+            continue
+        if reader is read_trace:
+            assert np.all(out.input >= 1) and np.all(out.output >= 1) and np.all(np.diff(out.arrival) >= 0)
+        else:
+            assert all(i >= 1 and o >= 1 for i, o in out.pairs)
+
+
+def test_deeply_nested_jsonl_is_one_line(tmp_path):
+    p = tmp_path / "t.jsonl"
+    p.write_text("[" * 100_000 + "\n")
+    with pytest.raises(WorkloadError, match="line 1: nested too deeply"):
+        read_trace(p)
