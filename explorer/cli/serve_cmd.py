@@ -12,7 +12,7 @@ from ..core.precision import PRECISIONS
 from ..core.serving.analytic import Setup
 from ..core.serving.result import ServingResult
 from ..core.serving.serve import ServingAnswer, answer, device_setup, system_setup
-from ..core.serving.simulate import Policy, Speculative
+from ..core.serving.simulate import ROUTERS, Policy, Speculative
 from ..core.serving.trace_export import chrome_trace
 from ..core.serving.workload import (
     ARRIVALS,
@@ -69,7 +69,9 @@ def add_parser(sub) -> None:
     e.add_argument("--block-size", type=int, default=16, help="KV-cache block [tokens] (16)")
     e.add_argument("--memory-utilization", type=float, default=0.9, help="share of device memory the engine "
                    "uses (vLLM gpu_memory_utilization; 0.9)")
-    e.add_argument("--replicas", type=int, default=1, help="replicas of --device behind a round-robin router (1)")
+    e.add_argument("--replicas", type=int, default=1, help="replicas of --device behind the router (1)")
+    e.add_argument("--router", choices=ROUTERS, default="round-robin", help="how requests are spread over the "
+                   "replicas in the simulation: round-robin (default) or least-outstanding")
     e.add_argument("--spec-k", type=int, default=None, help="speculative decoding: draft tokens per step")
     e.add_argument("--spec-acceptance", type=float, default=0.7, help="draft token acceptance rate 0-1 (0.7)")
     e.add_argument("--spec-draft-cost", type=float, default=0.1, help="a draft step's time / the target's decode "
@@ -214,7 +216,7 @@ def run(args) -> int:
     n = args.requests if workload.trace is None else min(args.requests, len(workload.trace))
     simulate_n = n if (args.simulate or args.trace_out) else 0
     try:
-        ans = answer(workload, setup, slo, simulate_n, args.seed, record=bool(args.trace_out))
+        ans = answer(workload, setup, slo, simulate_n, args.seed, record=bool(args.trace_out), router=args.router)
     except ValueError as exc:
         raise CliError(f"serve: {exc}") from None
     if args.trace_out:
@@ -248,7 +250,7 @@ def answer_json(ans: ServingAnswer, model: str, where: str, args) -> dict:
                    "speculative": None if s.spec is None else {
                        "k": s.spec.k, "acceptance": s.spec.acceptance, "draft_cost": s.spec.draft_cost,
                        "tokens_per_step": s.spec.tokens_per_step},
-                   "router": "round-robin"},
+                   "router": args.router},
         "memory_per_device": s.memory.to_dict(),
         "max_sequences": s.memory.max_sequences(int(sum(ans.workload.mean_lengths()))),
         "estimate": ans.estimate.to_dict(), "curve": ans.curve.to_dict(),

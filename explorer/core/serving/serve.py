@@ -17,11 +17,9 @@ from explorer.core.workload.model import Model
 from .analytic import LoadCurve, Setup, estimate, load_curve
 from .memory import device_memory, system_memory
 from .result import Latency, ServingResult, met_mask, slo_checks
-from .simulate import Policy, SimRun, Speculative, cached_tokens, simulate
+from .simulate import Policy, SimRun, Speculative, cached_tokens, simulate_routed
 from .surface import Grid, device_surface, system_surface
 from .workload import SLO, Requests, Workload
-
-ROUTERS = ("round-robin",)
 
 
 def grid_for(workload: Workload, policy: Policy, spec: Speculative | None = None, block_size: int = 16) -> Grid:
@@ -74,25 +72,14 @@ def system_setup(model: Model, system: System, device: Device, layout: Layout, w
     return Setup(surface, memory, policy, spec, layout.dp)
 
 
-def split(requests: Requests, replicas: int) -> list[np.ndarray]:
-    """Round robin: request i goes to replica i mod R (indices into ``requests``)."""
-    idx = np.arange(len(requests))
-    return [idx[r::replicas] for r in range(replicas)]
-
-
-def simulate_replicas(workload: Workload, setup: Setup, n: int, seed: int = 0,
-                      record: bool = False) -> tuple[Requests, list[tuple[np.ndarray, SimRun]]]:
+def simulate_replicas(workload: Workload, setup: Setup, n: int, seed: int = 0, record: bool = False,
+                      router: str = "round-robin") -> tuple[Requests, list[tuple[np.ndarray, SimRun]]]:
     """The requests and each replica's run (with the indices of the requests it served)."""
     req = workload.requests(n, seed)
     cached = cached_tokens(req, workload.prefix_tokens, workload.prefix_hit_rate, setup.memory.block_size, seed)
-    runs = []
-    for idx in split(req, setup.replicas):
-        if not len(idx):
-            continue
-        sub = Requests(req.arrival[idx], req.input[idx], req.output[idx])
-        runs.append((idx, simulate(sub, setup.surface, setup.memory, setup.policy, cached[idx], setup.spec,
-                                   workload.prefix_tokens, record)))
-    return req, runs
+    runs = simulate_routed(req, setup.surface, setup.memory, setup.policy, cached, setup.spec,
+                           workload.prefix_tokens, record, setup.replicas, router)
+    return req, [(idx, run) for idx, run in runs if len(idx)]
 
 
 def summarize(req: Requests, runs: list[tuple[np.ndarray, SimRun]], setup: Setup, slo: SLO,
@@ -140,12 +127,12 @@ class ServingAnswer:
 
 
 def answer(workload: Workload, setup: Setup, slo: SLO, simulate_n: int = 0, seed: int = 0,
-           record: bool = False) -> ServingAnswer:
+           record: bool = False, router: str = "round-robin") -> ServingAnswer:
     est = estimate(workload, setup, slo)[0]
     curve = load_curve(workload, setup, slo)
     sim, runs = None, ()
     if simulate_n:
-        req, run_list = simulate_replicas(workload, setup, simulate_n, seed, record)
+        req, run_list = simulate_replicas(workload, setup, simulate_n, seed, record, router)
         sim = summarize(req, run_list, setup, slo, workload.mean_rate())
         runs = tuple(run_list)
     return ServingAnswer(workload, slo, setup, est, curve, sim, runs)

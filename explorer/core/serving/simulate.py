@@ -127,26 +127,85 @@ def cached_tokens(requests: Requests, prefix_tokens: int, hit_rate: float, block
     return np.where(hit, np.minimum(whole, cap), 0).astype(np.int64)
 
 
+ROUTERS = ("round-robin", "least-outstanding")
+
+
 def simulate(requests: Requests, surface: StepSurface, memory: ReplicaMemory, policy: Policy = Policy(),
              cached: np.ndarray | None = None, spec: Speculative | None = None, prefix_tokens: int = 0,
              record: bool = False) -> SimRun:
     """Serve ``requests`` on one replica; ``cached``: each request's prompt tokens found in the prefix cache
     (their blocks shared: the prefix's blocks are held once, for the whole run)."""
+    return simulate_routed(requests, surface, memory, policy, cached, spec, prefix_tokens, record)[0][1]
+
+
+def simulate_routed(requests: Requests, surface: StepSurface, memory: ReplicaMemory, policy: Policy = Policy(),
+                    cached: np.ndarray | None = None, spec: Speculative | None = None, prefix_tokens: int = 0,
+                    record: bool = False, replicas: int = 1,
+                    router: str = "round-robin") -> list[tuple[np.ndarray, SimRun]]:
+    """Serve ``requests`` on ``replicas`` identical replicas behind a router: ``round-robin`` (request i to
+    replica i mod R) or ``least-outstanding`` (to the replica with the fewest requests admitted or waiting and
+    not finished, at the request's arrival; ties to the lowest index). Returns (the indices of the requests each
+    replica served, its run), the replicas advancing together in time."""
+    if router not in ROUTERS:
+        raise ValueError(f"--router: expected one of {', '.join(ROUTERS)}, got {router!r}")
     n = len(requests)
-    arr, inp, out = requests.arrival, requests.input.astype(np.int64), requests.output.astype(np.int64)
-    arr_l = arr.tolist()
     cached = np.zeros(n, dtype=np.int64) if cached is None else cached.astype(np.int64)
+    shared = _Shared(requests, cached)
+    engines = [_engine(shared, surface, memory, policy, spec, prefix_tokens, record) for _ in range(replicas)]
+    load = [0] * replicas
+    for e in engines:
+        next(e)
+    assigned: list[list[int]] = [[] for _ in range(replicas)]
+    for i, t in enumerate(requests.arrival.tolist()):
+        for r, e in enumerate(engines):
+            load[r] = e.send((t, ()))
+        r = i % replicas if router == "round-robin" else min(range(replicas), key=load.__getitem__)
+        load[r] = engines[r].send((t, (i,)))
+        assigned[r].append(i)
+    out = []
+    for r, e in enumerate(engines):
+        e.send((math.inf, ()))
+        try:
+            e.send(None)
+        except StopIteration as stop:
+            idx = np.array(assigned[r], dtype=np.int64)
+            sub = Requests(requests.arrival[idx], requests.input[idx], requests.output[idx])
+            steps, busy, kv_int, preempt, slices = stop.value
+            end = float(np.nanmax(shared.finish[idx])) if len(idx) else 0.0
+            out.append((idx, SimRun(sub, shared.prompt[idx], shared.first[idx], shared.finish[idx], preempt, steps,
+                                    busy, end, kv_int, memory.blocks, tuple(slices))))
+    return out
+
+
+class _Shared:
+    """Per-request arrays every replica writes its own requests' entries of."""
+
+    def __init__(self, requests: Requests, cached: np.ndarray):
+        n = len(requests)
+        self.arrival = requests.arrival
+        self.inp = requests.input.astype(np.int64)
+        self.out = requests.output.astype(np.int64)
+        self.cached = cached
+        self.gen = np.zeros(n)  # tokens generated so far
+        self.held = np.zeros(n, dtype=np.int64)  # KV blocks held
+        self.prompt = (self.inp - cached).astype(np.int64)  # tokens the (last) prefill computes
+        self.first, self.finish = np.full(n, np.nan), np.full(n, np.nan)
+
+
+def _engine(sh: _Shared, surface: StepSurface, memory: ReplicaMemory, policy: Policy, spec: Speculative | None,
+            prefix_tokens: int, record: bool):
+    """One replica as a generator: sent (time, new request indices), it takes the new requests into its queue and
+    runs its steps until its clock reaches that time (or it has nothing to do), then yields how many requests it
+    holds; sent None, it returns its counters."""
+    inp, out, cached, gen, held, prompt = sh.inp, sh.out, sh.cached, sh.gen, sh.held, sh.prompt
+    first, finish = sh.first, sh.finish
     bs = memory.block_size
-    free = memory.blocks - (-(-prefix_tokens // bs) if cached.any() else 0)
+    any_cached = bool(cached.any())
+    free = memory.blocks - (-(-prefix_tokens // bs) if any_cached else 0)
     if free <= 0:
         raise ValueError("memory: no KV-cache blocks left after weights and activations on this device")
     tps = spec.tokens_per_step if spec else 1.0
-    gen = np.zeros(n)  # tokens generated so far
-    held = np.zeros(n, dtype=np.int64)  # KV blocks held
-    prompt = (inp - cached).astype(np.int64)  # tokens the (last) prefill computes
     base = inp - cached  # a sequence's own KV tokens before it generates (the shared prefix's blocks apart)
-    any_cached = bool(cached.any())
-    first, finish = np.full(n, np.nan), np.full(n, np.nan)
     steps = np.zeros(policy.max_batch + 1)
     decoding: list[int] = []  # admitted and prefilled, in the order they were admitted
     prefilling: dict[int, int] = {}  # chunked: admitted, prompt tokens still to compute
@@ -154,7 +213,7 @@ def simulate(requests: Requests, surface: StepSurface, memory: ReplicaMemory, po
     busy = kv_int = 0.0
     preempt = used = 0
     slices: list = []
-    now, nxt = 0.0, 0
+    now = 0.0
 
     def blocks_for(tokens):
         return -(-tokens // bs)
@@ -169,128 +228,135 @@ def simulate(requests: Requests, surface: StepSurface, memory: ReplicaMemory, po
         used -= released
         held[done] = 0
 
-    while True:
-        while nxt < n and arr_l[nxt] <= now:
-            waiting.append(nxt)
-            nxt += 1
-        active = len(decoding) + len(prefilling)
-        if not active and not waiting:
-            if nxt >= n:
-                break
-            now = max(now, arr_l[nxt])
-            continue
-        can_admit = bool(waiting) and active < policy.max_batch and prompt_blocks(waiting[0]) <= free
-        dec = np.array(decoding, dtype=np.int64)
-        if can_admit or prefilling:
-            # -- a prefill step of its own, or one chunked step carrying the decoders' tokens
-            b = len(dec) if policy.chunked else 0
-            budget = policy.chunk - b if policy.chunked else policy.max_batched_tokens
-            if b:  # each decoder adds one token: a new block where its held blocks are full
-                g, od = gen[dec], out[dec]
-                ht = base[dec] + g
-                full = held[dec] * bs < ht + 2
-                grow = int(full.sum())
-                if grow > free:
-                    preempt += _preempt(decoding, held, gen, prompt, inp, cached, waiting, release)
-                    continue
-            chunk_of: dict[int, int] = {}
-            for i, left in prefilling.items():
-                if budget <= 0:
-                    break
-                chunk_of[i] = min(left, budget)
-                budget -= chunk_of[i]
-            while waiting and active < policy.max_batch and prompt_blocks(waiting[0]) <= free and (
-                    not chunk_of or (budget > 0 if policy.chunked else prompt[waiting[0]] <= budget)):
-                i = waiting.popleft()
-                held[i] = prompt_blocks(i)
-                free -= int(held[i])
-                used += int(held[i])
-                active += 1
-                take = int(prompt[i]) if not policy.chunked else int(min(prompt[i], max(budget, 1)))
-                prefilling[i] = int(prompt[i])
-                chunk_of[i] = take
-                budget -= take
-            p = sum(chunk_of.values())
-            finished = None
-            if policy.chunked:
-                c = float(ht.sum() + (cached[dec].sum() if any_cached else 0)) / b if b else 1.0
-                dt = surface.mixed1(b, c, p)
-                if b:
-                    free -= grow
-                    used += grow
-                    held[dec] += full
-                    newg = np.minimum(g + 1, od)
-                    gen[dec] = newg
-                    steps[b] += 1
-                    finished = newg >= od
+    before = last_done = 0
+    ran = False
+    message = yield 0
+    while message is not None:
+        limit, new = message
+        for i in new:
+            if not (decoding or prefilling or waiting):
+                now = max(now, float(sh.arrival[i]))
+            waiting.append(i)
+        while now < limit and (decoding or prefilling or waiting):
+            before = len(decoding) + len(prefilling) + len(waiting)
+            ran = True
+            active = len(decoding) + len(prefilling)
+            can_admit = bool(waiting) and active < policy.max_batch and prompt_blocks(waiting[0]) <= free
+            dec = np.array(decoding, dtype=np.int64)
+            if can_admit or prefilling:
+                # -- a prefill step of its own, or one chunked step carrying the decoders' tokens
+                b = len(dec) if policy.chunked else 0
+                budget = policy.chunk - b if policy.chunked else policy.max_batched_tokens
+                if b:  # each decoder adds one token: a new block where its held blocks are full
+                    g, od = gen[dec], out[dec]
+                    ht = base[dec] + g
+                    full = held[dec] * bs < ht + 2
+                    grow = int(full.sum())
+                    if grow > free:
+                        preempt += _preempt(decoding, held, gen, prompt, inp, cached, waiting, release)
+                        continue
+                chunk_of: dict[int, int] = {}
+                for i, left in prefilling.items():
+                    if budget <= 0:
+                        break
+                    chunk_of[i] = min(left, budget)
+                    budget -= chunk_of[i]
+                while waiting and active < policy.max_batch and prompt_blocks(waiting[0]) <= free and (
+                        not chunk_of or (budget > 0 if policy.chunked else prompt[waiting[0]] <= budget)):
+                    i = waiting.popleft()
+                    held[i] = prompt_blocks(i)
+                    free -= int(held[i])
+                    used += int(held[i])
+                    active += 1
+                    take = int(prompt[i]) if not policy.chunked else int(min(prompt[i], max(budget, 1)))
+                    prefilling[i] = int(prompt[i])
+                    chunk_of[i] = take
+                    budget -= take
+                p = sum(chunk_of.values())
+                finished = None
+                if policy.chunked:
+                    c = float(ht.sum() + (cached[dec].sum() if any_cached else 0)) / b if b else 1.0
+                    dt = surface.mixed1(b, c, p)
+                    if b:
+                        free -= grow
+                        used += grow
+                        held[dec] += full
+                        newg = np.minimum(g + 1, od)
+                        gen[dec] = newg
+                        steps[b] += 1
+                        finished = newg >= od
+                else:
+                    dt = surface.prefill1(len(chunk_of), p / len(chunk_of))
+                kv_int += used * dt
+                if record:
+                    slices.append((now, dt, "mixed" if policy.chunked else "prefill", len(chunk_of) + b))
+                now += dt
+                busy += dt
+                if finished is not None and finished.any():
+                    finish[dec[finished]] = now
+                    release(dec[finished])
+                    decoding[:] = dec[~finished].tolist()
+                for i, take in chunk_of.items():
+                    prefilling[i] -= take
+                    if prefilling[i] <= 0:
+                        del prefilling[i]
+                        if first[i] != first[i]:  # NaN: no first token yet (a recomputed prompt has one)
+                            first[i] = now
+                        gen[i] = min(gen[i] + 1, out[i])
+                        if gen[i] >= out[i]:
+                            finish[i] = now
+                            release(np.array([i]))
+                        else:
+                            decoding.append(i)
+                continue
+            if not len(dec):  # waiting, nothing running to free blocks: one prompt outgrows the whole cache
+                raise ValueError(f"memory: a prompt of {int(inp[waiting[0]])} tokens does not fit the KV cache "
+                                 f"({memory.kv_tokens} tokens)")
+            # -- k decode steps at once, the batch fixed until the next event
+            g = gen[dec]
+            held_tokens = inp[dec] - cached[dec] + g
+            b, c = len(dec), float((inp[dec] + g).sum() / len(dec))
+            t1 = spec.step1(surface, b, c) if spec else surface.decode1(b, c)
+            k = int(np.min(np.ceil((out[dec] - g) / tps)))
+            if limit < math.inf and not waiting and b < policy.max_batch:  # stop at the next arrival
+                k = min(k, max(1, math.ceil((limit - now) / t1)))
+            room = held[dec] * bs - held_tokens - 1  # token slots left in the blocks each sequence holds
+
+            def need(steps_: int, room=room) -> int:
+                return int(np.maximum(-(-(steps_ * tps - room) // bs), 0).sum())
+
+            if b * -(-(k * tps) // bs) + b <= free:  # every sequence's growth fits: no search
+                grown = need(k)
+            elif need(1) > free:
+                preempt += _preempt(decoding, held, gen, prompt, inp, cached, waiting, release)
+                continue
+            elif need(k) > free:
+                lo, hi = 1, k  # need(lo) fits, need(hi) does not
+                while hi - lo > 1:
+                    mid = (lo + hi) // 2
+                    lo, hi = (mid, hi) if need(mid) <= free else (lo, mid)
+                k = lo
+                grown = need(k)
             else:
-                dt = surface.prefill1(len(chunk_of), p / len(chunk_of))
-            kv_int += used * dt
+                grown = need(k)
+            dt = k * (spec.step1(surface, b, c + (k - 1) * tps / 2) if spec else surface.decode1(b, c + (k - 1) / 2))
+            kv_int += (used + grown / 2) * dt
+            free -= grown
+            used += grown
+            held[dec] += np.maximum(-(-(k * tps - room) // bs), 0).astype(np.int64)
             if record:
-                slices.append((now, dt, "mixed" if policy.chunked else "prefill", len(chunk_of) + b))
-            now += dt
+                slices.append((now, dt, "decode", b))
+            steps[b] += k
             busy += dt
-            if finished is not None and finished.any():
-                finish[dec[finished]] = now
-                release(dec[finished])
-                decoding[:] = dec[~finished].tolist()
-            for i, take in chunk_of.items():
-                prefilling[i] -= take
-                if prefilling[i] <= 0:
-                    del prefilling[i]
-                    if first[i] != first[i]:  # NaN: no first token yet (a recomputed prompt has one)
-                        first[i] = now
-                    gen[i] = min(gen[i] + 1, out[i])
-                    if gen[i] >= out[i]:
-                        finish[i] = now
-                        release(np.array([i]))
-                    else:
-                        decoding.append(i)
-            continue
-        if not len(dec):  # waiting, nothing running to free blocks: one prompt outgrows the whole cache
-            raise ValueError(f"memory: a prompt of {int(inp[waiting[0]])} tokens does not fit the KV cache "
-                             f"({memory.kv_tokens} tokens)")
-        # -- k decode steps at once, the batch fixed until the next event
-        g = gen[dec]
-        held_tokens = inp[dec] - cached[dec] + g
-        b, c = len(dec), float((inp[dec] + g).sum() / len(dec))
-        t1 = spec.step1(surface, b, c) if spec else surface.decode1(b, c)
-        k = int(np.min(np.ceil((out[dec] - g) / tps)))
-        if nxt < n and not waiting and b < policy.max_batch:
-            k = min(k, max(1, math.ceil((arr_l[nxt] - now) / t1)))
-        room = held[dec] * bs - held_tokens - 1  # token slots left in the blocks each sequence holds
-
-        def need(steps_: int, room=room) -> int:
-            return int(np.maximum(-(-(steps_ * tps - room) // bs), 0).sum())
-
-        if b * -(-(k * tps) // bs) + b <= free:  # every sequence's growth fits: no search
-            grown = need(k)
-        elif need(1) > free:
-            preempt += _preempt(decoding, held, gen, prompt, inp, cached, waiting, release)
-            continue
-        elif need(k) > free:
-            lo, hi = 1, k  # need(lo) fits, need(hi) does not
-            while hi - lo > 1:
-                mid = (lo + hi) // 2
-                lo, hi = (mid, hi) if need(mid) <= free else (lo, mid)
-            k = lo
-            grown = need(k)
-        else:
-            grown = need(k)
-        dt = k * (spec.step1(surface, b, c + (k - 1) * tps / 2) if spec else surface.decode1(b, c + (k - 1) / 2))
-        kv_int += (used + grown / 2) * dt
-        free -= grown
-        used += grown
-        held[dec] += np.maximum(-(-(k * tps - room) // bs), 0).astype(np.int64)
-        if record:
-            slices.append((now, dt, "decode", b))
-        steps[b] += k
-        busy += dt
-        now += dt
-        gen[dec] = np.minimum(g + k * tps, out[dec])
-        _finish(decoding, gen, out, finish, now, release)
-    return SimRun(requests, prompt, first, finish, preempt, steps, busy, float(np.nanmax(finish)), kv_int,
-                  memory.blocks, tuple(slices))
+            now += dt
+            gen[dec] = np.minimum(g + k * tps, out[dec])
+            _finish(decoding, gen, out, finish, now, release)
+        held_now = len(decoding) + len(prefilling) + len(waiting)
+        if ran:  # the requests the last step finished, at its end ``now``: still outstanding before it
+            last_done, ran = before - held_now, False
+        # outstanding at ``limit``: what is held now, plus what the last step (ending after ``limit``) finished
+        message = yield held_now + (last_done if now > limit else 0)
+    return steps, busy, kv_int, preempt, slices
 
 
 def _finish(decoding: list, gen, out, finish, now: float, release) -> None:
