@@ -24,7 +24,7 @@ from ..core.serving.workload import (
     read_histogram,
     read_trace,
 )
-from ..core.units import UnitError, format_bytes, parse_quantity
+from ..core.units import UnitError, format_bytes, parse_quantity, parse_si
 from ..core.workload.layers import Context
 from .common import CliError, print_json, text_table
 from .resolve import load_model_arg, resolve_devices
@@ -72,6 +72,10 @@ def add_parser(sub) -> None:
     e.add_argument("--replicas", type=int, default=1, help="replicas of --device behind the router (1)")
     e.add_argument("--router", choices=ROUTERS, default="round-robin", help="how requests are spread over the "
                    "replicas in the simulation: round-robin (default) or least-outstanding")
+    e.add_argument("--idle-power", metavar="POWER", default=None, help="a device's power between steps, e.g. "
+                   "90W (default 0: neglected, as the cost model does; a step runs at the device's TDP)")
+    e.add_argument("--price", metavar="USD/H", default=None, help="what one device costs per hour, e.g. "
+                   "'2.5 USD/h' (default: the catalog's cloud price, where it has one)")
     e.add_argument("--spec-k", type=int, default=None, help="speculative decoding: draft tokens per step")
     e.add_argument("--spec-acceptance", type=float, default=0.7, help="draft token acceptance rate 0-1 (0.7)")
     e.add_argument("--spec-draft-cost", type=float, default=0.1, help="a draft step's time / the target's decode "
@@ -173,7 +177,14 @@ def _setup(args, model, workload: Workload) -> tuple[Setup, str]:
         except ValueError as exc:
             raise CliError(str(exc)) from None
     formats = formats_from_args(args)
-    common = {"policy": policy, "precision": args.precision, "formats": formats, "utilization": args.memory_utilization,
+    try:
+        idle = parse_si(args.idle_power, "power", "--idle-power") if args.idle_power is not None else 0.0
+        price = parse_si(args.price, "money_rate", "--price") if args.price is not None else None
+    except UnitError as exc:
+        raise CliError(str(exc)) from None
+    if idle < 0 or (price is not None and price < 0):
+        raise CliError(f"--{'idle-power' if idle < 0 else 'price'}: must be >= 0")
+    common = {"idle_w": idle, "usd_per_s": price, "policy": policy, "precision": args.precision, "formats": formats, "utilization": args.memory_utilization,
                   "block_size": args.block_size, "spec": spec}
     try:
         if args.system:
@@ -270,6 +281,12 @@ def _result_lines(r: ServingResult) -> list[str]:
              f"{r.throughput_per_device:.4g} per device), {r.request_throughput:.3g} requests/s, goodput "
              f"{r.goodput:.3g} requests/s; mean batch {r.mean_batch:.3g}, KV cache {100 * r.kv_utilization:.3g}% used"
              + (f", {r.preemptions} preemptions" if r.method == "simulation" else "")]
+    if math.isfinite(r.energy_per_token) or math.isfinite(r.cost_per_million):
+        energy = (f"{r.energy_per_token:.3g} J per output token (devices at TDP {100 * r.busy_share:.3g}% of the "
+                  "time, at the idle power otherwise)") if math.isfinite(r.energy_per_token) else "energy unknown (no TDP)"
+        cost = (f"{r.cost_per_million:.3g} USD per million output tokens" if math.isfinite(r.cost_per_million)
+                else "cost unknown (give --price)")
+        lines.append(f"  {energy}; {cost}")
     if not r.stable:
         lines.append("  ABOVE CAPACITY: the queue grows without bound (latencies grow with the run)")
     for c in r.slo:

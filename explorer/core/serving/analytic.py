@@ -44,6 +44,9 @@ class Setup:
     policy: Policy = field(default_factory=Policy)
     spec: Speculative | None = None
     replicas: int = 1
+    busy_w: float | None = None  # power of a device while a step runs (its TDP, the cost model's assumption)
+    idle_w: float = 0.0  # power of a device between steps (0: neglected, as the cost model does)
+    usd_per_s: float | None = None  # what one device costs per second (rented, or owned: TCO / lifetime)
 
     def __post_init__(self):
         if self.spec is not None and self.policy.chunked:
@@ -52,6 +55,18 @@ class Setup:
     def step(self, b, c):
         b = np.maximum(np.asarray(b, dtype=float), 1.0)
         return self.spec.step(self.surface, b, c) if self.spec else self.surface.decode(b, c)
+
+    def energy_and_cost(self, busy_share: float, tokens_per_s: float) -> tuple[float, float]:
+        """(J per output token, USD per million output tokens) of one replica whose devices run steps a share
+        ``busy_share`` of the time and deliver ``tokens_per_s``; NaN where the power or the price is not known."""
+        devices = self.surface.devices
+        with np.errstate(invalid="ignore", divide="ignore"):
+            watts = devices * ((self.busy_w if self.busy_w is not None else math.nan) * busy_share
+                               + self.idle_w * (1 - busy_share))
+            energy = watts / tokens_per_s if tokens_per_s > 0 else math.nan
+            usd = self.usd_per_s if self.usd_per_s is not None else math.nan
+            cost = devices * usd / tokens_per_s * 1e6 if tokens_per_s > 0 else math.nan
+        return float(energy), float(cost)
 
     @property
     def tokens_per_step(self) -> float:
@@ -168,13 +183,16 @@ def estimate(workload: Workload, setup: Setup, slo: SLO, rates=None) -> list[Ser
         checks = slo_checks(slo, lat_ttft, lat_tpot, lat_e2e)
         served = r if stable[j] else setup.replicas * b[j] * e / (max(o - 1, 1) * t[j]) * (
             1 - (rho[j] if not pol.chunked else 0.0))
+        busy = min(1.0, (1 - math.exp(-b[j])) * (1 - rho[j]) + rho[j]) if stable[j] else 1.0
+        energy, cost = setup.energy_and_cost(busy, float(served * o) / setup.replicas)
         out.append(ServingResult(
             method="analytic", rate=float(r), replicas=setup.replicas, devices=setup.surface.devices,
             ttft=lat_ttft, tpot=lat_tpot, e2e=lat_e2e, request_throughput=float(served),
             throughput=float(served * o), goodput=float(served if all(ch.met for ch in checks) else 0.0),
             slo=checks, kv_utilization=float(min(b[j] * setup.memory.blocks_for(c) / max(setup.memory.blocks, 1),
                                                  1.0)),
-            mean_batch=float(b[j]), stable=bool(stable[j])))
+            mean_batch=float(b[j]), stable=bool(stable[j]), busy_share=busy, energy_per_token=energy,
+            cost_per_million=cost))
     return out
 
 

@@ -79,6 +79,8 @@ class ServingResult:
     requests: int = 0
     duration_s: float = math.nan
     busy_share: float = math.nan  # share of the time a step is running
+    energy_per_token: float = math.nan  # J per output token: devices at TDP while busy, at idle power between
+    cost_per_million: float = math.nan  # USD per million output tokens at the devices' price per hour
 
     @property
     def throughput_per_replica(self) -> float:
@@ -107,7 +109,9 @@ class ServingResult:
                "slo": [{"metric": c.metric, "percentile": c.percentile, "target_s": c.target_s,
                         "value_s": num(c.value_s), "met": c.met} for c in self.slo],
                "kv_utilization": num(self.kv_utilization), "mean_batch": num(self.mean_batch),
-               "preemptions": self.preemptions, "requests": self.requests, "duration_s": num(self.duration_s)}
+               "preemptions": self.preemptions, "requests": self.requests, "duration_s": num(self.duration_s),
+               "busy_share": num(self.busy_share), "energy_per_token_j": num(self.energy_per_token),
+               "cost_per_million_tokens_usd": num(self.cost_per_million)}
         if self.batch_sizes is not None:
             out["batch_distribution"] = [{"batch": int(b), "share": float(s)}
                                          for b, s in zip(self.batch_sizes, self.batch_share)]

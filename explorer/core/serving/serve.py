@@ -47,20 +47,21 @@ def grid_for(workload: Workload, policy: Policy, spec: Speculative | None = None
 
 def device_setup(model: Model, device: Device, workload: Workload, policy: Policy | None = None,
                  precision: str = "fp16", formats: TensorFormats | None = None, utilization: float = 0.9,
-                 block_size: int = 16, spec: Speculative | None = None, replicas: int = 1) -> Setup:
+                 block_size: int = 16, spec: Speculative | None = None, replicas: int = 1, idle_w: float = 0.0,
+                 usd_per_s: float | None = None) -> Setup:
     """A replica on one device: its step surface (:func:`device_surface`) and memory (:func:`device_memory`)."""
     policy = policy or Policy()
     g = grid_for(workload, policy, spec, block_size)
     step_tokens = policy.chunk if policy.chunked else policy.max_batched_tokens
     surface = device_surface(model, device, g, precision, formats)
     memory = device_memory(model, device, step_tokens, precision, formats, utilization, block_size)
-    return Setup(surface, memory, policy, spec, replicas)
+    return Setup(surface, memory, policy, spec, replicas, *_power_price(device, idle_w, usd_per_s))
 
 
 def system_setup(model: Model, system: System, device: Device, layout: Layout, workload: Workload,
                  policy: Policy | None = None, precision: str = "fp16", formats: TensorFormats | None = None,
                  utilization: float = 0.9, block_size: int = 16, spec: Speculative | None = None,
-                 options: Options | None = None) -> Setup:
+                 options: Options | None = None, idle_w: float = 0.0, usd_per_s: float | None = None) -> Setup:
     """The layout's dp replicas, each tp x pp devices (:func:`system_surface`, :func:`system_memory`)."""
     policy = policy or Policy()
     g = grid_for(workload, policy, spec, block_size)
@@ -69,7 +70,16 @@ def system_setup(model: Model, system: System, device: Device, layout: Layout, w
     surface = system_surface(model, system, device, layout, g, precision, formats, options)
     memory = system_memory(model, system, device, layout, step_tokens, precision, formats, utilization,
                            block_size, options)
-    return Setup(surface, memory, policy, spec, layout.dp)
+    return Setup(surface, memory, policy, spec, layout.dp, *_power_price(device, idle_w, usd_per_s))
+
+
+def _power_price(device: Device, idle_w: float, usd_per_s: float | None) -> tuple:
+    """(busy power: the device's TDP, idle power, price per second: the one given, else the device's cloud
+    price per hour from the catalog); None where unknown."""
+    tdp = device.tdp.value if device.tdp is not None else None
+    price = usd_per_s if usd_per_s is not None else (
+        device.cloud_price.value if device.cloud_price is not None else None)
+    return tdp, idle_w, price
 
 
 def simulate_replicas(workload: Workload, setup: Setup, n: int, seed: int = 0, record: bool = False,
@@ -102,6 +112,8 @@ def summarize(req: Requests, runs: list[tuple[np.ndarray, SimRun]], setup: Setup
     # stable unless the queue kept growing: the last quarter's requests waited far longer than the first's
     q = n // 4
     stable = q < 25 or not np.nanmedian(ttft[-q:]) > 2 * np.nanmedian(ttft[:q]) + 0.05
+    busy_share = busy / (duration * len(runs))
+    energy, cost = setup.energy_and_cost(busy_share, float(req.output.sum()) / duration / len(runs))
     return ServingResult(
         method="simulation", rate=rate, replicas=setup.replicas, devices=setup.surface.devices,
         ttft=lat[0], tpot=lat[1], e2e=lat[2], request_throughput=n / duration,
@@ -109,7 +121,8 @@ def summarize(req: Requests, runs: list[tuple[np.ndarray, SimRun]], setup: Setup
         slo=slo_checks(slo, *lat), kv_utilization=kv / (duration * len(runs)),
         mean_batch=float(sizes @ share) if len(sizes) else 0.0, stable=bool(stable),
         preemptions=sum(run.preemptions for _, run in runs), batch_sizes=sizes, batch_share=share,
-        requests=n, duration_s=duration, busy_share=busy / (duration * len(runs)))
+        requests=n, duration_s=duration, busy_share=busy_share, energy_per_token=energy,
+        cost_per_million=cost)
 
 
 @dataclass(frozen=True, eq=False)

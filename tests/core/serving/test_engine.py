@@ -224,3 +224,20 @@ def test_least_outstanding_balances_mixed_lengths(h100):
         else:
             assert min(longs) > 100
     assert p99["least-outstanding"] < p99["round-robin"]
+
+
+def test_energy_per_token_and_cost_per_million_by_hand():
+    """Every step 10 ms, a request of 10 tokens every second (100 of them): the replica runs steps 10 x 10 ms =
+    0.1 s a request, 10 s of the 99.1 s from the first arrival to the last token. At 700 W busy and 100 W idle:
+    (700 x 10 + 100 x 89.1) J / 1000 tokens = 15.91 J per token; at 3600 USD/h (1 USD/s):
+    99.1 USD / 1000 tokens = 99,100 USD per million tokens."""
+    setup = Setup(StepSurface.constant(0.01), BIG, Policy(), busy_w=700.0, idle_w=100.0, usd_per_s=1.0)
+    w = Workload(rate=1.0, arrival="constant", lengths=Lengths.fixed(16, 10))
+    req, runs = simulate_replicas(w, setup, 100)
+    res = summarize(req, runs, setup, SLO(), 1.0)
+    assert res.duration_s == pytest.approx(99.1)
+    assert res.busy_share == pytest.approx(10 / 99.1)
+    assert res.energy_per_token == pytest.approx(15.91)
+    assert res.cost_per_million == pytest.approx(99_100)
+    unknown = Setup(StepSurface.constant(0.01), BIG, Policy())
+    assert all(math.isnan(x) for x in unknown.energy_and_cost(0.5, 100.0))
