@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -140,18 +141,24 @@ def simulate(requests: Requests, surface: StepSurface, memory: ReplicaMemory, po
 
 def simulate_routed(requests: Requests, surface: StepSurface, memory: ReplicaMemory, policy: Policy = Policy(),
                     cached: np.ndarray | None = None, spec: Speculative | None = None, prefix_tokens: int = 0,
-                    record: bool = False, replicas: int = 1,
-                    router: str = "round-robin") -> list[tuple[np.ndarray, SimRun]]:
+                    record: bool = False, replicas: int = 1, router: str = "round-robin",
+                    progress: Callable[[float], object] | None = None,
+                    prefilled: bool = False) -> list[tuple[np.ndarray, SimRun]]:
     """Serve ``requests`` on ``replicas`` identical replicas behind a router: ``round-robin`` (request i to
     replica i mod R) or ``least-outstanding`` (to the replica with the fewest requests admitted or waiting and
     not finished, at the request's arrival; ties to the lowest index). Returns (the indices of the requests each
-    replica served, its run), the replicas advancing together in time."""
+    replica served, its run), the replicas advancing together in time. ``progress`` is called with the share of
+    the requests routed so far (every 1 %); when it returns False the run stops with :class:`Cancelled`.
+    ``prefilled``: the requests come with their prompts' KV cache computed elsewhere (a disaggregated decode pool):
+    admitted straight into the decode batch with their first token."""
     if router not in ROUTERS:
         raise ValueError(f"--router: expected one of {', '.join(ROUTERS)}, got {router!r}")
     n = len(requests)
     cached = np.zeros(n, dtype=np.int64) if cached is None else cached.astype(np.int64)
     shared = _Shared(requests, cached)
-    engines = [_engine(shared, surface, memory, policy, spec, prefix_tokens, record) for _ in range(replicas)]
+    engines = [_engine(shared, surface, memory, policy, spec, prefix_tokens, record, prefilled)
+               for _ in range(replicas)]
+    every = max(1, n // 100)
     load = [0] * replicas
     for e in engines:
         next(e)
@@ -162,6 +169,8 @@ def simulate_routed(requests: Requests, surface: StepSurface, memory: ReplicaMem
         r = i % replicas if router == "round-robin" else min(range(replicas), key=load.__getitem__)
         load[r] = engines[r].send((t, (i,)))
         assigned[r].append(i)
+        if progress is not None and i % every == 0 and progress(i / n) is False:
+            raise Cancelled("serving simulation cancelled")
     out = []
     for r, e in enumerate(engines):
         e.send((math.inf, ()))
@@ -175,6 +184,10 @@ def simulate_routed(requests: Requests, surface: StepSurface, memory: ReplicaMem
             out.append((idx, SimRun(sub, shared.prompt[idx], shared.first[idx], shared.finish[idx], preempt, steps,
                                     busy, end, kv_int, memory.blocks, tuple(slices))))
     return out
+
+
+class Cancelled(Exception):
+    """The progress callback asked the simulation to stop."""
 
 
 class _Shared:
@@ -193,7 +206,7 @@ class _Shared:
 
 
 def _engine(sh: _Shared, surface: StepSurface, memory: ReplicaMemory, policy: Policy, spec: Speculative | None,
-            prefix_tokens: int, record: bool):
+            prefix_tokens: int, record: bool, prefilled: bool = False):
     """One replica as a generator: sent (time, new request indices), it takes the new requests into its queue and
     runs its steps until its clock reaches that time (or it has nothing to do), then yields how many requests it
     holds; sent None, it returns its counters."""
@@ -242,6 +255,19 @@ def _engine(sh: _Shared, surface: StepSurface, memory: ReplicaMemory, policy: Po
             ran = True
             active = len(decoding) + len(prefilling)
             can_admit = bool(waiting) and active < policy.max_batch and prompt_blocks(waiting[0]) <= free
+            if prefilled and can_admit:  # KV computed elsewhere: into the decode batch with its first token
+                while waiting and len(decoding) < policy.max_batch and prompt_blocks(waiting[0]) <= free:
+                    i = waiting.popleft()
+                    held[i] = prompt_blocks(i)
+                    free -= int(held[i])
+                    used += int(held[i])
+                    gen[i] = max(gen[i], 1.0)
+                    if gen[i] >= out[i]:
+                        finish[i] = now
+                        release(np.array([i]))
+                    else:
+                        decoding.append(i)
+                continue
             dec = np.array(decoding, dtype=np.int64)
             if can_admit or prefilling:
                 # -- a prefill step of its own, or one chunked step carrying the decoders' tokens
