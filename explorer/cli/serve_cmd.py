@@ -26,6 +26,7 @@ from ..core.serving.workload import (
 )
 from ..core.units import UnitError, format_bytes, parse_quantity, parse_si
 from ..core.workload.layers import Context
+from . import serve_disagg
 from .common import CliError, print_json, text_table
 from .resolve import load_model_arg, resolve_devices
 from .system_cmd import add_system_args, layouts_from_args, resolve_system
@@ -80,6 +81,7 @@ def add_parser(sub) -> None:
     e.add_argument("--spec-acceptance", type=float, default=0.7, help="draft token acceptance rate 0-1 (0.7)")
     e.add_argument("--spec-draft-cost", type=float, default=0.1, help="a draft step's time / the target's decode "
                    "step (0.1)")
+    serve_disagg.add_args(p)
     r = p.add_argument_group("simulation and output")
     r.add_argument("--simulate", action="store_true", help="also run the discrete-event simulation")
     r.add_argument("--requests", type=int, default=2000, help="requests simulated (default 2000)")
@@ -168,15 +170,8 @@ def _check_counts(args) -> None:
         raise CliError(f"--memory-utilization: must be in (0, 1], got {args.memory_utilization}")
 
 
-def _setup(args, model, workload: Workload) -> tuple[Setup, str]:
-    policy = Policy(args.max_batch, args.max_batched_tokens, args.chunked_prefill, args.chunk)
-    spec = None
-    if args.spec_k is not None:
-        try:
-            spec = Speculative(args.spec_k, args.spec_acceptance, args.spec_draft_cost)
-        except ValueError as exc:
-            raise CliError(str(exc)) from None
-    formats = formats_from_args(args)
+def _common(args) -> dict:
+    """The setup's keyword arguments shared by every replica: formats, memory, power and price."""
     try:
         idle = parse_si(args.idle_power, "power", "--idle-power") if args.idle_power is not None else 0.0
         price = parse_si(args.price, "money_rate", "--price") if args.price is not None else None
@@ -184,8 +179,19 @@ def _setup(args, model, workload: Workload) -> tuple[Setup, str]:
         raise CliError(str(exc)) from None
     if idle < 0 or (price is not None and price < 0):
         raise CliError(f"--{'idle-power' if idle < 0 else 'price'}: must be >= 0")
-    common = {"idle_w": idle, "usd_per_s": price, "policy": policy, "precision": args.precision, "formats": formats, "utilization": args.memory_utilization,
-                  "block_size": args.block_size, "spec": spec}
+    return {"idle_w": idle, "usd_per_s": price, "precision": args.precision, "formats": formats_from_args(args),
+            "utilization": args.memory_utilization, "block_size": args.block_size,
+            "policy": Policy(args.max_batch, args.max_batched_tokens, args.chunked_prefill, args.chunk)}
+
+
+def _setup(args, model, workload: Workload) -> tuple[Setup, str]:
+    spec = None
+    if args.spec_k is not None:
+        try:
+            spec = Speculative(args.spec_k, args.spec_acceptance, args.spec_draft_cost)
+        except ValueError as exc:
+            raise CliError(str(exc)) from None
+    common = {**_common(args), "spec": spec}
     try:
         if args.system:
             from ..core.parallel.compare import choose
@@ -197,7 +203,7 @@ def _setup(args, model, workload: Workload) -> tuple[Setup, str]:
             ctx = Context(batch=system.devices * 16, seq_len=int(i_mean + o_mean / 2), phase="decode")
             layouts, objective = layouts_from_args(args, model, ctx, system)
             options = Options(overlap=args.overlap, algorithm=args.collective, skew=args.skew, offload=args.offload)
-            ranked = analyze_system(model, system, device, layouts, args.precision, ctx, formats, options)
+            ranked = analyze_system(model, system, device, layouts, args.precision, ctx, common["formats"], options)
             layout = layouts[choose(ranked, objective)[0]]
             setup = system_setup(model, system, device, layout, workload, options=options, **common)
             return setup, (f"{system.id} {layout.label()} ({layout.dp} replica{'s' * (layout.dp > 1)} x " \
@@ -232,10 +238,23 @@ def run(args) -> int:
         raise CliError(f"serve: {exc}") from None
     if args.trace_out:
         atomic_write_text(args.trace_out, json.dumps(chrome_trace(ans.runs, model.name)))
+    disagg = None
+    if args.disaggregate:
+        if args.system:
+            raise CliError("--disaggregate: pools of --device replicas only (not --system)")
+        decode = setup
+        if args.decode_device:
+            device = resolve_devices([args.decode_device], getattr(args, "db", None))[0]
+            decode = device_setup(model, device, workload, **_common(args))
+        disagg = serve_disagg.run(args, workload, setup, decode, slo, n)
     if args.json:
-        print_json(answer_json(ans, model.name, where, args))
+        data = answer_json(ans, model.name, where, args)
+        data["disaggregated"] = {k: v for k, v in disagg.items() if not k.startswith("_")} if disagg else None
+        print_json(data)
     else:
         print_answer(ans, model.name, where, args)
+        if disagg:
+            serve_disagg.print_disagg(disagg, _result_lines)
     return 0
 
 

@@ -109,3 +109,35 @@ def test_no_device_or_both(capsys):
     assert "--device" in capsys.readouterr().err
     assert main([*BASE, "--system", "nvidia-dgx-h100"]) == 2
     assert "--system" in capsys.readouterr().err
+
+
+def test_disaggregated_pools_json(capsys):
+    code, out, _ = _run(capsys, "--rate", "10/s", "--disaggregate", "1:1", "--decode-device", "nvidia-l40s",
+                        "--kv-link", "25 GB/s", "--kv-link-latency", "10us", "--requests", "300", "--json")
+    assert code == 0
+    d = json.loads(out)["disaggregated"]
+    assert d["kv_link"] == {"bandwidth_Bps": 25e9, "latency_s": pytest.approx(1e-5)}
+    assert d["kv_bytes_per_token"] == 131072
+    assert (d["prefill_replicas"], d["decode_replicas"]) == (1, 1) and d["search"] is None
+    assert d["result"]["method"] == "simulation (disaggregated)" and d["result"]["requests"] == 300
+
+
+def test_disaggregated_search_text(capsys):
+    code, out, _ = _run(capsys, "--rate", "40/s", "--ttft-p90", "50ms", "--tpot-p90", "8ms", "--disaggregate",
+                        "auto", "--max-pool", "2", "--kv-link", "50 GB/s", "--requests", "800")
+    assert code == 0
+    assert "2 prefill + 2 decode replicas (the cheapest meeting the service levels)" in out
+
+
+@pytest.mark.parametrize(("extra", "option"), [
+    (["--disaggregate", "1:1"], "--kv-link"),
+    (["--disaggregate", "0:2", "--kv-link", "50 GB/s"], "--disaggregate"),
+    (["--disaggregate", "two", "--kv-link", "50 GB/s"], "--disaggregate"),
+    (["--disaggregate", "1:1", "--kv-link", "50 GB"], "--kv-link"),
+    (["--disaggregate", "1:1", "--kv-link", "50 GB/s", "--kv-link-latency", "3 W"], "--kv-link-latency"),
+    (["--idle-power", "90 s"], "--idle-power"),
+    (["--price", "3 USD"], "--price"),
+])
+def test_bad_disaggregation_and_cost_input(capsys, extra, option):
+    code, _, err = _run(capsys, *extra)
+    assert code == 2 and err.count("\n") == 1 and option in err
