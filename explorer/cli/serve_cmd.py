@@ -80,7 +80,9 @@ def add_parser(sub) -> None:
     e.add_argument("--spec-k", type=int, default=None, help="speculative decoding: draft tokens per step")
     e.add_argument("--spec-acceptance", type=float, default=0.7, help="draft token acceptance rate 0-1 (0.7)")
     e.add_argument("--spec-draft-cost", type=float, default=0.1, help="a draft step's time / the target's decode "
-                   "step (0.1)")
+                   "step (0.1; ignored with --spec-draft)")
+    e.add_argument("--spec-draft", metavar="MODEL", default=None, help="the draft model (a template id or model "
+                   "file): its own decode steps on the replica's device are the draft cost")
     serve_disagg.add_args(p)
     r = p.add_argument_group("simulation and output")
     r.add_argument("--simulate", action="store_true", help="also run the discrete-event simulation")
@@ -184,6 +186,20 @@ def _common(args) -> dict:
             "policy": Policy(args.max_batch, args.max_batched_tokens, args.chunked_prefill, args.chunk)}
 
 
+def _with_draft(args, spec, device, workload: Workload, common: dict):
+    """``spec`` with the draft model's own decode surface on ``device`` (one device: the draft is not sharded)."""
+    if spec is None or not args.spec_draft:
+        return spec
+    from dataclasses import replace
+
+    from ..core.serving.serve import grid_for
+    from ..core.serving.surface import device_surface
+
+    draft, _ = load_model_arg(args.spec_draft)
+    g = grid_for(workload, common["policy"], spec, args.block_size)
+    return replace(spec, draft=device_surface(draft, device, g, args.precision, common["formats"]))
+
+
 def _setup(args, model, workload: Workload) -> tuple[Setup, str]:
     spec = None
     if args.spec_k is not None:
@@ -192,6 +208,8 @@ def _setup(args, model, workload: Workload) -> tuple[Setup, str]:
         except ValueError as exc:
             raise CliError(str(exc)) from None
     common = {**_common(args), "spec": spec}
+    if args.spec_draft and spec is None:
+        raise CliError("--spec-draft: give --spec-k too (the draft tokens per step)")
     try:
         if args.system:
             from ..core.parallel.compare import choose
@@ -205,12 +223,14 @@ def _setup(args, model, workload: Workload) -> tuple[Setup, str]:
             options = Options(overlap=args.overlap, algorithm=args.collective, skew=args.skew, offload=args.offload)
             ranked = analyze_system(model, system, device, layouts, args.precision, ctx, common["formats"], options)
             layout = layouts[choose(ranked, objective)[0]]
+            common["spec"] = _with_draft(args, spec, device, workload, common)
             setup = system_setup(model, system, device, layout, workload, options=options, **common)
             return setup, (f"{system.id} {layout.label()} ({layout.dp} replica{'s' * (layout.dp > 1)} x " \
                           f"{layout.tp * layout.pp} {device.id})")
         if not args.device:
             raise CliError("--device: give --device DEV or --system SYS")
         device = resolve_devices([args.device], getattr(args, "db", None))[0]
+        common["spec"] = _with_draft(args, spec, device, workload, common)
         setup = device_setup(model, device, workload, replicas=args.replicas, **common)
         return setup, f"{device.id} ({args.replicas} replica{'s' * (args.replicas > 1)} x 1 device)"
     except (ValueError, WorkloadError) as exc:
@@ -278,7 +298,9 @@ def answer_json(ans: ServingAnswer, model: str, where: str, args) -> dict:
         "engine": {"max_batch": s.policy.max_batch, "max_batched_tokens": s.policy.max_batched_tokens,
                    "chunked_prefill": s.policy.chunked, "chunk_tokens": s.policy.chunk,
                    "speculative": None if s.spec is None else {
-                       "k": s.spec.k, "acceptance": s.spec.acceptance, "draft_cost": s.spec.draft_cost,
+                       "k": s.spec.k, "acceptance": s.spec.acceptance,
+                       "draft_cost": None if s.spec.draft is not None else s.spec.draft_cost,
+                       "draft_model": args.spec_draft,
                        "tokens_per_step": s.spec.tokens_per_step},
                    "router": args.router},
         "memory_per_device": s.memory.to_dict(),

@@ -141,3 +141,19 @@ def test_disaggregated_search_text(capsys):
 def test_bad_disaggregation_and_cost_input(capsys, extra, option):
     code, _, err = _run(capsys, *extra)
     assert code == 2 and err.count("\n") == 1 and option in err
+
+
+def test_speculative_with_a_draft_model(capsys):
+    """Llama-3-8B drafting 4 tokens for itself: each step costs 4 of its own decode steps plus a verification, so
+    at acceptance 0.8 (3.36 tokens a step) the TPOT comes out above plain decoding: the model says so."""
+    code, out, _ = _run(capsys, "--rate", "1/s", "--spec-k", "4", "--spec-acceptance", "0.8", "--spec-draft",
+                        "llama3-8b", "--json")
+    assert code == 0
+    data = json.loads(out)
+    spec = data["engine"]["speculative"]
+    assert spec["draft_model"] == "llama3-8b" and spec["draft_cost"] is None
+    assert spec["tokens_per_step"] == pytest.approx((1 - 0.8**5) / 0.2)
+    code, plain, _ = _run(capsys, "--rate", "1/s", "--json")
+    assert data["estimate"]["tpot"]["mean_s"] > json.loads(plain)["estimate"]["tpot"]["mean_s"]
+    assert main([*BASE, "--spec-draft", "llama3-8b"]) == 2
+    assert "--spec-draft" in capsys.readouterr().err

@@ -9,7 +9,14 @@ from explorer.core.analysis.evaluate import evaluate
 from explorer.core.serving.analytic import Setup, capacity, estimate
 from explorer.core.serving.memory import ReplicaMemory
 from explorer.core.serving.serve import device_setup, simulate_replicas, summarize
-from explorer.core.serving.simulate import Policy, Speculative, cached_tokens, simulate, simulate_routed
+from explorer.core.serving.simulate import (
+    Cancelled,
+    Policy,
+    Speculative,
+    cached_tokens,
+    simulate,
+    simulate_routed,
+)
 from explorer.core.serving.surface import StepSurface
 from explorer.core.serving.workload import SLO, Lengths, Requests, Workload
 from explorer.core.workload.layers import Context
@@ -241,3 +248,12 @@ def test_energy_per_token_and_cost_per_million_by_hand():
     assert res.cost_per_million == pytest.approx(99_100)
     unknown = Setup(StepSurface.constant(0.01), BIG, Policy())
     assert all(math.isnan(x) for x in unknown.energy_and_cost(0.5, 100.0))
+
+
+def test_progress_is_reported_and_cancels():
+    req = Requests(np.arange(500) * 0.1, np.full(500, 16), np.full(500, 8))
+    seen = []
+    simulate_routed(req, StepSurface.constant(0.01), BIG, progress=seen.append)
+    assert seen[0] == 0.0 and seen[-1] == pytest.approx(0.99) and seen == sorted(seen)
+    with pytest.raises(Cancelled):
+        simulate_routed(req, StepSurface.constant(0.01), BIG, progress=lambda f: f < 0.5)
