@@ -25,6 +25,7 @@ from explorer.core.hardware.device import Device
 from explorer.core.hardware.system import System
 from explorer.core.parallel.compare import SystemResult, size_on_systems
 from explorer.core.parallel.system_pass import Options
+from explorer.core.serving.serve import ServingAnswer, answer, device_setup
 
 from .state import Assumptions, State
 
@@ -44,6 +45,9 @@ DEPENDS: dict[str, tuple[str, ...]] = {
     "systems": ("model", "hardware", "system", "assumptions.precision", "assumptions.weights",
                 "assumptions.activations", "assumptions.kv_cache", "assumptions.batch", "assumptions.seq_len",
                 "assumptions.phase", "assumptions.attention", "assumptions.lm_head"),
+    # the analytic serving answer; its workload, service levels and batching policy are view arguments
+    "serving": ("model", "devices", "assumptions.precision", "assumptions.weights", "assumptions.activations",
+                "assumptions.kv_cache", "args"),
     # every layout, whichever one is chosen: a layout picked by hand does not search again
     "system_layouts": ("model", "hardware", "system.nodes", "system.objective", "system.overlap",
                        "system.offload", "system.collective", "system.skew", "assumptions.precision",
@@ -204,3 +208,14 @@ class Results:
         return self._get("system_layouts", lambda: size_on_systems(
             self.state.model, self.hardware, a.precision, a.context, a.tensor_formats, None,
             choice.objective, options, choice.nodes))
+
+    def serving(self, workload, slo, policy=None, device_index: int = 0) -> ServingAnswer | None:
+        """The analytic serving answer (the estimate at the workload's rate and the load curve) of the model on
+        device ``device_index`` (``docs/serving.md``); ``workload``, ``slo`` and ``policy`` are the view's until
+        the state has a serving part. None without devices."""
+        if not self.devices:
+            return None
+        a = self.state.assumptions
+        return self._get("serving", lambda: answer(workload, device_setup(
+            self.state.model, self.devices[device_index], workload, policy, a.precision, a.tensor_formats), slo),
+            (workload, slo, policy, device_index))
