@@ -257,3 +257,24 @@ def test_progress_is_reported_and_cancels():
     assert seen[0] == 0.0 and seen[-1] == pytest.approx(0.99) and seen == sorted(seen)
     with pytest.raises(Cancelled):
         simulate_routed(req, StepSurface.constant(0.01), BIG, progress=lambda f: f < 0.5)
+
+
+FEATURE_CASES = [  # (name, workload, speculative), Llama-3-8B on an H100 SXM5, prefill steps, 4000 requests
+    ("speculative k 4, acceptance 0.8", Workload(rate=10.0, lengths=Lengths.fixed(1024, 256)),
+     Speculative(4, 0.8, 0.1)),
+    ("512-token prefix, hit rate 0.5", Workload(rate=15.0, lengths=Lengths.fixed(1024, 256), prefix_tokens=512,
+                                                prefix_hit_rate=0.5), None),
+    ("uniform 256-2048 -> 64-512", Workload(rate=8.0, lengths=Lengths("uniform", (256, 2048), (64, 512))), None),
+]
+
+
+@pytest.mark.parametrize(("name", "w", "spec"), FEATURE_CASES, ids=[c[0] for c in FEATURE_CASES])
+def test_analytic_within_15_percent_with_the_engine_features(devices, llama8b, name, w, spec):
+    setup = device_setup(llama8b, devices["nvidia-h100-sxm5"], w, Policy(), spec=spec)
+    a = estimate(w, setup, SLO())[0]
+    req, runs = simulate_replicas(w, setup, 4000, seed=4)
+    s = summarize(req, runs, setup, SLO(), w.rate)
+    for what, x, y in (("ttft mean", a.ttft.mean, s.ttft.mean), ("ttft p50", a.ttft.p50, s.ttft.p50),
+                       ("tpot", a.tpot.mean, s.tpot.mean), ("batch", a.mean_batch, s.mean_batch),
+                       ("throughput", a.throughput, s.throughput)):
+        assert x == pytest.approx(y, rel=0.15), what
