@@ -75,8 +75,9 @@ def add_parser(sub) -> None:
                    "replicas in the simulation: round-robin (default) or least-outstanding")
     e.add_argument("--idle-power", metavar="POWER", default=None, help="a device's power between steps, e.g. "
                    "90W (default 0: neglected, as the cost model does; a step runs at the device's TDP)")
-    e.add_argument("--price", metavar="USD/H", default=None, help="what one device costs per hour, e.g. "
-                   "'2.5 USD/h' (default: the catalog's cloud price, where it has one)")
+    e.add_argument("--hourly-price", metavar="USD/H", default=None, help="what one device costs per hour, e.g. "
+                   "'2.5 USD/h', for the cost per million tokens (default: the catalog's cloud price, where it has "
+                   "one)")
     e.add_argument("--spec-k", type=int, default=None, help="speculative decoding: draft tokens per step")
     e.add_argument("--spec-acceptance", type=float, default=0.7, help="draft token acceptance rate 0-1 (0.7)")
     e.add_argument("--spec-draft-cost", type=float, default=0.1, help="a draft step's time / the target's decode "
@@ -176,11 +177,12 @@ def _common(args) -> dict:
     """The setup's keyword arguments shared by every replica: formats, memory, power and price."""
     try:
         idle = parse_si(args.idle_power, "power", "--idle-power") if args.idle_power is not None else 0.0
-        price = parse_si(args.price, "money_rate", "--price") if args.price is not None else None
+        price = (parse_si(args.hourly_price, "money_rate", "--hourly-price") if args.hourly_price is not None
+                 else None)
     except UnitError as exc:
         raise CliError(str(exc)) from None
     if idle < 0 or (price is not None and price < 0):
-        raise CliError(f"--{'idle-power' if idle < 0 else 'price'}: must be >= 0")
+        raise CliError(f"--{'idle-power' if idle < 0 else 'hourly-price'}: must be >= 0")
     return {"idle_w": idle, "usd_per_s": price, "precision": args.precision, "formats": formats_from_args(args),
             "utilization": args.memory_utilization, "block_size": args.block_size,
             "policy": Policy(args.max_batch, args.max_batched_tokens, args.chunked_prefill, args.chunk)}
@@ -220,9 +222,16 @@ def _setup(args, model, workload: Workload) -> tuple[Setup, str]:
             i_mean, o_mean = workload.mean_lengths()
             ctx = Context(batch=system.devices * 16, seq_len=int(i_mean + o_mean / 2), phase="decode")
             layouts, objective = layouts_from_args(args, model, ctx, system)
-            options = Options(overlap=args.overlap, algorithm=args.collective, skew=args.skew, offload=args.offload)
+            options = Options(overlap=args.overlap, algorithm=args.collective, skew=args.skew, offload=args.offload,
+                              collective_format=args.collective_format)
             ranked = analyze_system(model, system, device, layouts, args.precision, ctx, common["formats"], options)
-            layout = layouts[choose(ranked, objective)[0]]
+            cost = None
+            if objective == "cost":  # the layouts' cost per million tokens at the --price quote or list price
+                from ..core.parallel.layout_cost import layout_cost
+
+                quotes = {device.id: parse_si(args.price, "money", "--price")} if args.price is not None else {}
+                cost = layout_cost(ranked, quotes).cost_per_million
+            layout = layouts[choose(ranked, objective, cost)[0]]
             common["spec"] = _with_draft(args, spec, device, workload, common)
             setup = system_setup(model, system, device, layout, workload, options=options, **common)
             return setup, (f"{system.id} {layout.label()} ({layout.dp} replica{'s' * (layout.dp > 1)} x " \
@@ -326,7 +335,7 @@ def _result_lines(r: ServingResult) -> list[str]:
         energy = (f"{r.energy_per_token:.3g} J per output token (devices at TDP {100 * r.busy_share:.3g}% of the "
                   "time, at the idle power otherwise)") if math.isfinite(r.energy_per_token) else "energy unknown (no TDP)"
         cost = (f"{r.cost_per_million:.3g} USD per million output tokens" if math.isfinite(r.cost_per_million)
-                else "cost unknown (give --price)")
+                else "cost unknown (give --hourly-price)")
         lines.append(f"  {energy}; {cost}")
     if not r.stable:
         lines.append("  ABOVE CAPACITY: the queue grows without bound (latencies grow with the run)")

@@ -136,7 +136,7 @@ def test_disaggregated_search_text(capsys):
     (["--disaggregate", "1:1", "--kv-link", "50 GB"], "--kv-link"),
     (["--disaggregate", "1:1", "--kv-link", "50 GB/s", "--kv-link-latency", "3 W"], "--kv-link-latency"),
     (["--idle-power", "90 s"], "--idle-power"),
-    (["--price", "3 USD"], "--price"),
+    (["--hourly-price", "3 USD"], "--hourly-price"),
 ])
 def test_bad_disaggregation_and_cost_input(capsys, extra, option):
     code, _, err = _run(capsys, *extra)

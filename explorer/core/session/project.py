@@ -21,7 +21,7 @@ from explorer.core.workload.model import Model, ModelError
 
 from .state import Assumptions, State, SystemChoice
 
-FORMAT = 3
+FORMAT = 4
 KIND = "hwexplorer-project"
 SUFFIX = ".hwproj"  # the project file's suffix
 
@@ -46,8 +46,18 @@ def _v2_to_v3(data: dict) -> dict:
     return out
 
 
+def _v3_to_v4(data: dict) -> dict:
+    """Format 4 adds the time model the panels show (``assumptions.time_model``): a file written before it showed
+    the ideal model."""
+    out = {**data, "format": 4}
+    assumptions = data.get("assumptions", {})
+    if isinstance(assumptions, dict):
+        out["assumptions"] = {**assumptions, "time_model": assumptions.get("time_model", "ideal")}
+    return out
+
+
 #: ``MIGRATIONS[n]`` turns a format-n mapping into a format n+1 one.
-MIGRATIONS = {1: _v1_to_v2, 2: _v2_to_v3}
+MIGRATIONS = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}
 
 
 def _assumptions_to_dict(a: Assumptions) -> dict:

@@ -1,5 +1,7 @@
 """Disaggregated prefill and decode pools: the KV transfer by hand, one request through both pools, the pool search."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -52,13 +54,17 @@ def test_search_finds_the_cheapest_pools_for_each_service_level(devices, llama8b
     """Llama-3-8B on H100s at 40 requests/s of 1024 -> 256 tokens, up to two replicas per pool (800 requests):
     one prefill replica queues prompts (TTFT P90 about 70 ms, two: 20 ms), one decode replica runs a batch of
     about 74 (TPOT P90 about 9.6 ms, two: 6.2 ms). So a tight TTFT asks for a second prefill replica, a tight
-    TPOT for a second decode replica, both for both; fewest devices first (no prices given)."""
+    TPOT for a second decode replica, both for both; the cheapest first (the catalog's cloud price per hour;
+    the fewest devices without one)."""
     w = Workload(rate=40.0, lengths=Lengths.fixed(1024, 256))
     h100 = device_setup(llama8b, devices["nvidia-h100-sxm5"], w)
     link = KvLink(50e9, 5e-6)
     for slo, pools in ((SLO(ttft=1.0, tpot=0.05), (1, 1)), (SLO(ttft=0.05, tpot=0.05), (2, 1)),
                        (SLO(ttft=1.0, tpot=0.008), (1, 2)), (SLO(ttft=0.05, tpot=0.008), (2, 2))):
         best, tried = search_pools(w, h100, h100, link, slo, n=800, max_replicas=2)
-        assert len(tried) == 4 and best.cost_unit == "devices"
+        assert len(tried) == 4 and best.cost_unit == "USD/h"  # the catalog's cloud price of the H100
         assert (best.prefill_replicas, best.decode_replicas) == pools
-        assert best.cost == sum(pools)
+        assert best.cost == pytest.approx(sum(pools) * h100.usd_per_s * 3600)
+    unpriced = dataclasses.replace(h100, usd_per_s=None)
+    best, _ = search_pools(w, unpriced, unpriced, link, SLO(ttft=0.05, tpot=0.05), n=800, max_replicas=2)
+    assert best.cost_unit == "devices" and best.cost == 3
