@@ -150,7 +150,9 @@ def _engine(sh: _Shared, surface: StepSurface, memory: ReplicaMemory, policy: Po
         held[done] = 0
 
     before = last_done = 0
-    ran = False
+    ran, dirty = False, True
+    dec = od = bd = np.zeros(0, dtype=np.int64)
+    cached_sum = 0.0
     message = yield 0
     while message is not None:
         limit, new = message
@@ -175,19 +177,25 @@ def _engine(sh: _Shared, surface: StepSurface, memory: ReplicaMemory, policy: Po
                         release(np.array([i]))
                     else:
                         decoding.append(i)
+                        dirty = True
                 continue
-            dec = np.array(decoding, dtype=np.int64)
+            if dirty:  # the decoding set changed: its index array and constant columns again
+                dec = np.array(decoding, dtype=np.int64)
+                od, bd = out[dec], base[dec]
+                cached_sum = float(cached[dec].sum()) if any_cached else 0.0
+                dirty = False
             if can_admit or prefilling:
                 # -- a prefill step of its own, or one chunked step carrying the decoders' tokens
                 b = len(dec) if policy.chunked else 0
                 budget = policy.chunk - b if policy.chunked else policy.max_batched_tokens
                 if b:  # each decoder adds one token: a new block where its held blocks are full
-                    g, od = gen[dec], out[dec]
-                    ht = base[dec] + g
+                    g = gen[dec]
+                    ht = bd + g
                     full = held[dec] * bs < ht + 2
                     grow = int(full.sum())
                     if grow > free:
                         preempt += _preempt(decoding, held, gen, prompt, inp, cached, waiting, release)
+                        dirty = True
                         continue
                 chunk_of: dict[int, int] = {}
                 for i, left in prefilling.items():
@@ -209,7 +217,7 @@ def _engine(sh: _Shared, surface: StepSurface, memory: ReplicaMemory, policy: Po
                 p = sum(chunk_of.values())
                 finished = None
                 if policy.chunked:
-                    c = float(ht.sum() + (cached[dec].sum() if any_cached else 0)) / b if b else 1.0
+                    c = (float(ht.sum()) + cached_sum) / b if b else 1.0
                     dt = surface.mixed1(b, c, p)
                     if b:
                         free -= grow
@@ -230,6 +238,7 @@ def _engine(sh: _Shared, surface: StepSurface, memory: ReplicaMemory, policy: Po
                     finish[dec[finished]] = now
                     release(dec[finished])
                     decoding[:] = dec[~finished].tolist()
+                    dirty = True
                 for i, take in chunk_of.items():
                     prefilling[i] -= take
                     if prefilling[i] <= 0:
@@ -242,16 +251,18 @@ def _engine(sh: _Shared, surface: StepSurface, memory: ReplicaMemory, policy: Po
                             release(np.array([i]))
                         else:
                             decoding.append(i)
+                            dirty = True
                 continue
             if not len(dec):  # waiting, nothing running to free blocks: one prompt outgrows the whole cache
                 raise ValueError(f"memory: a prompt of {int(inp[waiting[0]])} tokens does not fit the KV cache "
                                  f"({memory.kv_tokens} tokens)")
             # -- k decode steps at once, the batch fixed until the next event
             g = gen[dec]
-            held_tokens = inp[dec] - cached[dec] + g
-            b, c = len(dec), float((inp[dec] + g).sum() / len(dec))
+            held_tokens = bd + g
+            b = len(dec)
+            c = (float(held_tokens.sum()) + cached_sum) / b
             t1 = spec.step1(surface, b, c) if spec else surface.decode1(b, c)
-            k = int(np.min(np.ceil((out[dec] - g) / tps)))
+            k = int(np.min(np.ceil((od - g) / tps)))
             if limit < math.inf and not waiting and b < policy.max_batch:  # stop at the next arrival
                 k = min(k, max(1, math.ceil((limit - now) / t1)))
             room = held[dec] * bs - held_tokens - 1  # token slots left in the blocks each sequence holds
@@ -263,6 +274,7 @@ def _engine(sh: _Shared, surface: StepSurface, memory: ReplicaMemory, policy: Po
                 grown = need(k)
             elif need(1) > free:
                 preempt += _preempt(decoding, held, gen, prompt, inp, cached, waiting, release)
+                dirty = True
                 continue
             elif need(k) > free:
                 lo, hi = 1, k  # need(lo) fits, need(hi) does not
@@ -283,26 +295,20 @@ def _engine(sh: _Shared, surface: StepSurface, memory: ReplicaMemory, policy: Po
             steps[b] += k
             busy += dt
             now += dt
-            gen[dec] = np.minimum(g + k * tps, out[dec])
-            _finish(decoding, gen, out, finish, now, release)
+            newg = np.minimum(g + k * tps, od)
+            gen[dec] = newg
+            done = newg >= od
+            if done.any():
+                finish[dec[done]] = now
+                release(dec[done])
+                decoding[:] = dec[~done].tolist()
+                dirty = True
         held_now = len(decoding) + len(prefilling) + len(waiting)
         if ran:  # the requests the last step finished, at its end ``now``: still outstanding before it
             last_done, ran = before - held_now, False
         # outstanding at ``limit``: what is held now, plus what the last step (ending after ``limit``) finished
         message = yield held_now + (last_done if now > limit else 0)
     return steps, busy, kv_int, preempt, slices
-
-
-def _finish(decoding: list, gen, out, finish, now: float, release) -> None:
-    """Finish the decoding sequences that have all their tokens (in place)."""
-    if not decoding:
-        return
-    dec = np.array(decoding, dtype=np.int64)
-    done = gen[dec] >= out[dec]
-    if done.any():
-        finish[dec[done]] = now
-        release(dec[done])
-        decoding[:] = dec[~done].tolist()
 
 
 def _preempt(decoding: list, held, gen, prompt, inp, cached, waiting, release) -> int:
