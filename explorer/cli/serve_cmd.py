@@ -61,7 +61,7 @@ def add_parser(sub) -> None:
     s = p.add_argument_group("service levels (times with a unit, e.g. 500ms)")
     for metric in METRICS:
         for pct in PERCENTILES:
-            s.add_argument(f"--{metric}-{pct}", metavar="TIME", default=None, help=argparse_help(metric, pct))
+            s.add_argument(f"--{metric}-{pct}", metavar="TIME", default=None, help=_slo_help(metric, pct))
     e = p.add_argument_group("engine")
     e.add_argument("--max-batch", type=int, default=256, help="sequences in a step (vLLM max_num_seqs; 256)")
     e.add_argument("--max-batched-tokens", type=int, default=8192, help="prompt tokens in a prefill step (8192)")
@@ -95,7 +95,7 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
-def argparse_help(metric: str, pct: str) -> str:
+def _slo_help(metric: str, pct: str) -> str:
     what = {"ttft": "time to first token", "tpot": "time per output token", "e2e": "end-to-end latency"}[metric]
     return f"{what} at {pct.upper()}"
 
