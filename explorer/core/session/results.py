@@ -29,6 +29,7 @@ from explorer.core.parallel.comm_roof import CommRoofView, comm_roof_for
 from explorer.core.parallel.compare import SystemResult, size_on_systems
 from explorer.core.parallel.layout_cost import LayoutCost, layout_cost
 from explorer.core.parallel.system_pass import Options
+from explorer.core.serving.serve import ServingAnswer, answer, device_setup
 
 from .state import Assumptions, State
 
@@ -51,6 +52,9 @@ DEPENDS: dict[str, tuple[str, ...]] = {
     "systems": ("model", "hardware", "system", "assumptions.precision", "assumptions.weights",
                 "assumptions.activations", "assumptions.kv_cache", "assumptions.batch", "assumptions.seq_len",
                 "assumptions.phase", "assumptions.attention", "assumptions.lm_head"),
+    # the analytic serving answer; its workload, service levels and batching policy are view arguments
+    "serving": ("model", "devices", "assumptions.precision", "assumptions.weights", "assumptions.activations",
+                "assumptions.kv_cache", "args"),
     # every layout, whichever one is chosen: a layout picked by hand does not search again
     "system_layouts": ("model", "hardware", "system.nodes", "system.objective", "system.overlap",
                        "system.offload", "system.collective", "system.skew", "assumptions.precision",
@@ -255,3 +259,14 @@ class Results:
         return self._get("comm_roof", lambda: comm_roof_for(
             self.systems, a.devices.ids[device_index], float(a.devices.peak[device_index]), state.precision,
             state.context, state.tensor_formats, (lo, hi)), (device_index, lo, hi))
+
+    def serving(self, workload, slo, policy=None, device_index: int = 0) -> ServingAnswer | None:
+        """The analytic serving answer (the estimate at the workload's rate and the load curve) of the model on
+        device ``device_index`` (``docs/serving.md``); ``workload``, ``slo`` and ``policy`` are the view's until
+        the state has a serving part. None without devices."""
+        if not self.devices:
+            return None
+        a = self.state.assumptions
+        return self._get("serving", lambda: answer(workload, device_setup(
+            self.state.model, self.devices[device_index], workload, policy, a.precision, a.tensor_formats), slo),
+            (workload, slo, policy, device_index))
