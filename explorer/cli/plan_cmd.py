@@ -7,6 +7,7 @@ import math
 from ..core.analysis.cost import CostAssumptions
 from ..core.analysis.evaluate import evaluate
 from ..core.analysis.procurement import PlanResult, Requirements, format_usd, parse_latency, parse_rate
+from ..core.money import parse_usd
 from ..core.session.results import Results
 from ..core.units import UnitError, format_si, parse_quantity, parse_si
 from .analyze_cmd import add_workload_args, workload_from_args
@@ -46,10 +47,12 @@ def add_requirement_args(p, target_required: bool) -> None:
     p.add_argument("--pue", type=float, default=1.3, help="power usage effectiveness, >= 1 (default 1.3)")
     p.add_argument("--utilization", type=float, default=0.6,
                    help="average duty cycle for energy and cost per million, in (0, 1] (default 0.6)")
-    p.add_argument("--price", action="append", default=[], metavar="DEV=USD",
-                   help='a quote replacing the catalog price, e.g. nvidia-h100-sxm5="30000 USD" (repeatable)')
-    p.add_argument("--cloud-price", action="append", default=[], metavar="DEV=USD/h",
-                   help='cloud price per unit-hour, e.g. nvidia-h100-sxm5="4.10 USD/h" (repeatable)')
+    p.add_argument("--quote", "--price", dest="price", action="append", default=[], metavar="DEV=USD",
+                   help='a purchase quote replacing the catalog price, e.g. nvidia-h100-sxm5="$30k" or "30000 USD" '
+                        "(repeatable)")
+    p.add_argument("--rent", "--cloud-price", dest="cloud_price", action="append", default=[], metavar="DEV=USD/h",
+                   help='a rent price per unit-hour replacing the catalog cloud price, e.g. nvidia-h100-sxm5="$4.10/h" '
+                        "(repeatable)")
 
 
 def _quantity(text: str | None, kind: str, option: str) -> float | None:
@@ -57,6 +60,15 @@ def _quantity(text: str | None, kind: str, option: str) -> float | None:
         return None
     try:
         return parse_si(text, kind, option)
+    except UnitError as exc:
+        raise CliError(str(exc)) from None
+
+
+def _money(text: str | None, option: str) -> float | None:
+    if text is None:
+        return None
+    try:
+        return parse_usd(text, option)
     except UnitError as exc:
         raise CliError(str(exc)) from None
 
@@ -81,10 +93,10 @@ def prepare(args):
         costs = CostAssumptions(years=args.years, electricity_usd_per_kwh=electricity, pue=args.pue,
                                 utilization=args.utilization)
         req = Requirements(target=target, target_unit=unit, latency=latency,
-                           budget=_quantity(args.budget, "money", "--budget"), budget_covers=args.budget_covers,
+                           budget=_money(args.budget, "--budget"), budget_covers=args.budget_covers,
                            power_cap=_quantity(args.power_cap, "power", "--power-cap"), power_scope=args.power_scope,
-                           price=parse_pairs(args.price, "--price", "money"),
-                           cloud_price=parse_pairs(args.cloud_price, "--cloud-price", "money_rate"))
+                           price=parse_pairs(args.price, "--quote", "money"),
+                           cloud_price=parse_pairs(args.cloud_price, "--rent", "money_rate"))
     except ValueError as exc:
         raise CliError(str(exc)) from None
     analysis = evaluate(model, devices, args.precision, ctx, formats=formats_from_args(args))
@@ -92,7 +104,7 @@ def prepare(args):
         i, msg = analysis.table.errors[0]
         raise CliError(f"layer {i} ({model.layers[i].name or model.layers[i].kind}): {msg}")
     ids = set(analysis.devices.ids)
-    for option, given in (("--price", req.price), ("--cloud-price", req.cloud_price)):
+    for option, given in (("--quote", req.price), ("--rent", req.cloud_price)):
         unknown = sorted(set(given) - ids)
         if unknown:
             raise CliError(f"{option}: {', '.join(unknown)} is not one of the devices ({', '.join(sorted(ids))})")

@@ -259,9 +259,9 @@ def test_cli_plan_json_matches_the_planner(capsys, expected):
 
 @pytest.mark.parametrize("args, message", [
     (["--target", "2000"], "--target: cannot read '2000'"),
-    (["--target", "20 tokens/s", "--price", "nvidia-l4"], "--price: expected DEV=VALUE"),
-    (["--target", "20 tokens/s", "--price", "nope=5 USD"], "--price: nope is not one of the devices"),
-    (["--target", "20 tokens/s", "--cloud-price", "nvidia-l4=4 USD"], "--cloud-price nvidia-l4"),
+    (["--target", "20 tokens/s", "--price", "nvidia-l4"], "--quote: expected DEV=VALUE"),
+    (["--target", "20 tokens/s", "--price", "nope=5 USD"], "--quote: nope is not one of the devices"),
+    (["--target", "20 tokens/s", "--cloud-price", "nvidia-l4=4 USD"], "--rent nvidia-l4"),
     (["--target", "20 tokens/s", "--pue", "0.8"], "pue: must be at least 1"),
     (["--target", "20 tokens/s", "--phase", "prefill"], "target: given in tokens/s"),
 ])

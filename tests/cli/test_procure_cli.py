@@ -1,0 +1,43 @@
+"""``plan --quote DEV=PRICE --rent DEV=PRICE/h`` and ``analyze --price``: one money reader; bad input exits 2."""
+
+import json
+
+import pytest
+
+from explorer.__main__ import main
+
+PLAN = ["plan", "llama2-7b", "--device", "nvidia-h100-sxm5", "--device", "nvidia-l4", "--target", "2000 tokens/s",
+        "--batch", "8", "--seq-len", "1024", "--json"]
+
+
+def test_quote_and_rent_read_every_form(capsys):
+    assert main(PLAN + ["--quote", "nvidia-h100-sxm5=$30k", "--rent", "nvidia-h100-sxm5=$4.10/h",
+                        "--quote", "nvidia-l4=2,500 USD", "--budget", "1.2M USD"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    by_id = {d["id"]: d for d in out["devices"]}
+    assert by_id["nvidia-h100-sxm5"]["price_usd"] == 30000.0
+    assert by_id["nvidia-l4"]["price_usd"] == 2500.0
+    assert out["requirements"]["budget_usd"] == 1.2e6
+    h100 = by_id["nvidia-h100-sxm5"]
+    hours = 3 * 365.25 * 24
+    assert h100["cloud_cost_usd"] == pytest.approx(4.10 * hours * h100["units"], rel=1e-12)
+
+
+@pytest.mark.parametrize("option, value, says", [
+    ("--quote", "nvidia-l4=3 GB", "--quote nvidia-l4: '3 GB' is a byte count, not a money amount"),
+    ("--rent", "nvidia-l4=30k USD", "--rent nvidia-l4: '30k USD' is a money amount, not a money rate"),
+    ("--quote", "nvidia-l4=lots", "--quote nvidia-l4: cannot read 'lots'"),
+    ("--quote", "nvidia-l4=-5 USD", "--quote nvidia-l4: '-5 USD' must be a positive amount"),
+    ("--budget", "5 kW", "--budget: '5 kW' is a power, not a money amount"),
+])
+def test_bad_money_is_exit_2_and_one_line(capsys, option, value, says):
+    assert main(PLAN + [option, value]) == 2
+    err = capsys.readouterr().err.strip()
+    assert says in err and len(err.splitlines()) == 1
+
+
+def test_analyze_price_reads_the_same_forms(capsys):
+    args = ["analyze", "llama3-70b", "--system", "nvidia-dgx-h100", "--phase", "decode", "--batch", "16",
+            "--seq-len", "4096", "--best", "cost", "--json", "--price"]
+    assert main(args + ["$30k"]) == 0
+    assert json.loads(capsys.readouterr().out)["cost"]["price_per_device_usd"] == 30000.0
