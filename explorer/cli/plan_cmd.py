@@ -6,7 +6,14 @@ import math
 
 from ..core.analysis.cost import CostAssumptions
 from ..core.analysis.evaluate import evaluate
-from ..core.analysis.procurement import PlanResult, Requirements, format_usd, parse_latency, parse_rate
+from ..core.analysis.procurement import (
+    RANK_BASES,
+    PlanResult,
+    Requirements,
+    format_usd,
+    parse_latency,
+    parse_rate,
+)
 from ..core.money import parse_usd
 from ..core.session.results import Results
 from ..core.units import UnitError, format_si, parse_quantity, parse_si
@@ -47,6 +54,10 @@ def add_requirement_args(p, target_required: bool) -> None:
     p.add_argument("--pue", type=float, default=1.3, help="power usage effectiveness, >= 1 (default 1.3)")
     p.add_argument("--utilization", type=float, default=0.6,
                    help="average duty cycle for energy and cost per million, in (0, 1] (default 0.6)")
+    p.add_argument("--rank", choices=RANK_BASES, default="buy",
+                   help="rank by buy (the TCO of owning), rent (the same units rented around the clock for the "
+                        "horizon) or cheaper (the cheaper of the two per device; a rent-only device is ranked by "
+                        "rent); default buy")
     p.add_argument("--quote", "--price", dest="price", action="append", default=[], metavar="DEV=USD",
                    help='a purchase quote replacing the catalog price, e.g. nvidia-h100-sxm5="$30k" or "30000 USD" '
                         "(repeatable)")
@@ -96,7 +107,8 @@ def prepare(args):
                            budget=_money(args.budget, "--budget"), budget_covers=args.budget_covers,
                            power_cap=_quantity(args.power_cap, "power", "--power-cap"), power_scope=args.power_scope,
                            price=parse_pairs(args.price, "--quote", "money"),
-                           cloud_price=parse_pairs(args.cloud_price, "--rent", "money_rate"))
+                           cloud_price=parse_pairs(args.cloud_price, "--rent", "money_rate"),
+                           rank_by=getattr(args, "rank", "buy"))
     except ValueError as exc:
         raise CliError(str(exc)) from None
     analysis = evaluate(model, devices, args.precision, ctx, formats=formats_from_args(args))
@@ -138,7 +150,7 @@ def plan_json(r: PlanResult) -> dict:
     return {
         "requirements": {"target": req.target, "target_unit": r.unit, "latency_s": req.latency, "budget_usd": req.budget,
                          "budget_covers": req.budget_covers, "power_cap_w": req.power_cap,
-                         "power_scope": req.power_scope},
+                         "power_scope": req.power_scope, "rank_by": req.rank_by},
         "assumptions": {"years": cost.years, "electricity_usd_per_kwh": cost.electricity_usd_per_kwh,
                         "pue": cost.pue, "utilization": cost.utilization,
                         "notes": {topic: text for topic, text in r.assumptions}},
@@ -154,6 +166,9 @@ def plan_json(r: PlanResult) -> dict:
             "breaks_even": None if math.isnan(d.break_even_hours) else math.isfinite(d.break_even_hours),
             "buy_or_rent": d.buy_or_rent or None, "within_budget": d.within_budget, "within_power": d.within_power,
             "missing": list(d.missing),
+            "rank_basis": d.rank_basis or None, "rank_cost_usd": _num(d.rank_cost),
+            "rank_cost_per_million_usd": _num(d.rank_cost_per_million), "lacks": list(d.lacks),
+            "batch": d.batch or r.analysis.ctx.batch,
         } for d in r.ranked],
     }
 
@@ -183,3 +198,5 @@ def print_plan(r: PlanResult) -> None:
                   f"{format_usd(d.cloud_cost)} over the horizon)")
         if d.missing:
             print(f"   missing: {', '.join(d.missing)}")
+        if d.lacks:
+            print(f"   no {' and no '.join(d.lacks)} (catalog or quote)")

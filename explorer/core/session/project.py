@@ -90,7 +90,7 @@ def requirements_from_dict(data, where: str = "requirements") -> Requirements:
                                                    and math.isfinite(v) for v in quotes.values()):
             raise ValueError(f"{where}.{name}: expected an object of numbers by device id")
     for name, value in data.items():
-        if name not in ("price", "cloud_price", "target_unit", "budget_covers", "power_scope") and not (
+        if name not in ("price", "cloud_price", "target_unit", "budget_covers", "power_scope", "rank_by") and not (
                 value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))):
             raise ValueError(f"{where}.{name}: expected a number or null, got {value!r}")
     try:
