@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from ..core.analysis.batch_search import DEFAULT_CAP, BatchSearch, search_batch
 from ..core.analysis.cost import CostAssumptions
 from ..core.analysis.evaluate import evaluate
 from ..core.analysis.procurement import (
@@ -32,6 +33,9 @@ def add_parser(sub) -> None:
                    help="size on systems instead of devices: a system id or file (repeatable); each system's "
                         "layouts, the fewest devices that meet the target and the latency limit")
     add_requirement_args(p, target_required=True)
+    p.add_argument("--search-batch", nargs="?", type=int, const=DEFAULT_CAP, default=None, metavar="CAP",
+                   help="instead of --batch, run each device at the power of two up to CAP (default "
+                        f"{DEFAULT_CAP}) that meets --latency at the lowest cost, and say why")
     p.add_argument("--json", action="store_true", help="print one JSON object (SI units, USD)")
     p.set_defaults(func=run)
 
@@ -129,15 +133,33 @@ def run(args) -> int:
 
         return run_plan_systems(args)
     analysis, req, costs = prepare(args)
+    search = None
     try:
-        result = Results.of_analysis(analysis, costs, req).plan
+        if getattr(args, "search_batch", None) is not None:
+            search = search_batch(analysis.model, analysis.devices, analysis.precision, analysis.ctx, req, costs,
+                                  cap=args.search_batch)
+            result = search.result
+        else:
+            result = Results.of_analysis(analysis, costs, req).plan
     except ValueError as exc:
-        raise CliError(str(exc)) from None
+        raise CliError(str(exc).replace("max_batch:", "--search-batch:")) from None
     if args.json:
-        print_json(plan_json(result))
+        data = plan_json(result)
+        if search is not None:
+            data["batch_search"] = search_json(search)
+        print_json(data)
     else:
-        print_plan(result)
+        print_plan(result, search)
     return 0
+
+
+def search_json(s: BatchSearch) -> dict:
+    """The batch search's grid (rows: batches; columns: devices) and its choice per device."""
+    return {"batches": list(s.batches), "device_ids": list(s.ids),
+            "rank_cost_usd": [[_num(x) for x in row] for row in s.rank_cost],
+            "latency_s": [[_num(x) for x in row] for row in s.latency],
+            "feasible": s.feasible.tolist(),
+            "chosen": dict(zip(s.ids, s.chosen)), "why": dict(zip(s.ids, s.why))}
 
 
 def _num(x) -> float | None:
@@ -173,11 +195,13 @@ def plan_json(r: PlanResult) -> dict:
     }
 
 
-def print_plan(r: PlanResult) -> None:
+def print_plan(r: PlanResult, search: BatchSearch | None = None) -> None:
     req = r.requirements
     a = r.analysis
     target = f"{req.target:,.0f} {r.unit}" if req.target is not None else "none (one replica per device)"
-    print(f"{a.model.name}: {a.ctx.phase}, batch {a.ctx.batch}, {a.precision}; target {target}"
+    batch = (f"batch searched over {search.batches[0]}-{search.batches[-1]} per device" if search is not None
+             else f"batch {a.ctx.batch}")
+    print(f"{a.model.name}: {a.ctx.phase}, {batch}, {a.precision}; target {target}"
           + (f", latency limit {format_si(req.latency, 's', 3)}" if req.latency else "")
           + (f", budget {format_usd(req.budget)} ({req.budget_covers})" if req.budget else "")
           + (f", power cap {format_si(req.power_cap, 'W', 3)} per {req.power_scope}" if req.power_cap else ""))

@@ -41,3 +41,25 @@ def test_analyze_price_reads_the_same_forms(capsys):
             "--seq-len", "4096", "--best", "cost", "--json", "--price"]
     assert main(args + ["$30k"]) == 0
     assert json.loads(capsys.readouterr().out)["cost"]["price_per_device_usd"] == 30000.0
+
+
+def test_search_batch_says_which_batch_and_why(capsys):
+    args = ["plan", "llama2-7b", "--device", "nvidia-h100-sxm5", "--device", "nvidia-l4", "--target",
+            "2000 tokens/s", "--latency", "50 ms", "--seq-len", "1024", "--search-batch", "64", "--json"]
+    assert main(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    s = out["batch_search"]
+    assert s["batches"] == [1, 2, 4, 8, 16, 32, 64]
+    for d in out["devices"]:
+        b = s["chosen"][d["id"]]
+        assert d["batch"] == b and s["why"][d["id"]].startswith(f"batch {b}: ")
+        j = s["device_ids"].index(d["id"])
+        row = s["batches"].index(b)
+        feasible_costs = [c[j] for c, f in zip(s["rank_cost_usd"], s["feasible"]) if f[j] and c[j] is not None]
+        if feasible_costs:
+            assert s["rank_cost_usd"][row][j] == min(feasible_costs)
+            assert s["latency_s"][row][j] <= 0.05
+    assert main(args[:-1]) == 0
+    assert "batch searched over 1-64 per device" in capsys.readouterr().out
+    assert main(args[:-2] + ["0"]) == 2
+    assert "--search-batch: expected a positive whole number" in capsys.readouterr().err
