@@ -15,11 +15,12 @@ from ..core.analysis.procurement import (
     parse_latency,
     parse_rate,
 )
+from ..core.analysis.sensitivity import Sensitivity, sensitivity
 from ..core.money import parse_usd
 from ..core.session.results import Results
 from ..core.units import UnitError, format_si, parse_quantity, parse_si
 from .analyze_cmd import add_workload_args, workload_from_args
-from .common import CliError, parse_pairs, print_json
+from .common import CliError, parse_pairs, print_json, text_table
 from .tensor_args import formats_from_args
 
 
@@ -36,6 +37,9 @@ def add_parser(sub) -> None:
     p.add_argument("--search-batch", nargs="?", type=int, const=DEFAULT_CAP, default=None, metavar="CAP",
                    help="instead of --batch, run each device at the power of two up to CAP (default "
                         f"{DEFAULT_CAP}) that meets --latency at the lowest cost, and say why")
+    p.add_argument("--sensitivity", action="store_true",
+                   help="add how the ranking changes with prices +/-20 %%, utilization 30-90 %%, the electricity "
+                        "price (x0.5, x2) and the horizon (1, 3, 5 years), and the buy vs rent break-even per device")
     p.add_argument("--json", action="store_true", help="print one JSON object (SI units, USD)")
     p.set_defaults(func=run)
 
@@ -143,14 +147,69 @@ def run(args) -> int:
             result = Results.of_analysis(analysis, costs, req).plan
     except ValueError as exc:
         raise CliError(str(exc).replace("max_batch:", "--search-batch:")) from None
+    sens = None
+    if getattr(args, "sensitivity", False):
+        if search is not None:
+            raise CliError("--sensitivity: give it without --search-batch (it varies the plan at one batch)")
+        try:
+            sens = sensitivity(analysis, req, costs)
+        except ValueError as exc:
+            raise CliError(str(exc)) from None
     if args.json:
         data = plan_json(result)
         if search is not None:
             data["batch_search"] = search_json(search)
+        if sens is not None:
+            data["sensitivity"] = sensitivity_json(sens)
         print_json(data)
     else:
         print_plan(result, search)
+        if sens is not None:
+            print()
+            print_sensitivity(sens)
     return 0
+
+
+def sensitivity_json(s: Sensitivity) -> dict:
+    return {
+        "scenarios": [{"group": x.group, "label": x.label, "best": x.best or None, "order": list(x.order),
+                       "rank_cost_usd": {k: _num(v) for k, v in x.cost.items()}, "changed": x.changed}
+                      for x in s.scenarios],
+        "stable": s.stable,
+        "break_even": [{"id": b.id, "price_usd": _num(b.price), "rent_usd_per_hour": _num(b.rent_per_hour),
+                        "electricity_usd_per_hour": _num(b.electricity_per_hour),
+                        "hours": _num(b.hours), "months": _num(b.months),
+                        "breaks_even": None if math.isnan(b.hours) else math.isfinite(b.hours),
+                        "verdict": b.verdict or None} for b in s.break_even],
+    }
+
+
+def sensitivity_rows(s: Sensitivity) -> tuple[list[str], list[list[str]]]:
+    """The sensitivity table as text cells (shared by the CLI and the report)."""
+    headers = ["Scenario", "#1", "#1 cost (USD, horizon)", "Ranking (feasible, costed)", "Changed"]
+    rows = [[x.label, x.best or "\u2014", format_usd(x.cost.get(x.best, math.nan)) if x.best else "\u2014",
+             " > ".join(x.order) or "\u2014", "yes" if x.changed else ""] for x in s.scenarios]
+    return headers, rows
+
+
+def break_even_rows(s: Sensitivity) -> tuple[list[str], list[list[str]]]:
+    headers = ["Device", "Price (USD)", "Rent (USD/h)", "Electricity (USD/h)", "Break-even (months)", "Verdict"]
+    rows = []
+    for b in s.break_even:
+        months = ("never" if math.isinf(b.hours) else f"{b.months:.1f}") if not math.isnan(b.hours) else "\u2014"
+        rows.append([b.id, format_usd(b.price), f"{b.rent_per_hour:.2f}" if math.isfinite(b.rent_per_hour) else
+                     "\u2014", f"{b.electricity_per_hour:.3f}" if math.isfinite(b.electricity_per_hour) else "\u2014",
+                     months, b.verdict or "no price" if math.isnan(b.hours) else b.verdict])
+    return headers, rows
+
+
+def print_sensitivity(s: Sensitivity) -> None:
+    print(f"sensitivity ({s.baseline.requirements.rank_by} ranking; "
+          f"{'the same #1 in every scenario' if s.stable else 'the #1 changes in some scenarios'}):")
+    print(text_table(*sensitivity_rows(s)))
+    print()
+    print("buy vs rent break-even (owning is cheaper after price / (rent - electricity) per unit-hour):")
+    print(text_table(*break_even_rows(s)))
 
 
 def search_json(s: BatchSearch) -> dict:

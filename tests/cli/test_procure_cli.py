@@ -63,3 +63,19 @@ def test_search_batch_says_which_batch_and_why(capsys):
     assert "batch searched over 1-64 per device" in capsys.readouterr().out
     assert main(args[:-2] + ["0"]) == 2
     assert "--search-batch: expected a positive whole number" in capsys.readouterr().err
+
+
+def test_sensitivity_json_and_text(capsys):
+    args = PLAN + ["--quote", "nvidia-l4=$2,500", "--rent", "nvidia-h100-sxm5=$4.10/h", "--sensitivity"]
+    assert main(args) == 0
+    s = json.loads(capsys.readouterr().out)["sensitivity"]
+    labels = [x["label"] for x in s["scenarios"]]
+    assert labels[0] == "baseline" and "prices +20%" in labels and "utilization 90%" in labels
+    assert "horizon 5 years" in labels and any(label.startswith("electricity 0.24 USD/kWh") for label in labels)
+    h100 = next(b for b in s["break_even"] if b["id"] == "nvidia-h100-sxm5")
+    # price / (rent - electricity per unit-hour), in months of 730.5 h
+    assert h100["hours"] == pytest.approx(h100["price_usd"] / (4.10 - h100["electricity_usd_per_hour"]), rel=1e-12)
+    assert h100["months"] == pytest.approx(h100["hours"] / 730.5, rel=1e-12)
+    assert main([a for a in args if a != "--json"]) == 0  # text
+    out = capsys.readouterr().out
+    assert "sensitivity (buy ranking" in out and "buy vs rent break-even" in out
