@@ -19,6 +19,7 @@ from ..core.analysis.sensitivity import Sensitivity, sensitivity
 from ..core.money import parse_usd
 from ..core.session.results import Results
 from ..core.units import UnitError, format_si, parse_quantity, parse_si
+from ..report.sensitivity_section import break_even_table, sensitivity_table
 from .analyze_cmd import add_workload_args, workload_from_args
 from .common import CliError, parse_pairs, print_json, text_table
 from .tensor_args import formats_from_args
@@ -184,32 +185,13 @@ def sensitivity_json(s: Sensitivity) -> dict:
     }
 
 
-def sensitivity_rows(s: Sensitivity) -> tuple[list[str], list[list[str]]]:
-    """The sensitivity table as text cells (shared by the CLI and the report)."""
-    headers = ["Scenario", "#1", "#1 cost (USD, horizon)", "Ranking (feasible, costed)", "Changed"]
-    rows = [[x.label, x.best or "\u2014", format_usd(x.cost.get(x.best, math.nan)) if x.best else "\u2014",
-             " > ".join(x.order) or "\u2014", "yes" if x.changed else ""] for x in s.scenarios]
-    return headers, rows
-
-
-def break_even_rows(s: Sensitivity) -> tuple[list[str], list[list[str]]]:
-    headers = ["Device", "Price (USD)", "Rent (USD/h)", "Electricity (USD/h)", "Break-even (months)", "Verdict"]
-    rows = []
-    for b in s.break_even:
-        months = ("never" if math.isinf(b.hours) else f"{b.months:.1f}") if not math.isnan(b.hours) else "\u2014"
-        rows.append([b.id, format_usd(b.price), f"{b.rent_per_hour:.2f}" if math.isfinite(b.rent_per_hour) else
-                     "\u2014", f"{b.electricity_per_hour:.3f}" if math.isfinite(b.electricity_per_hour) else "\u2014",
-                     months, b.verdict or "no price" if math.isnan(b.hours) else b.verdict])
-    return headers, rows
-
-
 def print_sensitivity(s: Sensitivity) -> None:
     print(f"sensitivity ({s.baseline.requirements.rank_by} ranking; "
           f"{'the same #1 in every scenario' if s.stable else 'the #1 changes in some scenarios'}):")
-    print(text_table(*sensitivity_rows(s)))
+    print(text_table(*sensitivity_table(s)))
     print()
     print("buy vs rent break-even (owning is cheaper after price / (rent - electricity) per unit-hour):")
-    print(text_table(*break_even_rows(s)))
+    print(text_table(*break_even_table(s)))
 
 
 def search_json(s: BatchSearch) -> dict:

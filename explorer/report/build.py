@@ -21,6 +21,7 @@ from ..core.analysis.energy_view import EnergyView, energy_table
 from ..core.analysis.evaluate import ModelAnalysis
 from ..core.analysis.procurement import PlanResult, Requirements, format_usd
 from ..core.analysis.roofline_view import RooflineResult
+from ..core.analysis.sensitivity import Sensitivity, sensitivity
 from ..core.analysis.tiling_view import TilingView, default_row
 from ..core.session.results import Results
 from ..core.units import format_bytes, format_si
@@ -75,6 +76,7 @@ class ReportData:
     method: tuple[tuple[str, str], ...]
     recommendation: str
     systems: SystemsSection = SystemsSection()  # the model on systems of many devices (empty: none chosen)
+    sensitivity: Sensitivity | None = None  # the ranking under changed prices, utilization, electricity, horizon
 
     @property
     def device_names(self) -> tuple[str, ...]:
@@ -375,7 +377,7 @@ def build_report(analysis: ModelAnalysis, assumptions: CostAssumptionsLike, requ
     energy = results.energy(0)
     tiling = tuple(results.tiling(default_row(a, -1, d), d) for d in range(n))
     best = result.ranked[0]
-    recommendation = (f"{best.name}: {best.reason}." if best.feasible else
+    recommendation = (f"{best.name}: {best.reason}." if best.feasible and math.isfinite(best.rank_cost) else
                       "No device meets every requirement with the figures available; see the procurement plan.")
     model_name = a.model.name if a.model is not None else "model"
     return ReportData(
@@ -385,4 +387,5 @@ def build_report(analysis: ModelAnalysis, assumptions: CostAssumptionsLike, requ
         workload=_workload(a), analysis=a, cost=cost, plan=result, roofline=roofline, energy=energy, tiling=tiling,
         summary=summary_metrics(a, cost, energy, frozenset(req.price), result), assumptions=_assumptions(result, a),
         sources=figure_sources(a, req), method=METHOD, recommendation=recommendation, systems=systems,
+        sensitivity=sensitivity(analysis, req, assumptions) if req.target is not None else None,
     )

@@ -2,7 +2,7 @@
 
 ``report.csv`` holds the summary and the plan; ``report-layers.csv`` (next to it) every operator on every device.
 Numbers are plain SI floats at full precision so a spreadsheet or a script reads them without parsing units.
-XLSX is not offered: it would need another dependency (openpyxl) for what a spreadsheet opens from CSV anyway.
+The same tables as one XLSX workbook: xlsx_export.py.
 """
 
 from __future__ import annotations

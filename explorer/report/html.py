@@ -107,6 +107,17 @@ def render_html(data: ReportData) -> str:
     parts.append("<h3>Can you run it? The chapter's three checks</h3>")
     parts.append(_table(["Device", "Memory capacity", "Latency floor (bandwidth)", "Compute time"],
                         [[e(d.name), *(_status(c, d.shards) for c in d.checks)] for d in p.ranked]))
+    if data.sensitivity is not None:
+        from .sensitivity_section import break_even_table, sensitivity_table
+
+        head, rows = sensitivity_table(data.sensitivity)
+        parts.append("<h3>Sensitivity</h3>")
+        parts.append(_table(head, [[e(c) for c in r] for r in rows]))
+        head, rows = break_even_table(data.sensitivity)
+        parts.append("<h3>Buy vs rent break-even</h3>")
+        parts.append(_table(head, [[e(c) for c in r] for r in rows]))
+        parts.append("<p class=\"caption\">Each scenario changes one input from the baseline and plans again; "
+                     "owning is cheaper after price / (rent - electricity) per unit-hour.</p>")
     if data.systems:
         parts.extend(_systems_html(data))
     parts.append("<h2>Analysis</h2>")

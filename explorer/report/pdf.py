@@ -252,6 +252,8 @@ def story(data: ReportData) -> list:
                    "given.")
     s.append(KeepTogether([P("Can you run it? The chapter's three checks", "h2"), _checks_table(data),
                            P(checks_note, "caption")]))
+    if data.sensitivity is not None:
+        s.extend(_sensitivity_story(data))
     if data.systems:
         s.extend(_systems_story(data))
     s.append(CondPageBreak(340))
@@ -283,6 +285,28 @@ def story(data: ReportData) -> list:
     s.append(Spacer(1, 4))
     s.extend(_sources_tables(data))
     return s
+
+
+def _sensitivity_story(data: ReportData) -> list:
+    from .sensitivity_section import break_even_table, sensitivity_table
+
+    sens = data.sensitivity
+    head, rows = sensitivity_table(sens)
+    table = grid_table([[P(h, "head") for h in head]] + [[P(c) for c in r] for r in rows],
+                       [120, 80, 80, CONTENT_W - 330, 50])
+    head2, rows2 = break_even_table(sens)
+    table2 = grid_table([[P(h, "head") for h in head2]] + [[P(c) for c in r] for r in rows2],
+                        [CONTENT_W - 330, 60, 66, 70, 70, 64])
+    verdict = ("the first-ranked device is the same in every scenario" if sens.stable else
+               "the first-ranked device changes in the scenarios marked")
+    return [CondPageBreak(200), P("Sensitivity", "h2"), table,
+            P(f"Each row changes one input from the baseline and plans again ({sens.baseline.requirements.rank_by} "
+              f"ranking): prices scale every purchase and rent price; utilization moves electricity, not the units "
+              f"(sized at peak); {verdict}.", "caption"),
+            KeepTogether([P("Buy vs rent break-even", "h2"), table2,
+                          P("Owning is cheaper after price / (rent - electricity) per unit-hour; electricity at the "
+                            "baseline's utilization, PUE and price. No price: the device lacks a purchase or a rent "
+                            "price.", "caption")])]
 
 
 def _systems_story(data: ReportData) -> list:

@@ -75,3 +75,52 @@ def test_pdf_states_the_plan_once_and_never_fails_a_split(data, analysis, tmp_pa
     assert "Dense-7B: 7 billion parameters; weights, activations and KV cache in FP16" in flat
     assert "BIG: no rent price" in flat
     assert "Cost per million" in flat and "the only cost per million this report shows" in flat
+
+
+def test_xlsx_one_sheet_per_table_with_the_plans_numbers(data, analysis, tmp_path):
+    from openpyxl import load_workbook
+
+    path = tmp_path / "r.xlsx"
+    assert write_report(data, path) == [path]
+    wb = load_workbook(path)
+    assert wb.sheetnames == ["Summary", "Layers", "Sensitivity", "Break-even", "Assumptions", "Method", "Sources"]
+    ws = wb["Summary"]
+    header = [c.value for c in ws[1]]
+    expected = plan(analysis, REQ, COSTS)
+    col = header.index("Plan: cost per million inferences [USD]")
+    for row in ws.iter_rows(min_row=2, values_only=True):
+        # a number, equal to the planner's (XLSX stores 15 significant digits)
+        assert row[col] == pytest.approx(expected.by_id(row[0]).rank_cost_per_million, rel=1e-14)
+    sens = [r for r in wb["Sensitivity"].iter_rows(min_row=2, values_only=True)]
+    assert sens[0][0] == "baseline" and sens[0][2] == pytest.approx(expected.ranked[0].rank_cost, rel=1e-14)
+    be = {r[0]: r for r in wb["Break-even"].iter_rows(min_row=2, values_only=True)}
+    small = expected.by_id("small")
+    assert be["small"][4] == pytest.approx(small.break_even_months, rel=1e-12) and be["big"][5] == "no price"
+
+
+def test_xlsx_cells_never_run_as_formulas(tmp_path):
+    from openpyxl import load_workbook
+
+    from explorer.core.workload.model import LayerSpec, Model
+
+    evil = "=cmd|' /C calc'!A0"
+    model = Model.make(evil, {"features": 64}, [LayerSpec.make("dense", evil, in_features=64, out_features=64,
+                                                                  bias=False)])
+    data = build_report(evaluate(model, [device("gpu", tdp="300 W")], "fp16"), COSTS)
+    path = tmp_path / "r.xlsx"
+    write_report(data, path)
+    wb = load_workbook(path)
+    cells = [c for ws in wb.worksheets for row in ws.iter_rows() for c in row]
+    assert not any(c.data_type == "f" for c in cells)
+    names = [r[1] for r in wb["Layers"].iter_rows(min_row=2, values_only=True)]
+    assert names == ["'" + evil]
+    assert any(c.value == 64 * 64 * 2 for c in cells)  # numbers stay numbers (FLOPs of the 64 x 64 dense)
+
+
+def test_cli_report_xlsx(tmp_path, capsys):
+    from explorer.__main__ import main
+
+    out = tmp_path / "r.pdf"
+    assert main(["report", "gpt2", "-d", "nvidia-l4", "--target", "200 tokens/s", "--out", str(out), "--xlsx"]) == 0
+    assert out.exists() and (tmp_path / "r.xlsx").exists()
+    assert f"wrote {tmp_path / 'r.xlsx'}" in capsys.readouterr().out
