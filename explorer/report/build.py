@@ -134,7 +134,10 @@ def plan_metrics(plan_result: PlanResult, ids: tuple[str, ...]) -> tuple[Metric,
     def per_million(p):
         return f"${p.rank_cost_per_million:.3g}" if math.isfinite(p.rank_cost_per_million) else "\u2014"
 
+    verdicts = tuple(f"#{p.rank}, " + {True: "feasible", False: "infeasible", None: "incomplete"}[p.feasible]
+                     for p in plans)
     return (
+        Metric("plan_rank", "Plan: rank", "", tuple(p.rank for p in plans), verdicts),
         Metric("plan_units", "Plan: units", "", tuple(p.units or math.nan for p in plans),
                tuple(units(p) for p in plans)),
         Metric("plan_latency", f"Plan: latency per {phase}", "s", tuple(p.latency for p in plans),
@@ -147,7 +150,7 @@ def plan_metrics(plan_result: PlanResult, ids: tuple[str, ...]) -> tuple[Metric,
 
 
 COST_PER_MILLION_DEFINITION = (
-    "cost per million = the plan's fleet cost on the ranking's basis (buy: purchase price + electricity of all its "
+    "the plan's fleet cost on the ranking's basis (buy: purchase price + electricity of all its "
     "units; rent: the same units rented around the clock) over the horizon, divided by the {unit}s served at the "
     "target throughput times the utilization over the horizon, times 10^6")
 

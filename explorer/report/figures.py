@@ -334,7 +334,7 @@ def cost_figure(data: ReportData, width: float) -> Drawing:
     cpm = np.array([p.rank_cost_per_million for p in plans], dtype=float)
     known2 = np.isfinite(cpm)
     vmax2 = float(np.nanmax(np.where(known2, cpm, np.nan))) if known2.any() else 1.0
-    ax2 = _bar_axes(n, half, height, 24, vmax2 * 1.3)
+    ax2 = _bar_axes(n, half, height, 24, vmax2 * 1.7)  # room for the label "(rent, infeasible)"
     ax2.x0 += half
     ax2.frame(g2, f"Cost per million {cost.unit}s (the plan's basis) [USD]", "", lambda v: f"{v:g}", None,
               yticks=False)
@@ -344,7 +344,8 @@ def cost_figure(data: ReportData, width: float) -> Drawing:
         if known2[i]:
             g2.add(Rect(ax2.x0, yc - bar / 2, ax2.x(float(cpm[i])) - ax2.x0, bar, fillColor=device_color(i),
                         strokeColor=None))
-            g2.add(text(ax2.x(float(cpm[i])) + 4, yc - 2.5, f"${float(cpm[i]):.3g} ({plans[i].rank_basis})", 7))
+            note = plans[i].rank_basis + (", infeasible" if plans[i].feasible is False else "")
+            g2.add(text(ax2.x(float(cpm[i])) + 4, yc - 2.5, f"${float(cpm[i]):.3g} ({note})", 7))
         else:
             g2.add(text(ax2.x0 + 4, yc - 2.5, _missing(", ".join(plans[i].missing) or "not feasible"), 7,
                         color=MUTED))

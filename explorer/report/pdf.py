@@ -146,7 +146,7 @@ def _ranking_table(data: ReportData) -> Table:
     p = data.plan
     head = ["#", "Device", "Units", "Capital (USD)", f"Electricity, {data.cost.years:g} y (USD)",
             f"Rent, {data.cost.years:g} y (USD)", "Buy or rent", "Verdict"]
-    widths = [16, 92, 34, 48, 50, 48, 50, 52, CONTENT_W - 390]
+    widths = [16, 100, 34, 56, 62, 56, 62, CONTENT_W - 386]
     rows = [[P(h, "head") for h in head]]
     for d in p.ranked:
         verdict = {True: ("feasible", PASS), False: ("infeasible", FAIL), None: ("incomplete", NA)}[d.feasible]
@@ -293,7 +293,7 @@ def _sensitivity_story(data: ReportData) -> list:
     sens = data.sensitivity
     head, rows = sensitivity_table(sens)
     table = grid_table([[P(h, "head") for h in head]] + [[P(c) for c in r] for r in rows],
-                       [120, 80, 80, CONTENT_W - 330, 50])
+                       [118, 92, 72, CONTENT_W - 330, 48])
     head2, rows2 = break_even_table(sens)
     table2 = grid_table([[P(h, "head") for h in head2]] + [[P(c) for c in r] for r in rows2],
                         [CONTENT_W - 330, 60, 66, 70, 70, 64])
@@ -302,7 +302,8 @@ def _sensitivity_story(data: ReportData) -> list:
     return [CondPageBreak(200), P("Sensitivity", "h2"), table,
             P(f"Each row changes one input from the baseline and plans again ({sens.baseline.requirements.rank_by} "
               f"ranking): prices scale every purchase and rent price; utilization moves electricity, not the units "
-              f"(sized at peak); {verdict}.", "caption"),
+              f"(sized at peak); a device leaves the ranking where it breaks a requirement (the budget over a longer "
+              f"horizon, say); {verdict}.", "caption"),
             KeepTogether([P("Buy vs rent break-even", "h2"), table2,
                           P("Owning is cheaper after price / (rent - electricity) per unit-hour; electricity at the "
                             "baseline's utilization, PUE and price. No price: the device lacks a purchase or a rent "

@@ -35,11 +35,17 @@ def break_even_table(s: Sensitivity, numbers: bool = False) -> tuple[list[str], 
                 return x if math.isfinite(x) else None
             months = "never" if math.isinf(b.hours) else num(b.months)
             rows.append([b.id, num(b.price), num(b.rent_per_hour), num(b.electricity_per_hour), months,
-                         b.verdict or "no price"])
+                         b.verdict or _lacking(b)])
             continue
         months = DASH if math.isnan(b.hours) else "never" if math.isinf(b.hours) else f"{b.months:.1f}"
         rows.append([b.id, format_usd(b.price),
                      f"{b.rent_per_hour:.2f}" if math.isfinite(b.rent_per_hour) else DASH,
                      f"{b.electricity_per_hour:.3f}" if math.isfinite(b.electricity_per_hour) else DASH,
-                     months, b.verdict or "no price"])
+                     months, b.verdict or _lacking(b)])
     return headers, rows
+
+
+def _lacking(b) -> str:
+    missing = [name for name, x in (("purchase price", b.price), ("rent price", b.rent_per_hour))
+               if not (math.isfinite(x) and x > 0)]
+    return "no " + " and no ".join(missing) if missing else "no TDP"

@@ -74,7 +74,8 @@ def test_pdf_states_the_plan_once_and_never_fails_a_split(data, analysis, tmp_pa
     assert "SPLIT OVER 2 UNITS" in flat and "FAIL" not in flat
     assert "Dense-7B: 7 billion parameters; weights, activations and KV cache in FP16" in flat
     assert "BIG: no rent price" in flat
-    assert "Cost per million" in flat and "the only cost per million this report shows" in flat
+    assert "Cost per million: the plan's fleet cost" in flat and "the only cost per million this report shows" in flat
+    assert "Plan: rank #1, feasible #2, feasible" in flat
 
 
 def test_xlsx_one_sheet_per_table_with_the_plans_numbers(data, analysis, tmp_path):
@@ -95,7 +96,7 @@ def test_xlsx_one_sheet_per_table_with_the_plans_numbers(data, analysis, tmp_pat
     assert sens[0][0] == "baseline" and sens[0][2] == pytest.approx(expected.ranked[0].rank_cost, rel=1e-14)
     be = {r[0]: r for r in wb["Break-even"].iter_rows(min_row=2, values_only=True)}
     small = expected.by_id("small")
-    assert be["small"][4] == pytest.approx(small.break_even_months, rel=1e-12) and be["big"][5] == "no price"
+    assert be["small"][4] == pytest.approx(small.break_even_months, rel=1e-12) and be["big"][5] == "no rent price"
 
 
 def test_xlsx_cells_never_run_as_formulas(tmp_path):
