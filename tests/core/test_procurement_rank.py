@@ -77,3 +77,16 @@ def test_a_budget_on_the_rent_basis_pays_the_rent(analysis):
 def test_rank_by_is_checked():
     with pytest.raises(ValueError, match="rank_by: expected one of buy, rent, cheaper"):
         Requirements(rank_by="lease")
+
+
+def test_rank_by_round_trips_through_the_project_file():
+    from explorer.core.session.project import requirements_from_dict, requirements_to_dict
+
+    req = Requirements(2000.0, "tokens/s", price={"own": 10_000.0}, cloud_price={"tpu": 2.0 / 3600},
+                       rank_by="cheaper")
+    data = requirements_to_dict(req)
+    assert data["rank_by"] == "cheaper"
+    assert requirements_from_dict(data) == req
+    assert "rank_by" not in requirements_to_dict(Requirements())  # the default is not written: old files unchanged
+    with pytest.raises(ValueError, match="rank_by"):
+        requirements_from_dict({"rank_by": "lease"})
