@@ -233,18 +233,24 @@ def figure_sources(analysis: ModelAnalysis, requirements: Requirements) -> tuple
         rows.append(_cited_row(device, "TDP", device.tdp))
         if device.id in requirements.price:
             rows.append(SourceRow(device.name, "price", format_usd(requirements.price[device.id]),
-                                  "quote entered for this plan", "", ""))
+                                  "quote entered for this plan" + _quote_note(requirements.price_source, device.id),
+                                  "", ""))
         else:
             rows.append(_cited_row(device, "price", device.price))
         if device.id in requirements.cloud_price:
             rows.append(SourceRow(device.name, "cloud price", f"${requirements.cloud_price[device.id] * 3600:.2f}/h",
-                                  "cloud price entered for this plan", "", ""))
+                                  "cloud price entered for this plan"
+                                  + _quote_note(requirements.cloud_price_source, device.id), "", ""))
         else:
             rows.append(_cited_row(device, "cloud price", device.cloud_price))
         if device.efficiency_compute != 1.0 or device.efficiency_memory != 1.0:
             rows.append(SourceRow(device.name, "efficiency factors", f"compute {device.efficiency_compute:g}, "
                                   f"memory {device.efficiency_memory:g}", "device file (assumed)", "", ""))
     return tuple(r for r in rows if r is not None)
+
+
+def _quote_note(notes, device_id: str) -> str:
+    return f": {notes[device_id]}" if device_id in notes else ""
 
 
 def references(sources) -> tuple[tuple[tuple[int, SourceRow], ...], dict[tuple[str, str, str], int]]:

@@ -24,3 +24,31 @@ def test_cost_table_reads_every_money_form_and_refuses_a_bad_cell_alone(qtbot, w
     settle(qtbot, panel)
     assert "is a byte count, not a money amount" in panel.message.text()
     assert {n: table.item(r, price).text() for r, n in enumerate(names)} == before
+
+
+def test_a_cost_panel_price_is_a_quote_in_the_one_store_and_survives_a_device_edit(qtbot, ws):  # noqa: F811
+    from dataclasses import replace
+
+    from explorer.core.hardware.device import Cited
+    from explorer.core.session.project import Project
+
+    panel = make(qtbot, CostPanel, ws)
+    table = panel.table
+    price = _price_column(table)
+    row = [table.item(r, 0).text() for r in range(table.rowCount())].index("Test GPU")
+    table.item(row, price).setText("$30k")
+    settle(qtbot, panel)
+    req = ws.requirements
+    assert req.price == {"gpu": 30000.0} and req.price_source["gpu"].startswith("entered in the cost panel on ")
+    assert ws.results.plan.by_id("gpu").price == 30000.0  # the planner reads the same store
+    assert Project.of(ws).requirements.price == {"gpu": 30000.0}  # saved with the project
+    # editing the device (its TDP) keeps the quote: quotes are keyed by id, not stored in the device
+    gpu = next(d for d in ws.devices if d.id == "gpu")
+    ws.put_devices([replace(gpu, tdp=Cited(300.0, "300 W", None, "edited"))])
+    settle(qtbot, panel)
+    assert ws.requirements.price == {"gpu": 30000.0}
+    assert table.item(row, price).text() == "$30,000 *"
+    assert ws.results.cost.price[list(ws.results.cost.ids).index("gpu")] == 30000.0
+    table.item(row, price).setText("")  # an empty cell removes the quote
+    settle(qtbot, panel)
+    assert ws.requirements.price == {}

@@ -146,7 +146,7 @@ def test_export_runs_in_a_worker_and_writes_the_file(qtbot, workspace, tmp_path)
     assert seen and seen[-1] == 100
     rows = list(csv.DictReader((tmp_path / "r.csv").open(encoding="utf-8")))
     assert [r["device_id"] for r in rows] == list(IDS)
-    assert float(rows[0]["Latency per decode step [s]"]) == workspace.analysis.totals.time[0]
+    assert float(rows[0]["Latency per decode step (one unit) [s]"]) == workspace.analysis.totals.time[0]
 
 
 def test_export_with_progress_dialog_writes_a_pdf(qtbot, workspace, tmp_path):

@@ -96,7 +96,8 @@ class Requirements:
     ``electricity_usd_per_kwh`` USD/kWh; ``pue`` ratio; ``price`` USD per unit (quotes, by device id);
     ``cloud_price`` USD/s per unit (by device id); ``rank_by``: ``"buy"`` ranks by the TCO of owning,
     ``"rent"`` by renting the same units around the clock for the horizon, ``"cheaper"`` by the cheaper of the two
-    per device (a rent-only device is ranked by rent, a buy-only one by TCO). ``None`` takes the workspace's assumption (years,
+    per device (a rent-only device is ranked by rent, a buy-only one by TCO); ``price_source`` and
+    ``cloud_price_source``: by device id, where each quote comes from and its date (text). ``None`` takes the workspace's assumption (years,
     electricity, PUE) or leaves the constraint out."""
 
     target: float | None = None
@@ -112,10 +113,16 @@ class Requirements:
     price: Mapping[str, float] = field(default_factory=dict)
     cloud_price: Mapping[str, float] = field(default_factory=dict)
     rank_by: str = "buy"
+    price_source: Mapping[str, str] = field(default_factory=dict)  # by device id: who quoted, and when
+    cloud_price_source: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self):
-        object.__setattr__(self, "price", MappingProxyType(dict(self.price)))
-        object.__setattr__(self, "cloud_price", MappingProxyType(dict(self.cloud_price)))
+        for name in ("price", "cloud_price", "price_source", "cloud_price_source"):
+            object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
+        for name in ("price_source", "cloud_price_source"):
+            for dev, v in getattr(self, name).items():
+                if not isinstance(v, str):
+                    raise ValueError(f"{name}[{dev}]: expected text (the quote's source and date), got {v!r}")
         _positive("target", self.target)
         if self.target_unit not in RATE_UNITS:
             raise ValueError(f"target_unit: expected one of {', '.join(RATE_UNITS)}, got {self.target_unit!r}")
