@@ -52,3 +52,24 @@ def test_a_cost_panel_price_is_a_quote_in_the_one_store_and_survives_a_device_ed
     table.item(row, price).setText("")  # an empty cell removes the quote
     settle(qtbot, panel)
     assert ws.requirements.price == {}
+
+
+def test_a_planner_edit_keeps_the_stores_sources_ranking_and_other_quotes(qtbot, ws):  # noqa: F811
+    from explorer.core.analysis.procurement import Requirements
+    from explorer.core.analysis.quotes import set_quote
+    from explorer.core.session.commands import SetRequirements
+    from explorer.ui.planner.planner_panel import PlannerPanel
+
+    req = set_quote(Requirements(rank_by="cheaper"), "gpu", price=15_000.0, source="Acme, 2026-11-01")
+    req = set_quote(req, "deselected", price=1_000.0, source="old quote")
+    ws.execute(SetRequirements(req))
+    panel = PlannerPanel(ws)
+    qtbot.addWidget(panel)
+    panel.replan()
+    panel.target.setText("100 inferences/s")
+    panel.target.textEdited.emit("100 inferences/s")
+    panel.replan()
+    after = ws.requirements
+    assert after.target == 100.0 and after.rank_by == "cheaper"
+    assert after.price == {"gpu": 15_000.0, "deselected": 1_000.0}
+    assert after.price_source == {"gpu": "Acme, 2026-11-01", "deselected": "old quote"}

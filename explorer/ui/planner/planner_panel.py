@@ -8,6 +8,7 @@ the plan is cheap), refreshed through a zero-interval single-shot timer, so a bu
 
 from __future__ import annotations
 
+import datetime
 import functools
 import math
 
@@ -35,7 +36,7 @@ from explorer.core.money import parse_money
 from explorer.core.session.commands import SetRequirements
 from explorer.core.units import UnitError, format_si
 from explorer.ui.binding import bind_many
-from explorer.ui.planner.quote_cells import mark_cell
+from explorer.ui.planner.quote_cells import mark_cell, store_fields
 from explorer.ui.widgets.on_screen import OnScreenUpdate
 from explorer.ui.widgets.quantity_edit import ERROR_STYLE, QuantityEdit
 
@@ -302,7 +303,11 @@ class PlannerPanel(QWidget):
             budget_covers=self.budget_covers.currentText(), power_cap=self.power_cap.value(),
             power_scope=self.power_scope.currentText(), years=self.years.value(),
             electricity_usd_per_kwh=per_kwh, pue=self.pue.value(),
-            price=prices, cloud_price=clouds)
+            **store_fields(self.workspace.requirements, self._shown_ids(), prices, clouds,
+                           datetime.date.today().isoformat()))
+
+    def _shown_ids(self) -> set[str]:
+        return {self.quotes.item(r, 0).data(Qt.ItemDataRole.UserRole) for r in range(self.quotes.rowCount())}
 
     # -- planning
     def replan(self) -> None:
