@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from ..core.analysis.batch_search import DEFAULT_CAP, BatchSearch, search_batch
 from ..core.analysis.cost import CostAssumptions
@@ -93,6 +94,25 @@ def _money(text: str | None, option: str) -> float | None:
         raise CliError(str(exc)) from None
 
 
+def with_project_quotes(req: Requirements, model_arg: str, ids: set[str]) -> Requirements:
+    """When MODEL is a project file, its quotes (the one store, with their sources) for the devices given, under
+    the quotes of --quote and --rent, which win."""
+    from pathlib import Path
+
+    from ..core.session.project import SUFFIX, load_project
+
+    if Path(model_arg).suffix.lower() != SUFFIX or not Path(model_arg).exists():
+        return req
+    stored = load_project(model_arg).requirements  # already read once by MODEL: a bad file stopped there
+    fields = {}
+    for name in ("price", "cloud_price"):
+        given = getattr(req, name)
+        quotes = {k: v for k, v in getattr(stored, name).items() if k in ids and k not in given}
+        notes = {k: v for k, v in getattr(stored, f"{name}_source").items() if k in quotes}
+        fields[name], fields[f"{name}_source"] = {**quotes, **given}, notes
+    return replace(req, **fields)
+
+
 def prepare(args):
     """Parse requirements, choose the phase from the target's unit, then evaluate: (analysis, requirements, costs)."""
     target, unit = None, "tokens/s"
@@ -118,6 +138,7 @@ def prepare(args):
                            price=parse_pairs(args.price, "--quote", "money"),
                            cloud_price=parse_pairs(args.cloud_price, "--rent", "money_rate"),
                            rank_by=getattr(args, "rank", "buy"))
+        req = with_project_quotes(req, args.model, {d.id for d in devices})
     except ValueError as exc:
         raise CliError(str(exc)) from None
     analysis = evaluate(model, devices, args.precision, ctx, formats=formats_from_args(args))

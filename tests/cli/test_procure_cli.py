@@ -79,3 +79,23 @@ def test_sensitivity_json_and_text(capsys):
     assert main([a for a in args if a != "--json"]) == 0  # text
     out = capsys.readouterr().out
     assert "sensitivity (buy ranking" in out and "buy vs rent break-even" in out
+
+
+def test_a_project_files_quotes_feed_the_cli_and_flags_win(tmp_path, capsys):
+    from explorer.core.analysis.procurement import Requirements
+    from explorer.core.analysis.quotes import set_quote
+    from explorer.core.session.project import Project, save_project
+    from explorer.core.session.workspace import Assumptions
+    from explorer.core.workload.templates import get_template
+
+    req = set_quote(Requirements(), "nvidia-l4", price=2_500.0, cloud_price=0.5 / 3600, source="reseller, 2026-11-20")
+    req = set_quote(req, "nvidia-h100-sxm5", price=28_000.0, source="Acme, 2026-11-01")
+    path = tmp_path / "p.hwproj"
+    save_project(Project(get_template("llama2-7b").build(), ("nvidia-l4",), Assumptions(), requirements=req), path)
+    args = ["plan", str(path), "--device", "nvidia-h100-sxm5", "--device", "nvidia-l4", "--target", "2000 tokens/s",
+            "--batch", "8", "--seq-len", "1024", "--json"]
+    assert main(args + ["--quote", "nvidia-h100-sxm5=$30k"]) == 0
+    by_id = {d["id"]: d for d in json.loads(capsys.readouterr().out)["devices"]}
+    assert by_id["nvidia-l4"]["price_usd"] == 2_500.0  # from the project
+    assert by_id["nvidia-h100-sxm5"]["price_usd"] == 30_000.0  # the flag wins
+    assert by_id["nvidia-l4"]["cloud_cost_usd"] == pytest.approx(0.5 * 3 * 365.25 * 24 * by_id["nvidia-l4"]["units"])
