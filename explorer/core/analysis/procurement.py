@@ -122,7 +122,7 @@ class Requirements:
         for name in ("price_source", "cloud_price_source"):
             for dev, v in getattr(self, name).items():
                 if not isinstance(v, str):
-                    raise ValueError(f"{name}[{dev}]: expected text (the quote's source and date), got {v!r}")
+                    raise TypeError(f"{name}[{dev}]: expected text (the quote's source and date), got {v!r}")
         _positive("target", self.target)
         if self.target_unit not in RATE_UNITS:
             raise ValueError(f"target_unit: expected one of {', '.join(RATE_UNITS)}, got {self.target_unit!r}")
