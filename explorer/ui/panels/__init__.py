@@ -10,7 +10,8 @@ from .energy import EnergyPanel
 from .roofline import RooflinePanel
 from .systems import SystemsPanel
 from .tiling import TilingPanel
+from .training import TrainingPanel
 
-PANELS = (RooflinePanel, EnergyPanel, TilingPanel, CostPanel, SystemsPanel)
+PANELS = (RooflinePanel, EnergyPanel, TilingPanel, CostPanel, SystemsPanel, TrainingPanel)
 
-__all__ = ["PANELS", "AnalysisControls", "CostPanel", "EnergyPanel", "RooflinePanel", "SystemsPanel", "TilingPanel"]
+__all__ = ["PANELS", "AnalysisControls", "CostPanel", "EnergyPanel", "RooflinePanel", "SystemsPanel", "TilingPanel", "TrainingPanel"]
