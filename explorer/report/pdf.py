@@ -348,7 +348,7 @@ def _training_story(data: ReportData) -> list:
     steps = step_rows(sec)
     if steps:
         out += [P("Step time of the chosen layout, part by part", "h2"),
-                table(STEP_HEADERS, steps, [80, *[50] * 7]),
+                table([h.replace('Recompute', 'Recomp.') for h in STEP_HEADERS], steps, [80, *[50] * 7]),
                 P("Forward and backward include their exposed tensor- and context-parallel communication; data "
                   "parallel is the exposed gradient reduction; per optimizer step.", "caption"),
                 P("Memory per device", "h2"), table(MEMORY_HEADERS, memory_rows(sec), [100, 60, 60, 70, 60, 60])]

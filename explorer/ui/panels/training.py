@@ -98,7 +98,7 @@ class TrainingPanel(AnalysisPanel):
         row.addStretch(1)
         rows.addLayout(row)
         self.table = TrainingTable()
-        self.table.setMinimumHeight(64)
+        self.table.setMinimumHeight(96)  # the header and three rows
         self.table.layout_chosen.connect(self.controls.choose_layout)
         rows.addWidget(self.table)
         self.splitter = QSplitter(Qt.Orientation.Vertical)
@@ -106,7 +106,7 @@ class TrainingPanel(AnalysisPanel):
         layout.removeWidget(self.graphics)
         self.splitter.addWidget(self.graphics)
         self.splitter.addWidget(below)
-        self.splitter.setStretchFactor(0, 3)
+        self.splitter.setStretchFactor(0, 2)
         self.splitter.setStretchFactor(1, 1)
         self.splitter.setChildrenCollapsible(False)
         layout.insertWidget(index, self.splitter, 1)
@@ -115,7 +115,7 @@ class TrainingPanel(AnalysisPanel):
     def _bar_plot(label: str) -> pg.PlotItem:
         plot = new_plot()
         plot.vb.invertY(True)
-        name_axis(plot, 175)
+        name_axis(plot, 240)
         plot.setLabel("bottom", label)
         plot.getAxis("bottom").enableAutoSIPrefix(False)
         return plot
@@ -133,7 +133,7 @@ class TrainingPanel(AnalysisPanel):
         ids = [r.system.id for r in self.results]
         if self.focus not in ids:
             self.focus = ids[0] if ids else ""
-        ticks = [[(i, elide(f"{name} ({r.system.devices})", 28))
+        ticks = [[(i, elide(f"{name} ({r.system.devices})", 36))
                   for i, (name, r) in enumerate(zip(names, self.results))]]
         n = len(self.results)
         steps = np.zeros((n, len(STEP_PARTS)))
