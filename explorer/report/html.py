@@ -20,6 +20,7 @@ from .systems_section import (
     system_sources,
 )
 from .build import ReportData, references
+from .training_figures import training_figure
 from .training_section import (
     MEMORY_HEADERS,
     STEP_HEADERS,
@@ -187,9 +188,13 @@ def _training_html(data: ReportData) -> list[str]:
            table(SUMMARY_HEADERS, summary_rows(sec))]
     steps = step_rows(sec)
     if steps:
-        out += ["<h3>Step time of the chosen layout, part by part</h3>", table(STEP_HEADERS, steps),
-                "<p class=\"caption\">Forward and backward include their exposed tensor- and context-parallel "
-                "communication; data parallel is the exposed gradient reduction; per optimizer step.</p>",
+        out += ["<h3>Step time and memory per device</h3>",
+                (f"<figure>{svg(training_figure(sec, FIGURE_WIDTH), 'figtrain')}<figcaption class=\"caption\">"
+                 "The chosen layout's step stacked part by part, and memory per device stacked against the device's "
+                 "capacity (red tick).</figcaption></figure>"),
+                "<h3>Step time of the chosen layout, part by part</h3>", table(STEP_HEADERS, steps),
+                ("<p class=\"caption\">Forward and backward include their exposed tensor- and context-parallel "
+                 "communication; data parallel is the exposed gradient reduction; per optimizer step.</p>"),
                 "<h3>Memory per device</h3>", table(MEMORY_HEADERS, memory_rows(sec))]
     out += ["<h3>Training assumptions</h3>", _table(["Assumption", "Value"], [[e(k), e(v)] for k, v in
                                                                              assumptions(sec)])]

@@ -36,6 +36,7 @@ from .systems_section import (
     plan_rows,
     system_sources,
 )
+from .training_figures import training_figure
 from .training_section import (
     MEMORY_HEADERS,
     STEP_HEADERS,
@@ -330,6 +331,10 @@ def _systems_story(data: ReportData) -> list:
     return out
 
 
+FIGURE_NOTE = ("Per system, the chosen layout's step stacked part by part, and memory per device stacked against the "
+               "device's capacity (red tick), as the Training panel draws them.")
+
+
 def _training_story(data: ReportData) -> list:
     sec = data.training
 
@@ -347,7 +352,8 @@ def _training_story(data: ReportData) -> list:
                  [[r[0], *r[7:]] for r in rows], [100, 62, 62, 62, 72, 72])]
     steps = step_rows(sec)
     if steps:
-        out += [P("Step time of the chosen layout, part by part", "h2"),
+        out += [_figure("Step time and memory per device", training_figure(sec, CONTENT_W), FIGURE_NOTE),
+                P("Step time of the chosen layout, part by part", "h2"),
                 table([h.replace('Recompute', 'Recomp.') for h in STEP_HEADERS], steps, [80, *[50] * 7]),
                 P("Forward and backward include their exposed tensor- and context-parallel communication; data "
                   "parallel is the exposed gradient reduction; per optimizer step.", "caption"),

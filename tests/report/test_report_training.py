@@ -65,6 +65,7 @@ def test_html_and_pdf_have_the_section_side_by_side_with_its_sources(tmp_path, c
     text = html.read_text()
     assert "<h2>Training</h2>" in text and "Memory per device" in text and "Step time of the chosen layout" in text
     assert "MFU is ideal-model MFU" in text and "https://arxiv.org/abs/1910.02054" in text
+    assert "figtrain" in text and "time per step (s)" in text and "memory per device (GB)" in text  # the figure
     assert "NVIDIA H100 Tensor Core GPU datasheet" in text and "989.5 TFLOP/s" in text  # as written, sourced
     days = expected[0].cost.time_s[expected[0].chosen] / 86400
     assert f"{days:,.4g} days" in text
@@ -107,3 +108,24 @@ def test_bad_training_options_exit_2_naming_the_option(extra, message, tmp_path,
     assert main(["report", "llama3-8b", "--train", DGX, *extra, "--out", str(tmp_path / "r.csv")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0] and not (tmp_path / "r.csv").exists()
+
+
+def test_the_figure_s_bars_are_the_step_parts_and_a_system_without_layout_is_left_out(expected):
+    from reportlab.graphics.shapes import Rect
+
+    from explorer.report.training_figures import STEP_COLORS, training_figure
+    from explorer.report.training_section import TrainingSection
+
+    d = training_figure(TrainingSection(tuple(expected)), 480)
+    rects = [r for r in d.contents[0].contents if isinstance(r, Rect) and r.height == 14]
+    widths = {}
+    for r in rects:  # the bars: 7 step parts and 4 memory parts per system, drawn where positive
+        widths.setdefault(r.fillColor.hexval()[2:].lower(), []).append(r.width)
+    a0, k0 = expected[0].analysis, expected[0].chosen
+    a1, k1 = expected[1].analysis, expected[1].chosen
+    backward = widths[STEP_COLORS[1][1:]]  # orange: the backward pass, and the gradients below
+    ratio = a0.step_parts[k0][1] / a1.step_parts[k1][1]
+    assert any(abs(x / y - ratio) < 1e-9 for x in backward for y in backward if x != y)
+    empty = training_figure(TrainingSection((expected[0].__class__(expected[0].system, expected[0].device, None, None,
+                                                                    expected[0].order[:0], "no valid layout"),)), 480)
+    assert empty.height > 0
