@@ -9,6 +9,8 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from explorer.core.hardware.catalog_files import load_shipped_devices, load_shipped_systems
 from explorer.core.session.commands import SetSystem
@@ -153,3 +155,25 @@ def test_a_bad_training_key_names_its_field(training, message, tmp_path):
     path.write_text(json.dumps({**data, "training": training}))
     with pytest.raises(ProjectError, match=message):
         load_project(path)
+
+
+
+@st.composite
+def choices(draw):
+    micro = draw(st.integers(1, 8))
+    schedule = draw(st.sampled_from(("gpipe", "1f1b", "interleaved")))
+    return TrainingChoice(
+        tokens=draw(st.floats(1.0, 1e15, allow_nan=False)), global_batch=micro * draw(st.integers(1, 512)),
+        micro_batch=micro, seq_len=draw(st.integers(1, 1 << 17)), zero=draw(st.integers(0, 3)),
+        recompute=draw(st.sampled_from(("none", "selective", "full"))), schedule=schedule,
+        virtual=draw(st.integers(1, 4)) if schedule == "interleaved" else 1, cp=draw(st.integers(1, 16)),
+        lora_rank=draw(st.integers(0, 64)),
+        layout=draw(st.none() | st.tuples(st.integers(1, 64), st.integers(1, 64), st.integers(1, 64))),
+        overlap=draw(st.booleans()), devices=draw(st.integers(0, 4096)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(choice=choices())
+def test_every_valid_choice_survives_the_project_file(choice):
+    """JSON and back gives the same choice (the layout's tuple, the tokens' float)."""
+    assert TrainingChoice.from_dict(json.loads(json.dumps(choice.to_dict()))) == choice
