@@ -10,6 +10,7 @@ from reportlab.graphics import renderSVG
 from ..core.analysis.procurement import format_usd
 from ..core.units import format_si
 from .systems_section import (
+    LADDER_HEADERS,
     LAYOUT_HEADERS,
     NOT_PRICED,
     NOTE,
@@ -162,7 +163,7 @@ def _systems_html(data: ReportData) -> list[str]:
     ladder = ladder_rows(sec)
     if ladder:
         out += ["<h3>Bandwidth ladder: bytes one device moves per step</h3>",
-                _table(["System", "Level", "Bytes per step", "Bandwidth"], [[e(c) for c in r] for r in ladder])]
+                _table(list(LADDER_HEADERS), [[e(c) for c in r] for r in ladder])]
     if sec.plans:
         out += ["<h3>Fleet on each system</h3>",
                 _table(list(PLAN_HEADERS), [[e(c) for c in r] for r in plan_rows(sec, data.plan.unit)]),

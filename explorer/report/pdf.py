@@ -28,6 +28,7 @@ from ..core.analysis.procurement import format_usd
 from ..core.units import format_si
 from .build import ReportData, pdf_text, references
 from .systems_section import (
+    LADDER_HEADERS,
     NOT_PRICED,
     NOTE,
     PLAN_HEADERS,
@@ -312,9 +313,9 @@ def _systems_story(data: ReportData) -> list:
     ladder = ladder_rows(sec)
     if ladder:
         out.append(P("Bandwidth ladder: bytes one device moves per step", "h2"))
-        rows = [[P(h, "head") for h in ("System", "Level", "Bytes per step", "Bandwidth")]]
+        rows = [[P(h, "head") for h in LADDER_HEADERS]]
         rows += [[P(c) for c in r] for r in ladder]
-        out.append(grid_table(rows, [120, 200, 80, CONTENT_W - 400]))
+        out.append(grid_table(rows, [100, 150, 66, 84, CONTENT_W - 400]))
     if sec.plans:
         out.append(P("Fleet on each system", "h2"))
         rows = [[P(h, "head") for h in PLAN_HEADERS]] + [[P(c) for c in r] for r in plan_rows(sec, data.plan.unit)]

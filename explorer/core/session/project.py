@@ -22,7 +22,7 @@ from explorer.core.workload.model import Model, ModelError
 from .state import Assumptions, State, SystemChoice
 from .training_choice import TrainingChoice
 
-FORMAT = 4
+FORMAT = 5
 KIND = "hwexplorer-project"
 SUFFIX = ".hwproj"  # the project file's suffix
 
@@ -48,12 +48,22 @@ def _v2_to_v3(data: dict) -> dict:
 
 
 def _v3_to_v4(data: dict) -> dict:
-    """Format 4 adds the training run (``training``; before it, the defaults). The key stays optional on read."""
-    return {**data, "format": 4}
+    """Format 4 adds the time model the panels show (``assumptions.time_model``): a file written before it showed
+    the ideal model."""
+    out = {**data, "format": 4}
+    assumptions = data.get("assumptions", {})
+    if isinstance(assumptions, dict):
+        out["assumptions"] = {**assumptions, "time_model": assumptions.get("time_model", "ideal")}
+    return out
+
+
+def _v4_to_v5(data: dict) -> dict:
+    """Format 5 adds the training run (``training``; before it, the defaults). The key stays optional on read."""
+    return {**data, "format": 5}
 
 
 #: ``MIGRATIONS[n]`` turns a format-n mapping into a format n+1 one.
-MIGRATIONS = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}
+MIGRATIONS = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5}
 
 
 def _assumptions_to_dict(a: Assumptions) -> dict:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
 
+from explorer.core.analysis.evaluate import MODELS
 from explorer.core.analysis.procurement import Requirements
 from explorer.core.parallel.collectives import ALGORITHMS
 from explorer.core.parallel.layout import Layout
@@ -47,6 +48,7 @@ class Assumptions:
     years: float = 3.0
     attention: str = "naive"  # naive | fused (FlashAttention): how attention kernels run
     lm_head: str = "last"  # last | all: the positions whose logits prefill computes (last: serving)
+    time_model: str = "ideal"  # ideal | calibrated: the times the panels show (docs/calibration.md)
 
     def checked(self) -> "Assumptions":
         check_precision(self.precision)
@@ -56,7 +58,7 @@ class Assumptions:
                 raise ValueError(f"{name}: expected a format name such as 'int4-g128' or null, got {v!r}")
         if self.phase not in PHASES:
             raise ValueError(f"phase: expected prefill or decode, got {self.phase!r}")
-        for name, choices in (("attention", ATTENTION), ("lm_head", LM_HEAD)):
+        for name, choices in (("attention", ATTENTION), ("lm_head", LM_HEAD), ("time_model", MODELS)):
             if getattr(self, name) not in choices:
                 raise ValueError(f"{name}: expected {' or '.join(choices)}, got {getattr(self, name)!r}")
         for name in ("batch",):
@@ -101,7 +103,7 @@ class Assumptions:
             raise ValueError(f"{where}.{exc}") from None
 
 
-OBJECTIVES = ("throughput", "latency")
+OBJECTIVES = ("throughput", "latency", "cost")  # cost: per million tokens, explorer.core.parallel.layout_cost
 
 
 @dataclass(frozen=True)
@@ -125,7 +127,7 @@ class SystemChoice:
         if isinstance(self.nodes, bool) or not isinstance(self.nodes, int) or self.nodes < 1:
             raise ValueError(f"nodes: must be a whole number >= 1, got {self.nodes!r}")
         if self.objective not in OBJECTIVES:
-            raise ValueError(f"objective: expected throughput or latency, got {self.objective!r}")
+            raise ValueError(f"objective: expected throughput, latency or cost, got {self.objective!r}")
         if self.collective not in ALGORITHMS:
             raise ValueError(f"collective: expected one of {', '.join(ALGORITHMS)}, got {self.collective!r}")
         for name in ("overlap", "offload"):
