@@ -56,7 +56,9 @@ def test_the_training_csv_carries_the_training_core_s_numbers(tmp_path, capsys, 
     # energy = 64 devices x 700 W TDP x PUE 1.3 x time; electricity at 0.12 USD/kWh
     assert float(h100["energy to train [J]"]) == pytest.approx(64 * 700 * 1.3 * float(h100["time to train [s]"]))
     assert float(h100["electricity [USD]"]) == pytest.approx(float(h100["energy to train [J]"]) / 3.6e6 * 0.12)
-    assert tpu["energy to train [J]"] == "" and tpu["rent [USD]"] == ""  # no TDP or prices in the catalog: unknown
+    assert tpu["energy to train [J]"] == ""  # no TDP for the TPU v5p in the catalog: unknown
+    # rent = device-hours x the catalog's Cloud TPU v5p on-demand price, 4.20 USD per chip-hour
+    assert float(tpu["rent [USD]"]) == pytest.approx(float(tpu["device-hours [h]"]) * 4.20, rel=1e-12)
 
 
 def test_html_and_pdf_have_the_section_side_by_side_with_its_sources(tmp_path, capsys, expected):
