@@ -269,6 +269,7 @@ class Results:
         st = self.state
         return self._get("training", lambda: recost(runs, st.training.tokens, cost_assumptions(st.assumptions)))
 
+    @property
     def system_costs(self) -> tuple[LayoutCost | None, ...]:
         """Per result of :attr:`system_layouts`: the cost per million tokens of each layout, from the planner's
         quotes (else the catalog's list price) and the cost assumptions (None where no layout is valid). Ranking
