@@ -1,6 +1,7 @@
 """The report as one XLSX workbook (openpyxl), one sheet per table, for people who take the numbers into their own
 spreadsheets: Summary (one row per device, the plan's columns included), Layers (every operator on every device),
-Sensitivity and Break-even (when the plan has a target), Assumptions, Method, Sources and, with systems, Systems.
+Sensitivity and Break-even (when the plan has a target), Assumptions, Method, Sources and, with those sections,
+Systems and Training.
 
 The cells are those of the CSV export: numbers as numbers (SI units, stated in each header), unknowns empty, and
 text that a spreadsheet would run as a formula (``= + - @``, a tab, a carriage return at the start) made inert
@@ -78,9 +79,11 @@ def render_xlsx(data: ReportData) -> bytes:
     _sheet(wb, "Sources", ["Device", "Figure", "Value as written", "Source", "URL", "Date read"],
            [(s.device, s.figure, s.value, s.title, s.url, s.date) for s in data.sources])
     if data.systems:
-        text = systems_csv(data)
-        rows = list(csv.reader(io.StringIO(text)))
-        _sheet(wb, "Systems", rows[0] if rows else [], [[_value(c) for c in r] for r in rows[1:]])
+        _sheet(wb, "Systems", *_csv_rows(systems_csv(data)))
+    if getattr(data, "training", None):
+        from .csv_export import training_csv
+
+        _sheet(wb, "Training", *_csv_rows(training_csv(data)))
     out = io.BytesIO()
     wb.save(out)
     return out.getvalue()

@@ -33,6 +33,11 @@ from explorer.core.parallel.system_pass import Options
 from explorer.core.serving.serve import ServingAnswer, answer, device_setup
 
 from .state import Assumptions, State
+from .training import cost_assumptions, recost, train_choice
+from .training_choice import TrainingChoice
+
+#: the fields of the training part its analyses read (all but the tokens, which only re-cost)
+TRAINING_FIELDS = tuple(f for f in TrainingChoice.__dataclass_fields__ if f != "tokens")
 
 #: What each result is computed from. Names with a dot are fields of a part of the state; "args" are the
 #: arguments of the call (the device shown, the layer in focus...).
@@ -62,6 +67,12 @@ DEPENDS: dict[str, tuple[str, ...]] = {
                        "assumptions.weights", "assumptions.activations", "assumptions.kv_cache",
                        "assumptions.batch", "assumptions.seq_len", "assumptions.phase", "assumptions.attention",
                        "assumptions.lm_head"),
+    # the training run on the chosen systems (its analyses): the model, the systems and their nodes, the training
+    # part except the tokens; nothing of the inference assumptions (precision, batch, phase...) reaches it
+    "training_runs": ("model", "hardware", "system.nodes", *(f"training.{f}" for f in TRAINING_FIELDS)),
+    # costed for the tokens at the session's electricity price, PUE and horizon: these re-cost, never re-analyse
+    "training": ("training_runs", "training.tokens", "assumptions.electricity_usd_per_kwh", "assumptions.pue",
+                 "assumptions.years"),
     # the collectives of each chosen system's layout under the links' roofs, for the roofline's device in focus
     "comm_roof": ("systems", "analysis", "args"),
     # the cost per million tokens of every layout: a price or an electricity edit re-costs, never re-searches
@@ -240,6 +251,26 @@ class Results:
         return self._get("system_layouts", lambda: size_on_systems(
             self.state.model, self.hardware, a.precision, a.context, a.tensor_formats, None,
             choice.objective, options, choice.nodes))
+
+    @property
+    def training_runs(self) -> tuple:
+        """The training analyses of each chosen system (uncosted tokens aside); :attr:`training` reads them."""
+        if not self.hardware:
+            return ()
+        st = self.state
+        return self._get("training_runs", lambda: train_choice(st.model, self.hardware, st.system.nodes, st.training,
+                                                               cost_assumptions(st.assumptions)))
+
+    @property
+    def training(self) -> tuple:
+        """The training run of the state's training part on each system chosen in ``State.system`` (clusters of
+        its ``nodes``): a :class:`~explorer.core.training.compare.TrainingResult` per system, its layouts ranked
+        and the chosen one first, costed for the tokens (empty without systems)."""
+        runs = self.training_runs
+        if not runs:
+            return ()
+        st = self.state
+        return self._get("training", lambda: recost(runs, st.training.tokens, cost_assumptions(st.assumptions)))
 
     @property
     def system_costs(self) -> tuple[LayoutCost | None, ...]:

@@ -11,8 +11,9 @@ from .fidelity import FidelityPanel
 from .roofline import RooflinePanel
 from .systems import SystemsPanel
 from .tiling import TilingPanel
+from .training import TrainingPanel
 
-PANELS = (RooflinePanel, EnergyPanel, TilingPanel, CostPanel, FidelityPanel, SystemsPanel)
+PANELS = (RooflinePanel, EnergyPanel, TilingPanel, CostPanel, FidelityPanel, SystemsPanel, TrainingPanel)
 
 __all__ = ["PANELS", "AnalysisControls", "CostPanel", "EnergyPanel", "FidelityPanel", "RooflinePanel", "SystemsPanel",
-           "TilingPanel"]
+           "TilingPanel", "TrainingPanel"]
