@@ -73,3 +73,22 @@ def test_a_planner_edit_keeps_the_stores_sources_ranking_and_other_quotes(qtbot,
     assert after.target == 100.0 and after.rank_by == "cheaper"
     assert after.price == {"gpu": 15_000.0, "deselected": 1_000.0}
     assert after.price_source == {"gpu": "Acme, 2026-11-01", "deselected": "old quote"}
+
+
+def test_rank_by_in_the_planner_ranks_a_rent_only_device(qtbot, ws):  # noqa: F811
+    from explorer.core.analysis.procurement import Requirements
+    from explorer.core.session.commands import SetRequirements
+    from explorer.ui.planner.planner_panel import PlannerPanel
+
+    # the test GPU rented at $2/h, no purchase price: unpriced when buying, ranked when renting
+    ws.execute(SetRequirements(Requirements(cloud_price={"gpu": 2.0 / 3600})))
+    panel = PlannerPanel(ws)
+    qtbot.addWidget(panel)
+    panel.replan()
+    gpu = next(i for i in range(panel.rank_by.count()) if panel.rank_by.itemData(i) == "rent")
+    panel.rank_by.activated.emit(gpu)
+    assert ws.requirements.rank_by == "rent" and panel.rank_by.basis() == "rent"
+    plan = ws.results.plan.by_id("gpu")
+    assert plan.rank_basis == "rent" and plan.rank_cost == plan.cloud_cost
+    ws.undo()
+    assert ws.requirements.rank_by == "buy" and panel.rank_by.basis() == "buy"

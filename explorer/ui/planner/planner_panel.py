@@ -37,6 +37,7 @@ from explorer.core.session.commands import SetRequirements
 from explorer.core.units import UnitError, format_si
 from explorer.ui.binding import bind_many
 from explorer.ui.planner.quote_cells import mark_cell, store_fields
+from explorer.ui.planner.rank_choice import RankChoice
 from explorer.ui.widgets.on_screen import OnScreenUpdate
 from explorer.ui.widgets.quantity_edit import ERROR_STYLE, QuantityEdit
 
@@ -103,6 +104,8 @@ class PlannerPanel(QWidget):
         form.addRow("Electricity", self.electricity)
         self.pue = QDoubleSpinBox(minimum=1.0, maximum=3.0, singleStep=0.05, value=a.pue, decimals=2)
         form.addRow("PUE", self.pue)
+        self.rank_by = RankChoice(workspace)
+        form.addRow("Rank by", self.rank_by)
         top.addWidget(box, 1)
         quotes_box = QGroupBox("Quotes")
         quotes_box.setToolTip("Prices you were quoted override the catalog's; an empty cell keeps the catalog figure")
