@@ -36,6 +36,7 @@ from explorer.core.money import parse_money
 from explorer.core.session.commands import SetRequirements
 from explorer.core.units import UnitError, format_si
 from explorer.ui.binding import bind_many
+from explorer.ui.planner.batch_choice import BatchSearchChoice, searched_plan
 from explorer.ui.planner.quote_cells import mark_cell, store_fields
 from explorer.ui.planner.rank_choice import RankChoice
 from explorer.ui.widgets.on_screen import OnScreenUpdate
@@ -106,6 +107,9 @@ class PlannerPanel(QWidget):
         form.addRow("PUE", self.pue)
         self.rank_by = RankChoice(workspace)
         form.addRow("Rank by", self.rank_by)
+        self.search_batch = BatchSearchChoice()
+        self.search_batch.toggled.connect(lambda _on: self.replan())
+        form.addRow("Batch", self.search_batch)
         top.addWidget(box, 1)
         quotes_box = QGroupBox("Quotes")
         quotes_box.setToolTip("Prices you were quoted override the catalog's; an empty cell keeps the catalog figure")
@@ -332,6 +336,8 @@ class PlannerPanel(QWidget):
                                     f"counts {analysis.totals.throughput_unit}.")
         try:
             result = self.workspace.results.plan
+            if self.search_batch.isChecked():
+                result = searched_plan(self.workspace)
         except ValueError as exc:
             return self._show(None, str(exc))
         best = result.ranked[0]
