@@ -75,7 +75,10 @@ def test_a_project_reopens_with_its_trace_and_requirements(make_window, monkeypa
     assert other.trace_panel.trace is ows.trace and len(other.trace_panel.timeline.bars) > 0
     assert ows.requirements == Requirements(20000.0, "tokens/s", latency=0.05, years=3.0, electricity_usd_per_kwh=0.12,
                                             pue=1.3, price={"nvidia-h100-sxm5": 30000.0},
-                                            cloud_price={"nvidia-h100-sxm5": 4.0 / 3600})
+                                            cloud_price={"nvidia-h100-sxm5": 4.0 / 3600},
+                                            price_source=ws.requirements.price_source,
+                                            cloud_price_source=ws.requirements.cloud_price_source)
+    assert ows.requirements.price_source["nvidia-h100-sxm5"].startswith("entered in the planner on ")
     p = other.planner
     assert (p.target.text(), p.latency.value(), p.quotes.item(1, 1).text(), p.quotes.item(1, 2).text()) == (
         "20000 tokens/s", 0.05, "30000", "4")

@@ -16,7 +16,7 @@ TIP = (f"Plan each device at the batch (1, 2, 4 ... {DEFAULT_CAP}) that meets th
 
 class BatchSearchChoice(QCheckBox):
     def __init__(self, parent=None):
-        super().__init__(f"Search the batch (up to {DEFAULT_CAP})", parent)
+        super().__init__(f"search 1-{DEFAULT_CAP}", parent)
         self.setToolTip(TIP)
 
 
