@@ -27,6 +27,7 @@ from explorer.core.parallel.layout import Layout
 from explorer.core.session.commands import SetSystem
 from explorer.core.session.state import SystemChoice
 
+from ..binding import bind
 from .plotting import device_color
 
 MODES = (("throughput", "best by throughput per device"), ("latency", "best by latency"), (None, "by hand"))
@@ -111,6 +112,14 @@ class SystemControls(QObject):
         second.addWidget(self.overlap)
         second.addWidget(self.offload)
         second.addStretch(1)
+        if systems is None:  # the catalog's choices: read again when the catalog dock changes a system
+            bind(self, workspace.systems_reloaded, self.reload)
+        self.sync()
+
+    def reload(self) -> None:
+        """Read the catalog's systems again (one was added, edited, deleted or imported) and show them."""
+        self.systems = available_systems(self.workspace)
+        self.by_id = {s.id: s for s in self.systems}
         self.sync()
 
     # -- edits: one SetSystem each
@@ -168,7 +177,8 @@ class SystemControls(QObject):
             w.blockSignals(True)
         try:
             offered = [s for s in self.systems if s.id not in choice.system_ids]
-            if [self.add_combo.itemData(i) for i in range(1, self.add_combo.count())] != [s.id for s in offered]:
+            shown = [(self.add_combo.itemData(i), self.add_combo.itemText(i)) for i in range(1, self.add_combo.count())]
+            if shown != [(s.id, short_name(s)) for s in offered]:
                 self.add_combo.clear()
                 self.add_combo.addItem(ADD, "")
                 for s in offered:
