@@ -82,7 +82,8 @@ def test_the_system_rows_equal_plan_systems_sizing(panel, workspace):
     assert dgx.latency <= 0.05 and 0 < dgx.comm_share < 1
     assert dgx.capital == dgx.devices * 30000.0 and l40s.capital == l40s.devices * 9000.0
     cells = section.cells(0)
-    assert cells[0] == SYSTEMS[DGX].name and cells[1] == dgx.layout.label()
+    assert cells[0] == "NVIDIA DGX H100" and cells[1] == dgx.layout.label()  # the name without its details
+    assert section.table.item(0, 0).toolTip().startswith(SYSTEMS[DGX].name)
     assert cells[7] == str(dgx.devices) and cells[8] == str(dgx.nodes) and cells[10] == format_usd(dgx.capital)
     assert cells[11] == "yes"
     assert section.cells(1)[11] == ("yes" if l40s.feasible else f"NO: {l40s.reason}")

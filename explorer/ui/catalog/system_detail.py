@@ -34,44 +34,44 @@ STYLE = """
 </style>
 """
 
-# (label, figure as written or None, the figure as the model reads it with its unit, or "" / DASH)
-Figure = tuple[str, Cited | None, str]
+# (label, figure as written or None, what follows the written text (its direction), the figure as the model
+# reads it with its unit, or DASH)
+Figure = tuple[str, Cited | None, str, str]
 
 
 def _per_direction(value: float) -> str:
     return f"{format_si(value, 'B/s', 4)} per device, per direction" if math.isfinite(value) else DASH
 
 
-def _link_figures(label: str, link: Link, model_value: float) -> Iterator[Figure]:
-    direction = DIRECTION[link.direction] if link.bandwidth is not None else DASH
-    yield f"{label} bandwidth [as written: {direction}]", link.bandwidth, _per_direction(model_value)
+def _link_figure(label: str, link: Link, model_value: float) -> Figure:
+    return f"{label} bandwidth", link.bandwidth, f", {DIRECTION[link.direction]}", _per_direction(model_value)
 
 
 def _figures(system: System) -> Iterator[Figure]:
-    for i, d in enumerate(system.domains):
+    for d in system.domains:
         where = f"{d.name} ({d.scope.replace('_', '-')})"
-        yield from _link_figures(where, d.link, system.bandwidth(d))
+        yield _link_figure(where, d.link, system.bandwidth(d))
         latency = DASH if d.latency is None else format_si(d.latency.value, "s", 4)
-        yield f"{where} latency per message", d.latency, latency
+        yield f"{where} latency per message", d.latency, "", latency
     if system.host_link is not None:
         link = system.host_link
-        yield from _link_figures(f"Host link {link.name}", link, system.host_bandwidth())
+        yield _link_figure(f"Host link {link.name}", link, system.host_bandwidth())
     else:
-        yield "Host link bandwidth", None, DASH
+        yield "Host link bandwidth", None, "", DASH
     memory = system.host_memory
-    yield "Host memory per node", memory, DASH if memory is None else format_si(memory.value, "B", 4)
+    yield "Host memory per node", memory, "", DASH if memory is None else format_si(memory.value, "B", 4)
 
 
-def _domain_rows(system: System) -> list[str]:
-    header = ("<tr><th>Level</th><th>Scope</th><th>Size [devices]</th><th>Topology</th><th>Figure is</th>"
-              "<th>Oversubscription</th></tr>")
-    rows = [header]
+def _domain_items(system: System) -> list[str]:
+    """One line per domain: its scope, size [devices], topology, whose figure the bandwidth is, oversubscription."""
+    items = []
     for d in system.domains:
-        per = "each device's" if d.per == "device" else f"one node's, shared by {system.node_devices} devices"
-        over = "none (1:1)" if d.oversubscription == 1.0 else f"{d.oversubscription:g}:1"
-        cells = (d.name, d.scope.replace("_", "-"), str(d.size), d.topology.replace("_", " "), per, over)
-        rows.append("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in cells) + "</tr>")
-    return rows
+        per = "each device's figure" if d.per == "device" else (f"one node's figure, shared by its "
+                                                                f"{system.node_devices} devices")
+        over = "not oversubscribed" if d.oversubscription == 1.0 else f"oversubscribed {d.oversubscription:g}:1"
+        facts = f"{d.scope.replace('_', '-')}, {d.size} devices, {d.topology.replace('_', ' ')}, {per}, {over}"
+        items.append(f"<li><b>{escape(d.name)}</b>: {escape(facts)}</li>")
+    return items
 
 
 def _source_cell(system: System, cited: Cited) -> str:
@@ -94,18 +94,19 @@ def system_html(system: System, overridden: bool = False) -> str:
     parts += [f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in facts]
     parts.append("</table><h3>Communication domains (innermost first)</h3>")
     if system.domains:
-        parts += ["<table class='fields'>", *_domain_rows(system), "</table>"]
+        parts += ["<ol>", *_domain_items(system), "</ol>"]
     else:
         parts.append(f"<p>{DASH} (one device: no links)</p>")
-    parts.append("<h3>Figures</h3><table class='fields'>")
+    parts.append("<h3><a name='figures'></a>Figures</h3><table class='fields'>")
     parts.append("<tr><th>Field</th><th>Value [as written]</th><th>As the model reads it [SI]</th>"
                  "<th>Source</th></tr>")
-    for label, cited, read in _figures(system):
+    for label, cited, direction, read in _figures(system):
         if cited is None:
             parts.append(f"<tr><td>{escape(label)}</td><td>{DASH}</td><td>{DASH}</td><td></td></tr>")
             continue
         note = f"<br><span class='note'>{escape(cited.note)}</span>" if cited.note else ""
-        parts.append(f"<tr><td>{escape(label)}</td><td>{escape(cited.text)}{note}</td><td>{escape(read)}</td>"
+        written = escape(cited.text + direction)
+        parts.append(f"<tr><td>{escape(label)}</td><td>{written}{note}</td><td>{escape(read)}</td>"
                      f"<td>{_source_cell(system, cited)}</td></tr>")
     parts.append("</table>")
     if system.notes:

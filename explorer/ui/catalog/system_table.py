@@ -22,7 +22,7 @@ from PySide6.QtCore import (
     Qt,
     Signal,
 )
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QLineEdit, QWidget
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QLineEdit, QVBoxLayout, QWidget
 
 from explorer.core.hardware.system import SYSTEM_KINDS
 from explorer.store.query import origin_label
@@ -201,14 +201,21 @@ class SystemFilterBar(QWidget):
         self.device.setToolTip("Only systems made of this catalog device")
         self.count_label = QLabel()
         self.count_label.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-        row = QHBoxLayout(self)
-        row.setContentsMargins(0, 0, 0, 0)
-        row.addWidget(self.search, 1)
+        widest = self.count_label.fontMetrics().horizontalAdvance("0000 of 0000")
+        self.count_label.setMinimumWidth(widest + 8)
+        first, second = QHBoxLayout(), QHBoxLayout()  # two rows, as the devices' bar, to fit a narrow dock
+        first.addWidget(self.search, 1)
+        first.addWidget(self.count_label)
         for box in (self.vendor, self.kind, self.device):
             box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
-            row.addWidget(box)
+            second.addWidget(box)
             box.currentIndexChanged.connect(self._emit)
-        row.addWidget(self.count_label)
+        second.addStretch(1)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(4)
+        layout.addLayout(first)
+        layout.addLayout(second)
         self.search.textChanged.connect(self._emit)
 
     def set_rows(self, rows: Sequence[SystemRow]) -> None:

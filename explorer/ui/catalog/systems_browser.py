@@ -125,6 +125,8 @@ class SystemsBrowser(QWidget):
         self.table.doubleClicked.connect(lambda index: self.edit_system(index.data(ID_ROLE)))
         self.refresh()
         self.table.resizeColumnsToContents()
+        header = self.table.horizontalHeader()  # long names are elided (in full in the tooltip and the detail)
+        header.resizeSection(COLUMN_INDEX["name"], min(header.sectionSize(COLUMN_INDEX["name"]), 240))
 
     # ------------------------------------------------------------------------------------------- table
     def refresh(self, select: str | None = None) -> None:

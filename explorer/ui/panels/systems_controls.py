@@ -70,7 +70,7 @@ class SystemControls(QObject):
         self.add_combo = QComboBox()
         self.add_combo.setToolTip("Add a system of the catalog to the comparison")
         self.add_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-        self.add_combo.setMinimumContentsLength(22)
+        self.add_combo.setMinimumContentsLength(14)  # "Add a system…": 22 made the dock, with two chips, too wide
         self.add_combo.activated.connect(self._add)
         first.addWidget(self.add_combo)
         self.chip_row = QHBoxLayout()
@@ -91,6 +91,10 @@ class SystemControls(QObject):
         for _objective, label in MODES:
             self.mode.addItem(label)
         self.mode.setToolTip("The best valid layout of each system, or one layout given by hand for every system")
+        # elided when narrow (the popup shows the whole text): at its full width the row made the Systems dock, and
+        # with it the main window, wider than a 1600-pixel screen
+        self.mode.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.mode.setMinimumContentsLength(15)
         self.mode.activated.connect(self._mode_chosen)
         second.addWidget(self.mode)
         self.degrees: dict[str, QSpinBox] = {}

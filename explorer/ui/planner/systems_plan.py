@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import QLabel, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
 
@@ -26,18 +27,18 @@ def columns(rate_unit: str) -> tuple[tuple[str, str], ...]:
     """(header, tooltip) of each column; ``rate_unit`` tokens/s (decode) or inferences/s (prefill)."""
     return (
         ("System", "The system (a node, rack or slice of the catalog), as a cluster of the Systems panel's nodes"),
-        ("Layout [degrees]", ("The layout needing the fewest devices that holds the model and meets the latency "
+        ("Layout\n[degrees]", ("The layout needing the fewest devices that holds the model and meets the latency "
                               "limit: tensor (TP), pipeline (PP), expert (EP) and data (DP) parallel degrees, m: "
                               "micro-batches")),
-        ("Replica [devices]", "Devices per replica = TP \u00d7 PP"),
-        (f"Per replica [{rate_unit}]", f"What one replica delivers, in {rate_unit}: the layout's throughput / DP"),
-        ("Latency [ms]", "Step latency of the layout in milliseconds (per decode step, or per inference)"),
-        ("Comm. share [%]", "Exposed communication (collectives and pipeline sends) as a percentage of the step"),
-        ("Replicas [count]", "ceil(target / per-replica rate); one without a target"),
-        ("Devices [count]", "Replicas \u00d7 devices per replica"),
-        ("Nodes [count]", "ceil(devices / devices per node)"),
-        ("Price/device [USD]", "Your quote for the device (in the quotes above), else the catalog's list price"),
-        ("Capital [USD]", "Devices \u00d7 price per device; " + NOT_PRICED),
+        ("Replica\n[devices]", "Devices per replica = TP \u00d7 PP"),
+        (f"Per replica\n[{rate_unit}]", f"What one replica delivers, in {rate_unit}: the layout's throughput / DP"),
+        ("Latency\n[ms]", "Step latency of the layout in milliseconds (per decode step, or per inference)"),
+        ("Comm. share\n[%]", "Exposed communication (collectives and pipeline sends) as a percentage of the step"),
+        ("Replicas\n[count]", "ceil(target / per-replica rate); one without a target"),
+        ("Devices\n[count]", "Replicas \u00d7 devices per replica"),
+        ("Nodes\n[count]", "ceil(devices / devices per node)"),
+        ("Price/device\n[USD]", "Your quote for the device (in the quotes above), else the catalog's list price"),
+        ("Capital\n[USD]", "Devices \u00d7 price per device; " + NOT_PRICED),
         ("Feasible", "Whether a layout holds the model in device memory and meets the latency limit"),
     )
 
@@ -50,7 +51,7 @@ def plan_cells(p: SystemPlan) -> list[str]:
     """The row of one system plan as shown (a pure function, tested against sizing's numbers)."""
     layout = p.layout.label() if p.layout is not None else DASH
     verdict = "yes" if p.feasible else f"NO: {p.reason}"
-    return [p.name, layout, str(p.replica_devices) if p.replica_devices else DASH, _g(p.replica_throughput),
+    return [p.name.split(" (")[0], layout, str(p.replica_devices) if p.replica_devices else DASH, _g(p.replica_throughput),
             _g(p.latency * 1e3), _g(100 * p.comm_share, 3), str(p.replicas) if p.replicas else DASH,
             str(p.devices) if p.devices else DASH, str(p.nodes) if p.nodes else DASH,
             format_usd(p.price_per_device), format_usd(p.capital), verdict]
@@ -88,7 +89,8 @@ class SystemPlanTable(QWidget):
             self.table.setHorizontalHeaderItem(i, item)
 
     def headers(self) -> list[str]:
-        return [self.table.horizontalHeaderItem(i).text() for i in range(self.table.columnCount())]
+        """The column titles on one line each (they are shown on two: the name over its unit)."""
+        return [self.table.horizontalHeaderItem(i).text().replace("\n", " ") for i in range(self.table.columnCount())]
 
     def cells(self, row: int) -> list[str]:
         return [self.table.item(row, c).text() for c in range(self.table.columnCount())]
@@ -101,10 +103,12 @@ class SystemPlanTable(QWidget):
         for r, p in enumerate(plans):
             for c, text in enumerate(plan_cells(p)):
                 item = QTableWidgetItem(text)
+                if 2 <= c <= 10:  # numbers
+                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 if c == 0 or c == self.table.columnCount() - 1:
                     item.setForeground(QBrush(QColor(PASS if p.feasible else FAIL)))
-                    item.setToolTip(f"{p.name} ({p.system_id}) of {p.device_id}" + (f": {p.reason}" if p.reason
-                                                                                     else ""))
+                    reason = f": {p.reason}" if p.reason else ""
+                    item.setToolTip(f"{p.name} ({p.system_id}), {p.devices} x {p.device_id}{reason}")
                 self.table.setItem(r, c, item)
         if plans:
             self.table.resizeColumnsToContents()
