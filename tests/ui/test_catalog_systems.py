@@ -262,3 +262,27 @@ def test_an_import_with_a_bandwidth_in_the_wrong_unit_names_the_field_and_writes
     assert title == "Import failed" and "Nothing was imported." in message
     assert "domains[0].bandwidth" in message and "'64 GB' is a byte count" in message
     assert "bad-box" not in repository.system_ids()
+
+
+def test_in_the_main_window_a_system_added_in_the_dock_is_offered_by_the_systems_panel(qtbot, repository,
+                                                                                       monkeypatch):
+    from PySide6.QtWidgets import QMessageBox
+
+    from explorer.ui.main_window import MainWindow
+
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.StandardButton.Discard)
+    window = MainWindow(Workspace(lookup=device_lookup(repository), systems=system_lookup(repository)), repository)
+    qtbot.addWidget(window)
+    panel = window.findChild(SystemsPanel)
+    combo = panel.controls.add_combo
+    offered = {combo.itemData(i) for i in range(1, combo.count())}
+    assert offered == set(repository.system_ids())  # the catalog database's systems
+
+    def copy(dialog):
+        dialog.id_edit.setText("rack-of-l4")
+        dialog.name_edit.setText("Our L4 rack (4 GPUs)")
+        return True
+
+    Script(window.catalog_dock, copy)
+    assert window.catalog_dock.systems.duplicate_system("pcie-server-4x-nvidia-l4") is not None
+    assert combo.itemText(combo.findData("rack-of-l4")) == "Our L4 rack"
