@@ -286,3 +286,28 @@ def test_in_the_main_window_a_system_added_in_the_dock_is_offered_by_the_systems
     Script(window.catalog_dock, copy)
     assert window.catalog_dock.systems.duplicate_system("pcie-server-4x-nvidia-l4") is not None
     assert combo.itemText(combo.findData("rack-of-l4")) == "Our L4 rack"
+
+
+def test_a_conflicting_save_shows_both_values_and_keeps_the_edit(qtbot, dock, repository):
+    from explorer.ui.catalog.conflict import ConflictChoice, ConflictDialog
+
+    def edit_while_someone_saves(dialog):
+        dialog.vendor_edit.setText("NVIDIA (ours)")
+        record = repository.system_record(L40S)  # someone else saves first
+        repository.update_system(replace(record.system, vendor="Theirs Inc."), record.version)
+        return True
+
+    rows = []
+
+    def resolve(error):
+        conflict = ConflictDialog(error, dock)
+        qtbot.addWidget(conflict)
+        rows.extend(conflict.rows())
+        return ConflictChoice.SAVE_MINE
+
+    Script(dock, edit_while_someone_saves)
+    dock.resolve_conflict = resolve
+    saved = dock.systems.edit_system(L40S)
+    assert saved is not None and rows == [("vendor", "NVIDIA (ours)", "Theirs Inc.")]
+    record = repository.system_record(L40S)
+    assert record.system.vendor == "NVIDIA (ours)" and record.version == 3 and record.overrides == ("vendor",)
