@@ -18,7 +18,16 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .cli import analyze_cmd, catalog_cmd, plan_cmd, report_cmd, tiling_cmd
+    from .cli import (
+        analyze_cmd,
+        calibrate_cmd,
+        catalog_cmd,
+        plan_cmd,
+        report_cmd,
+        serve_cmd,
+        tiling_cmd,
+        train_cmd,
+    )
 
     parser = OneLineParser(
         prog="hwexplorer",
@@ -30,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--db", metavar="URL", help="catalog database URL (default: SQLite in the user data "
                         "folder; or $HWEXPLORER_DB), e.g. postgresql+psycopg://user@host/db")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module in (analyze_cmd, tiling_cmd, catalog_cmd, plan_cmd, report_cmd):
+    for module in (analyze_cmd, tiling_cmd, catalog_cmd, plan_cmd, report_cmd, train_cmd, calibrate_cmd, serve_cmd):
         module.add_parser(sub)
     parser.commands = tuple(sub.choices)  # the subcommands' names (a project path is none of them)
     return parser

@@ -58,7 +58,7 @@ def _domain_json(system: System, d: Domain | None) -> dict | None:
     return {"name": d.name, "size": d.size, "topology": d.topology, "per": d.per,
             "oversubscription": d.oversubscription,
             "bandwidth_byte_per_s_per_direction_per_device": _si(system.bandwidth(d)),
-            "latency_s": _si(d.alpha)}
+            "latency_s": _si(d.alpha), "energy_J_per_bit": _si(d.link.energy_per_byte / 8)}
 
 
 def system_json(system: System, row=None) -> dict:
@@ -66,7 +66,9 @@ def system_json(system: System, row=None) -> dict:
         "id": system.id, "name": system.name, "vendor": system.vendor, "kind": system.kind,
         "device": system.device_id, "devices": system.devices, "node_devices": system.node_devices,
         "scale_up": _domain_json(system, system.scale_up), "scale_out": _domain_json(system, system.scale_out),
-        "host_link_byte_per_s_per_direction": _si(system.host_bandwidth()), "origin": system.origin,
+        "host_link_byte_per_s_per_direction": _si(system.host_bandwidth()),
+        "host_link_energy_J_per_bit": _si(system.host_link.energy_per_byte / 8) if system.host_link else None,
+        "origin": system.origin,
         "overridden": bool(row.overridden) if row is not None else False,
         "version": row.version if row is not None else None,
     }

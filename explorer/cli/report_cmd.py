@@ -5,6 +5,7 @@ from __future__ import annotations
 from .analyze_cmd import add_workload_args
 from .common import CliError
 from .plan_cmd import add_requirement_args, prepare
+from .report_training import add_training_args, training_section
 
 
 def add_parser(sub) -> None:
@@ -17,9 +18,11 @@ def add_parser(sub) -> None:
                    help="add a Systems section: the model on this system (id or file; repeatable), its best layout "
                         "and communication breakdown, and with --target the fleet sized on it; without --device the "
                         "systems' devices are compared")
+    add_training_args(p)
     add_requirement_args(p, target_required=False)
     p.add_argument("--out", "-o", required=True, metavar="FILE",
-                   help="report.pdf, report.html or report.csv (CSV also writes FILE-layers.csv)")
+                   help="report.pdf, report.html or report.csv (CSV also writes FILE-layers.csv, and FILE-systems.csv "
+                        "and FILE-training.csv with those sections)")
     p.add_argument("--format", choices=("pdf", "html", "csv"), default=None,
                    help="the format when FILE's extension does not say it")
     p.add_argument("--title", default=None, help="the report's title (default: the model and device count)")
@@ -39,13 +42,20 @@ def run(args) -> int:
         from .system_cmd import resolve_system
 
         systems = [resolve_system(spec, 1) for spec in dict.fromkeys(args.system)]
-        if not args.device:
-            args.device = list(dict.fromkeys(s.device_id for s in systems))
+    trained = []
+    if args.train:
+        from .system_cmd import resolve_system
+
+        trained = [resolve_system(spec, 1) for spec in dict.fromkeys(args.train)]
+    if not args.device and (systems or trained):
+        args.device = list(dict.fromkeys(s.device_id for s in (*systems, *trained)))
     analysis, req, costs = prepare(args)
     section = _systems_section(systems, analysis, req) if systems else None
+    training = training_section(trained, analysis, costs, _devices_of(trained, analysis), args) if trained else None
     try:
         data = build_report(analysis, costs, req, title=args.title,
-                            **({"systems": section} if section else {}))
+                            **({"systems": section} if section else {}),
+                            **({"training": training} if training else {}))
         written = write_report(data, args.out, fmt)
     except ReportError as exc:
         raise CliError(str(exc)) from None
@@ -54,6 +64,16 @@ def run(args) -> int:
     for path in written:
         print(f"wrote {path}")
     return 0
+
+
+def _devices_of(systems, analysis) -> dict:
+    """The devices of ``systems`` by id: those of the analysis, the others from the catalog."""
+    from .resolve import resolve_devices
+
+    devices = {d.id: d for d in analysis.devices.devices}
+    missing = sorted({s.device_id for s in systems} - set(devices))
+    devices.update({d.id: d for d in resolve_devices(missing, None)} if missing else {})
+    return devices
 
 
 def _systems_section(systems, analysis, req):

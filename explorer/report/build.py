@@ -25,6 +25,7 @@ from ..core.analysis.tiling_view import TilingView, default_row
 from ..core.session.results import Results
 from ..core.units import format_bytes, format_si
 from .systems_section import SystemsSection
+from .training_section import TrainingSection
 
 _PDF_MAP = str.maketrans({"\u2264": "<=", "\u2265": ">=", "\u2308": "ceil(", "\u2309": ")", "\u03b7": "eta",
                           "\u2192": "->", "\u2212": "-", "\u2009": " ", "\u202f": " ", "\u2248": "~"})
@@ -75,6 +76,7 @@ class ReportData:
     method: tuple[tuple[str, str], ...]
     recommendation: str
     systems: SystemsSection = SystemsSection()  # the model on systems of many devices (empty: none chosen)
+    training: TrainingSection = TrainingSection()  # the model trained on systems (empty: none asked for)
 
     @property
     def device_names(self) -> tuple[str, ...]:
@@ -276,7 +278,8 @@ def _assumptions(data_plan: PlanResult, analysis: ModelAnalysis) -> tuple[tuple[
 
 def build_report(analysis: ModelAnalysis, assumptions: CostAssumptionsLike, requirements: Requirements | None = None,
                  *, title: str | None = None, created: _dt.date | None = None,
-                 systems: SystemsSection = SystemsSection()) -> ReportData:
+                 systems: SystemsSection = SystemsSection(),
+                 training: TrainingSection = TrainingSection()) -> ReportData:
     """Everything the report shows, for the analysis's model and devices."""
     if analysis is None or not len(analysis.devices):
         raise ValueError("devices: select at least one device for a report")
@@ -299,4 +302,5 @@ def build_report(analysis: ModelAnalysis, assumptions: CostAssumptionsLike, requ
         workload=_workload(a), analysis=a, cost=cost, plan=result, roofline=roofline, energy=energy, tiling=tiling,
         summary=summary_metrics(a, cost, energy, frozenset(req.price)), assumptions=_assumptions(result, a),
         sources=figure_sources(a, req), method=METHOD, recommendation=recommendation, systems=systems,
+        training=training,
     )

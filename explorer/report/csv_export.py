@@ -84,3 +84,14 @@ def systems_csv(data: ReportData) -> str:
     for row in csv_rows(data.systems):
         w.writerow([_num(x) if isinstance(x, float) else x for x in row])
     return out.getvalue()
+
+
+def training_csv(data: ReportData) -> str:
+    """The Training section: each system's chosen training layout, its step, memory, MFU and cost to train."""
+    from .training_section import csv_rows
+
+    out = io.StringIO()
+    w = SafeCsvWriter(out)
+    for row in csv_rows(data.training):
+        w.writerow([_num(x) if isinstance(x, float) else x for x in row])
+    return out.getvalue()

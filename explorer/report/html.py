@@ -10,6 +10,7 @@ from reportlab.graphics import renderSVG
 from ..core.analysis.procurement import format_usd
 from ..core.units import format_si
 from .systems_section import (
+    LADDER_HEADERS,
     LAYOUT_HEADERS,
     NOT_PRICED,
     NOTE,
@@ -20,6 +21,17 @@ from .systems_section import (
     system_sources,
 )
 from .build import ReportData, references
+from .training_figures import training_figure
+from .training_section import (
+    MEMORY_HEADERS,
+    STEP_HEADERS,
+    SUMMARY_HEADERS,
+    assumptions,
+    memory_rows,
+    step_rows,
+    summary_rows,
+    training_sources,
+)
 from .figures import cost_figure, energy_caption, energy_figure, roofline_figure, tiling_figure
 
 FIGURE_WIDTH = 700.0
@@ -108,6 +120,8 @@ def render_html(data: ReportData) -> str:
                         [[e(d.name), *(_status(c) for c in d.checks)] for d in p.ranked]))
     if data.systems:
         parts.extend(_systems_html(data))
+    if data.training:
+        parts.extend(_training_html(data))
     parts.append("<h2>Analysis</h2>")
     for k, (title, fig, caption) in enumerate((
             ("Roofline", roofline_figure, "Compute ceilings, main-memory slopes and ridge points (dots); circles are "
@@ -149,7 +163,7 @@ def _systems_html(data: ReportData) -> list[str]:
     ladder = ladder_rows(sec)
     if ladder:
         out += ["<h3>Bandwidth ladder: bytes one device moves per step</h3>",
-                _table(["System", "Level", "Bytes per step", "Bandwidth"], [[e(c) for c in r] for r in ladder])]
+                _table(list(LADDER_HEADERS), [[e(c) for c in r] for r in ladder])]
     if sec.plans:
         out += ["<h3>Fleet on each system</h3>",
                 _table(list(PLAN_HEADERS), [[e(c) for c in r] for r in plan_rows(sec, data.plan.unit)]),
@@ -159,6 +173,36 @@ def _systems_html(data: ReportData) -> list[str]:
     if sources:
         out += ["<h3>System figures and their sources</h3>",
                 _table(["System", "Figure", "Value as written", "Source"],
+                       [[e(a), e(b), e(c), (f'<a href="{e(u)}">{e(t)}</a>' if u else e(t)) + (f" ({e(d)})" if d else "")]
+                        for a, b, c, t, u, d in sources])]
+    return out
+
+
+def _training_html(data: ReportData) -> list[str]:
+    e = escape
+    sec = data.training
+
+    def table(head, rows):
+        return _table(list(head), [[e(c) for c in r] for r in rows])
+
+    out = ["<h2>Training</h2>", "<p>Time and cost to train on each system side by side, under its chosen layout.</p>",
+           table(SUMMARY_HEADERS, summary_rows(sec))]
+    steps = step_rows(sec)
+    if steps:
+        out += ["<h3>Step time and memory per device</h3>",
+                (f"<figure>{svg(training_figure(sec, FIGURE_WIDTH), 'figtrain')}<figcaption class=\"caption\">"
+                 "The chosen layout's step stacked part by part, and memory per device stacked against the device's "
+                 "capacity (red tick).</figcaption></figure>"),
+                "<h3>Step time of the chosen layout, part by part</h3>", table(STEP_HEADERS, steps),
+                ("<p class=\"caption\">Forward and backward include their exposed tensor- and context-parallel "
+                 "communication; data parallel is the exposed gradient reduction; per optimizer step.</p>"),
+                "<h3>Memory per device</h3>", table(MEMORY_HEADERS, memory_rows(sec))]
+    out += ["<h3>Training assumptions</h3>", _table(["Assumption", "Value"], [[e(k), e(v)] for k, v in
+                                                                             assumptions(sec)])]
+    sources = training_sources(sec)
+    if sources:
+        out += ["<h3>Device figures of the Training section and their sources</h3>",
+                _table(["Device", "Figure", "Value as written", "Source"],
                        [[e(a), e(b), e(c), (f'<a href="{e(u)}">{e(t)}</a>' if u else e(t)) + (f" ({e(d)})" if d else "")]
                         for a, b, c, t, u, d in sources])]
     return out

@@ -28,6 +28,7 @@ from ..core.analysis.procurement import format_usd
 from ..core.units import format_si
 from .build import ReportData, pdf_text, references
 from .systems_section import (
+    LADDER_HEADERS,
     NOT_PRICED,
     NOTE,
     PLAN_HEADERS,
@@ -35,6 +36,16 @@ from .systems_section import (
     layout_rows,
     plan_rows,
     system_sources,
+)
+from .training_figures import training_figure
+from .training_section import (
+    MEMORY_HEADERS,
+    STEP_HEADERS,
+    assumptions,
+    memory_rows,
+    step_rows,
+    summary_rows,
+    training_sources,
 )
 from .figures import cost_figure, energy_caption, energy_figure, roofline_figure, tiling_figure
 
@@ -256,6 +267,8 @@ def story(data: ReportData) -> list:
                            P(checks_note, "caption")]))
     if data.systems:
         s.extend(_systems_story(data))
+    if data.training:
+        s.extend(_training_story(data))
     s.append(CondPageBreak(340))
     s.append(P("Analysis", "h1"))
     s.append(_figure("Roofline", roofline_figure(data, CONTENT_W),
@@ -300,9 +313,9 @@ def _systems_story(data: ReportData) -> list:
     ladder = ladder_rows(sec)
     if ladder:
         out.append(P("Bandwidth ladder: bytes one device moves per step", "h2"))
-        rows = [[P(h, "head") for h in ("System", "Level", "Bytes per step", "Bandwidth")]]
+        rows = [[P(h, "head") for h in LADDER_HEADERS]]
         rows += [[P(c) for c in r] for r in ladder]
-        out.append(grid_table(rows, [120, 200, 80, CONTENT_W - 400]))
+        out.append(grid_table(rows, [100, 150, 66, 84, CONTENT_W - 400]))
     if sec.plans:
         out.append(P("Fleet on each system", "h2"))
         rows = [[P(h, "head") for h in PLAN_HEADERS]] + [[P(c) for c in r] for r in plan_rows(sec, data.plan.unit)]
@@ -316,6 +329,44 @@ def _systems_story(data: ReportData) -> list:
         rows = [[P(h, "head") for h in ("System", "Figure", "Value", "Source")]]
         rows += [[P(a), P(b), P(c), P(f"{t} {u} ({d})" if u else t)] for a, b, c, t, u, d in sources]
         out.append(grid_table(rows, [90, 120, 70, CONTENT_W - 280]))
+    return out
+
+
+FIGURE_NOTE = ("Per system, the chosen layout's step stacked part by part, and memory per device stacked against the "
+               "device's capacity (red tick), as the Training panel draws them.")
+
+
+def _training_story(data: ReportData) -> list:
+    sec = data.training
+
+    def table(head, rows, widths):
+        return grid_table([[P(h, "head") for h in head]] + [[P(c) for c in r] for r in rows],
+                          widths + [CONTENT_W - sum(widths)])
+
+    rows = summary_rows(sec)
+    out = [CondPageBreak(260), P("Training", "h1"),
+           P("Time and cost to train on each system side by side, under its chosen layout.", "body"),
+           table(("System", "Devices", "Chosen layout", "Fits", "Step", "Tokens/s", "MFU"),
+                 [r[:7] for r in rows], [100, 80, 96, 26, 50, 60]),
+           Spacer(1, 4),
+           table(("System", "Time to train", "Device-hours", "Energy", "Electricity", "Rent", "TCO share"),
+                 [[r[0], *r[7:]] for r in rows], [100, 62, 62, 62, 72, 72])]
+    steps = step_rows(sec)
+    if steps:
+        out += [_figure("Step time and memory per device", training_figure(sec, CONTENT_W), FIGURE_NOTE),
+                P("Step time of the chosen layout, part by part", "h2"),
+                table([h.replace('Recompute', 'Recomp.') for h in STEP_HEADERS], steps, [80, *[50] * 7]),
+                P("Forward and backward include their exposed tensor- and context-parallel communication; data "
+                  "parallel is the exposed gradient reduction; per optimizer step.", "caption"),
+                P("Memory per device", "h2"), table(MEMORY_HEADERS, memory_rows(sec), [100, 60, 60, 70, 60, 60])]
+    out += [P("Training assumptions", "h2"),
+            grid_table([[P("Assumption", "head"), P("Value", "head")]]
+                       + [[P(k, "cellb"), P(v)] for k, v in assumptions(sec)], [90, CONTENT_W - 90])]
+    sources = training_sources(sec)
+    if sources:
+        out.append(P("Device figures of the Training section and their sources", "h2"))
+        out.append(table(("Device", "Figure", "Value", "Source"),
+                         [[a, b, c, f"{t} {u} ({d})" if u else t] for a, b, c, t, u, d in sources], [90, 100, 80]))
     return out
 
 

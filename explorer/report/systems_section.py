@@ -10,6 +10,7 @@ from typing import Sequence
 
 from ..core.analysis.procurement import format_usd
 from ..core.parallel.compare import SystemResult
+from ..core.parallel.link_energy import link_energy
 from ..core.parallel.sizing import NOT_PRICED, SystemPlan
 from ..core.units import format_bytes, format_si
 
@@ -64,21 +65,50 @@ def plan_rows(section: SystemsSection, unit: str) -> list[list[str]]:
     return rows
 
 
+LADDER_HEADERS = ("System", "Level", "Bytes per step", "Bandwidth", "Energy per step")
+
+
+def _joules(x: float) -> str:
+    return "unknown" if not math.isfinite(x) else format_si(x, "J", 3)
+
+
+def _link_energy(joules: float, nbytes: float, per_byte: float) -> str:
+    """A link's joules per step and device and its energy per bit, or why it is unknown."""
+    if not nbytes > 0:
+        return "0 J (no traffic)"
+    if not math.isfinite(per_byte):
+        return "unknown (energy not stated)"
+    return f"{_joules(joules)} at {per_byte / 8 * 1e12:.3g} pJ/bit"
+
+
 def ladder_rows(section: SystemsSection) -> list[list[str]]:
-    """The bandwidth ladder beyond HBM for each chosen layout: bytes one device moves per step on each level."""
+    """The bandwidth ladder beyond HBM for each chosen layout: bytes one device moves per step on each level, and
+    the energy of each link's bytes (:mod:`explorer.core.parallel.link_energy`); then the step's energy: on the
+    device, over the links, in total (unknown when a link carrying bytes states no energy)."""
     rows = []
     for res in section.results:
         r = res.analysis
         if r is None:
             continue
         k, s = res.chosen, res.system
+        e = link_energy(r)
         names = list(r.memory_names)
         traffic = list(r.memory_traffic[k]) if r.memory_traffic is not None else []
         for name, nbytes in zip(names, traffic):
-            rows.append([s.name, f"device: {name}", format_bytes(nbytes), ""])
-        for d, nbytes in zip(s.domains, r.level_bytes[k]):
-            rows.append([s.name, f"{d.scope.replace('_', '-')}: {d.name}", format_bytes(nbytes),
-                         f"{format_si(s.bandwidth(d), 'B/s', 3)} per direction"])
+            rows.append([s.name, f"device: {name}", format_bytes(nbytes), "", ""])
+        for j, d in enumerate(s.domains):
+            rows.append([s.name, f"{d.scope.replace('_', '-')}: {d.name}", format_bytes(e.nbytes[k, j]),
+                         f"{format_si(s.bandwidth(d), 'B/s', 3)} per direction",
+                         _link_energy(e.joules[k, j], e.nbytes[k, j], e.energy_per_byte[j])])
+        if s.host_link is not None and e.nbytes[k, -1] > 0:
+            rows.append([s.name, e.names[-1], format_bytes(e.nbytes[k, -1]),
+                         f"{format_si(s.host_bandwidth(), 'B/s', 3)} per direction",
+                         _link_energy(e.joules[k, -1], e.nbytes[k, -1], e.energy_per_byte[-1])])
+        total = _joules(e.total[k])
+        if e.unknown[k]:
+            total += f"; at least {_joules(e.device[k] + e.known_links[k])}"
+        rows.append([s.name, "energy: device + links = total", "", "",
+                     f"{_joules(e.device[k])} + {_joules(e.links[k])} = {total}"])
     return rows
 
 
@@ -89,8 +119,10 @@ def system_sources(section: SystemsSection) -> list[tuple[str, str, str, str, st
         s = res.system
         cited = [(f"{d.name} bandwidth", d.link.bandwidth) for d in s.domains]
         cited += [(f"{d.name} latency", d.latency) for d in s.domains]
+        cited += [(f"{d.name} energy", d.link.energy) for d in s.domains]
         if s.host_link is not None:
             cited.append((f"host link {s.host_link.name}", s.host_link.bandwidth))
+            cited.append((f"host link {s.host_link.name} energy", s.host_link.energy))
         for figure, c in cited:
             if c is None:
                 continue
@@ -106,19 +138,21 @@ def csv_rows(section: SystemsSection) -> list[list]:
     rows: list[list] = [["section", "system_id", "system", "device_id", "devices", "layout", "tp", "pp", "ep", "dp",
                          "microbatches", "fits", "memory per device [B]", "device memory [B]", "step [s]",
                          "compute [s]", "communication [s]", "bubble [s]", "sends [s]", "communication share [fraction]",
-                         f"rate per device [{unit}]", "error"]]
+                         f"rate per device [{unit}]", "device energy per step [J]",
+                         "link energy per step [J]", "error"]]
     for res in section.results:
         s, r, k = res.system, res.analysis, res.chosen
         base = ["layout", s.id, s.name, res.device.id, s.devices]
         if r is None:
-            rows.append(base + [""] * 16 + [res.error or ""])
+            rows.append(base + [""] * 18 + [res.error or ""])
             continue
         lay = r.layouts[k]
+        e = link_energy(r)
         rows.append(base + [lay.label(), lay.tp, lay.pp, lay.ep, lay.dp, lay.microbatches,
                             "yes" if r.fits[k] else "no"]
                     + [float(x) for x in (r.memory_bytes[k], r.capacity, r.step_time[k], r.compute_time[k],
                                           r.comm_time[k], r.bubble_time[k], r.send_time[k], r.comm_share[k],
-                                          r.throughput_per_device[k])] + [""])
+                                          r.throughput_per_device[k], e.device[k], e.links[k])] + [""])
     if section.plans:
         rows.append(["section", "system_id", "system", "device_id", "layout", "replica devices",
                      f"rate per replica [{unit}]", "latency [s]", "replicas", "devices", "nodes",
@@ -134,5 +168,5 @@ def build_section(results: Sequence[SystemResult], plans: Sequence[SystemPlan] =
     return SystemsSection(tuple(results), tuple(plans))
 
 
-__all__ = ["NOTE", "NOT_PRICED", "LAYOUT_HEADERS", "PLAN_HEADERS", "SystemsSection", "build_section", "csv_rows",
+__all__ = ["NOTE", "NOT_PRICED", "LADDER_HEADERS", "LAYOUT_HEADERS", "PLAN_HEADERS", "SystemsSection", "build_section", "csv_rows",
            "ladder_rows", "layout_rows", "plan_rows", "system_sources"]

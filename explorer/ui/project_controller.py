@@ -167,7 +167,7 @@ class ProjectController(QObject):
         if not self.maybe_save():
             return False
         self.ws.reset(project.model, project.device_ids, project.assumptions, project.trace, project.requirements,
-                      project.system)
+                      project.system, project.training)
         self._set_path(path)
         found = {d.id for d in self.ws.devices}
         missing = [i for i in project.device_ids if i not in found]
@@ -341,7 +341,7 @@ class ProjectController(QObject):
             try:
                 base = load_project(rec.original)
                 self.ws.reset(base.model, base.device_ids, base.assumptions, base.trace, base.requirements,
-                              base.system)
+                              base.system, base.training)
                 base_path = rec.original
             except ProjectError:
                 base_path = None

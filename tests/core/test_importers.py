@@ -31,7 +31,8 @@ def onnx_path(tmp_path) -> Path:
 
 def test_entries_have_stable_names_in_trial_order():
     assert [e.name for e in importers.importers()] == [
-        "model_file", "onnx", "hf_config", "chrome", "nsight", "torq_runtime", "torq_annotated", "torq_trace"]
+        "model_file", "onnx", "hf_config", "chrome", "nsight", "torq_runtime", "torq_annotated", "torq_trace",
+        "nccl_tests"]
     assert [e.name for e in importers.importers("model")] == ["model_file", "onnx", "hf_config"]
     assert {e.kind for e in importers.importers("trace")} == {"trace"}
     with pytest.raises(ValueError, match="unknown kind"):

@@ -90,7 +90,7 @@ def test_an_edit_recomputes_only_what_depends_on_it(ws, trace):
     r = ws.results
     analysis, cost = r.analysis, r.cost
     roof = r.roofline(0)
-    assert r.computed == ["arrays", "analysis", "cost", "roofline"]
+    assert r.computed == ["arrays", "evaluation", "analysis", "cost", "roofline"]
     ws.execute(SetTrace(trace))
     r = ws.results
     assert r.analysis is analysis and r.cost is cost and r.roofline(0) is roof
@@ -105,13 +105,13 @@ def test_an_edit_recomputes_only_what_depends_on_it(ws, trace):
     assert r.plan.ranked[0].id == plan(analysis, Requirements(latency=0.05), ws.assumptions).ranked[0].id
     ws.set_assumptions(precision="fp32")  # new device arrays, new analysis, and everything after it
     r = ws.results
-    assert r.analysis is not analysis and r.computed[:2] == ["arrays", "analysis"]
+    assert r.analysis is not analysis and r.computed[:3] == ["arrays", "evaluation", "analysis"]
     ws.undo()  # the fp16 state again: same inputs, but the bundle keeps one entry per result
     assert ws.results.analysis is not analysis and ws.results.analysis.devices.precision == "fp16"
 
 
 def test_every_result_names_its_inputs():
-    state_parts = {"model", "devices", "assumptions", "trace", "requirements", "system"}
+    state_parts = {"model", "devices", "assumptions", "trace", "requirements", "system", "training"}
     for name, inputs in DEPENDS.items():
         for dep in inputs:
             assert dep in ("args", "hardware") or dep in DEPENDS or dep.split(".")[0] in state_parts, (name, dep)
@@ -138,7 +138,7 @@ def test_project_keeps_trace_and_requirements(ws, trace, tmp_path):
     path = tmp_path / "p.hwproj"
     save_project(Project.of(ws), path)
     data = json.loads(path.read_text())
-    assert data["format"] == FORMAT == 3
+    assert data["format"] == FORMAT == 5
     assert data["requirements"] == {"target": 2000.0, "latency": 0.05, "budget": 1e6, "years": 4.0,
                                     "price": {"a100": 15000.0}, "cloud_price": {"h100": 4.1 / 3600}}
     loaded = load_project(path)

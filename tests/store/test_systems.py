@@ -63,7 +63,9 @@ def test_shipped_systems_are_stored_beside_the_devices_with_every_source(repo):
     assert (dgx.origin, dgx.version, dgx.overrides) == ("shipped", 1, ())
     nvlink = dgx.system.domains[0].link.bandwidth
     assert (nvlink.text, nvlink.source, nvlink.value) == ("900 GB/s", "hgx", 900e9)
-    assert "18 links x 25 GB/s" in nvlink.note and set(dgx.system.sources) == {"hgx", "basepod", "ds", "nccl"}
+    assert "18 links x 25 GB/s" in nvlink.note and set(dgx.system.sources) == {"hgx", "basepod", "ds", "nccl",
+                                                                                 "nvlink_blog", "twinport"}
+    assert dgx.system.domains[0].link.energy.text == "1.3 pJ/bit"  # the link energy is stored with the system
     row = {r.id: r for r in repo.system_rows()}["nvidia-dgx-h100"]
     assert (row.device_id, row.devices, row.scale_up_bandwidth, row.scale_out_bandwidth) == (
         "nvidia-h100-sxm5", 8, 450e9, 50e9)  # per device and direction: 900 GB/s bidirectional; 400 Gbit/s

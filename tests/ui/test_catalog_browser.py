@@ -90,10 +90,13 @@ def test_cells_show_vendor_figures_in_header_units_and_dash_for_unknown(dock, wo
     assert cell(dock, H100, "capacity") == "80"  # 80 GB decimal
     assert cell(dock, H100, "ridge") == "295.4"  # 989.5e12 / 3.35e12 FLOP/B
     assert cell(dock, H100, "tdp") == "700"
-    assert cell(dock, H100, "price") == DASH  # NVIDIA publishes no list price
+    assert cell(dock, H100, "price") == "25,000"  # a reported street price in USD (NVIDIA publishes no list price)
     assert cell(dock, H100, "origin") == "shipped"
     assert cell(dock, H100, "bandwidth", SORT_ROLE) == pytest.approx(3.35e12)
-    assert math.isnan(cell(dock, H100, "price", SORT_ROLE))
+    assert cell(dock, H100, "price", SORT_ROLE) == pytest.approx(25000.0)
+    h200 = "nvidia-h200-sxm"  # no list or dated street price found: the price stays unknown
+    assert cell(dock, h200, "price") == DASH
+    assert math.isnan(cell(dock, h200, "price", SORT_ROLE))
     hexagon = "qualcomm-hexagon-8gen3"  # shipped with no vendor figures at all (Qualcomm publishes none)
     assert [cell(dock, hexagon, k) for k in ("peak", "bandwidth", "capacity", "tdp", "price")] == [DASH] * 5
     workspace.set_assumptions(precision="int8")
@@ -217,8 +220,8 @@ def test_detail_shows_every_figure_with_its_source_link(dock):
 
 def test_detail_html_marks_unknown_and_unsourced_figures(repository):
     device = repository.get(H100)
-    html = device_html(replace(device, price=None))
-    assert f"<td>List price</td><td>{DASH}</td>" in html
+    html = device_html(replace(device, price=None, price_date=None))  # the H100 now carries a dated street price
+    assert f"<td>Purchase price</td><td>{DASH}</td>" in html
     assert "no source" not in html
     assert "<i>no source</i>" in device_html(replace(device, tdp=Cited(500.0, "500 W")))
 

@@ -83,9 +83,10 @@ def settle(qtbot, *panels):
 
 # ------------------------------------------------------------------------------------------------ shared
 def test_panels_tuple_titles_and_empty_workspace(qtbot):
-    assert [p.__name__ for p in PANELS] == ["RooflinePanel", "EnergyPanel", "TilingPanel", "CostPanel", "SystemsPanel"]
+    assert [p.__name__ for p in PANELS] == ["RooflinePanel", "EnergyPanel", "TilingPanel", "CostPanel", "FidelityPanel",
+                                            "SystemsPanel", "TrainingPanel"]
     empty = Workspace(small_model())
-    for cls in PANELS[:-1]:  # the Systems panel sizes on systems, not devices (tests/ui/test_systems_panel.py)
+    for cls in PANELS[:-2]:  # Systems and Training size on systems, not devices (tests/ui/test_systems_panel.py)
         assert cls.title
         panel = make(qtbot, cls, empty, (600, 400))
         assert "Select one or more devices" in panel.message.text()
@@ -128,7 +129,8 @@ def test_export_png_svg_and_copy_csv(qtbot, ws, tmp_path):
         assert b"<svg" in svg.read_bytes()[:2000]
         panel.copy_csv()
         text = QApplication.clipboard().text()
-        assert text == panel.csv_text() and (text.count("\n") > 2 or cls.title == "Systems")  # no system chosen
+        assert text == panel.csv_text() and (text.count("\n") > 2 or cls.title in ("Systems", "Fidelity", "Training"))
+        # no system chosen; no trace imported
     roofline_csv = make(qtbot, RooflinePanel, ws).csv_text().splitlines()[0]
     assert "intensity (FLOP/byte)" in roofline_csv and "attainable (FLOP/s)" in roofline_csv
 

@@ -69,6 +69,12 @@ class Link:
     name: str
     bandwidth: Cited | None = None
     direction: str = "per_direction"
+    energy: Cited | None = None  # J per byte one device sends over the link (read from pJ/bit; system files only)
+
+    @property
+    def energy_per_byte(self) -> float:
+        """J per byte sent over the link (what the cited figure covers is in its note); NaN when unknown."""
+        return self.energy.value if self.energy is not None else NAN
 
     @property
     def per_direction_bandwidth(self) -> float:

@@ -28,8 +28,9 @@ FORMAT = 1
 SYSTEM_FILE_SUFFIXES = (".yaml", ".yml", ".json")
 TOP_LEVEL = ("format", "id", "name", "vendor", "kind", "device", "devices", "node_devices", "sources", "domains",
              "host_link", "host_memory", "notes", "conflicts")
-DOMAIN_KEYS = ("name", "scope", "size", "topology", "bandwidth", "direction", "per", "latency", "oversubscription")
-LINK_KEYS = ("name", "bandwidth", "direction")
+DOMAIN_KEYS = ("name", "scope", "size", "topology", "bandwidth", "direction", "per", "latency", "oversubscription",
+               "energy")
+LINK_KEYS = ("name", "bandwidth", "direction", "energy")
 #: The largest count a file may state (devices, sizes): far above any machine, small enough to stay exact.
 MAX_COUNT = 10**9
 
@@ -64,7 +65,8 @@ def _link(r: Reader, raw: dict, field: str, name: str) -> Link:
     """The bandwidth and its direction, which must be stated whenever a bandwidth is."""
     bandwidth = r.cited(raw.get("bandwidth"), "bandwidth", f"{field}.bandwidth")
     direction = r.choice(raw, "direction", f"{field}.direction", DIRECTIONS, required="bandwidth" in raw)
-    return Link(name, bandwidth, direction or "per_direction")
+    energy = r.cited(raw.get("energy"), "energy_per_byte", f"{field}.energy")  # optional: pJ/bit, J/B...
+    return Link(name, bandwidth, direction or "per_direction", energy)
 
 
 def _domain(r: Reader, raw: Any, field: str) -> Domain | None:
@@ -183,7 +185,8 @@ def load_system_file(path: str | Path, require_sources: bool = False) -> System:
 # ----------------------------------------------------------------------------------------------- writing
 def _link_out(link: Link) -> dict:
     bandwidth = cited_out(link.bandwidth)
-    return drop_none({"bandwidth": bandwidth, "direction": link.direction if bandwidth is not None else None})
+    return drop_none({"bandwidth": bandwidth, "direction": link.direction if bandwidth is not None else None,
+                      "energy": cited_out(link.energy)})
 
 
 def _domain_out(d: Domain) -> dict:

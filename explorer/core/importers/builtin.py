@@ -12,6 +12,7 @@ from functools import partial
 from pathlib import Path
 
 from explorer.core.importers.hf_config import sniff_hf_config
+from explorer.core.importers.nccl_tests import sniff_nccl_tests
 from explorer.core.importers.registry import Imported, register
 from explorer.core.traces import TRACE_FORMATS, detect_format, load_trace
 from explorer.core.workload.model import load_model_file as _read_model_file
@@ -98,3 +99,7 @@ def register_builtin() -> None:
     for fmt in TRACE_FORMATS:  # in detection order: the first format that matches decides
         register(fmt.name, fmt.label, "trace", fmt.suffixes, partial(_sniff_trace, fmt.name),
                  partial(_load_trace, fmt.name), options=("clock_hz",))
+    # after the traces (whose sniffs name their own columns): a text table with size, time, algbw and busbw
+    register("nccl_tests", "nccl-tests output (all_reduce_perf, all_gather_perf, ...)", "collectives",
+             (".txt", ".log", ".out"), sniff_nccl_tests, "explorer.core.importers.nccl_tests:load_nccl_tests",
+             options=("op", "ranks"))

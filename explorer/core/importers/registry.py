@@ -17,10 +17,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-KINDS = ("model", "trace")
+KINDS = ("model", "trace", "collectives")
 #: the file inside a folder that the importers are asked about (a Hugging Face model folder holds its config.json)
 FOLDER_FILE = "config.json"
-KIND_NOUNS = {"model": "Models", "trace": "Profiler traces"}
+KIND_NOUNS = {"model": "Models", "trace": "Profiler traces", "collectives": "Collective benchmarks"}
 
 
 class ImporterError(ValueError):

@@ -7,11 +7,12 @@ valid (the batch does not divide over its replicas, say) carries the reason in `
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from explorer.core.analysis.cost import CostAssumptions, CostAssumptionsLike
 from explorer.core.formats import TensorFormats
 from explorer.core.hardware.device import Device
 from explorer.core.hardware.system import System
@@ -19,9 +20,10 @@ from explorer.core.workload.layers import Context
 from explorer.core.workload.model import Model
 
 from .layout import Layout, LayoutError, candidates, check, why_none
+from .layout_cost import LayoutCost, layout_cost
 from .system_pass import Options, SystemAnalysis, analyze_system, model_shape
 
-OBJECTIVES = ("throughput", "latency")
+OBJECTIVES = ("throughput", "latency", "cost")  # cost: per million tokens (or sequences), :mod:`.layout_cost`
 TIERS = ("on-chip", "device memory", "scale-up", "scale-out")
 
 
@@ -34,16 +36,26 @@ class SystemResult:
     order: np.ndarray  # the ranking (fitting layouts first, then by the objective)
     objective: str | None  # None: the one layout given
     error: str | None = None
+    cost: LayoutCost | None = None  # cost per million tokens of every layout (unknown without a price)
 
     @property
     def layout(self) -> Layout | None:
         return None if self.analysis is None else self.analysis.layouts[self.chosen]
 
 
-def choose(r: SystemAnalysis, objective: str | None) -> tuple[int, np.ndarray]:
-    """(index of the chosen layout, the ranking): fitting layouts first, then by the objective."""
+def choose(r: SystemAnalysis, objective: str | None, cost=None) -> tuple[int, np.ndarray]:
+    """(index of the chosen layout, the ranking): fitting layouts first, then by the objective. ``cost`` (K,) is
+    the cost per million tokens for ``objective="cost"``: layouts of unknown cost (NaN) rank after every priced
+    one, by throughput per device among themselves."""
     if objective is None:
         return 0, np.arange(len(r))
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective: expected one of {', '.join(OBJECTIVES)}, got {objective!r}")
+    tput = np.nan_to_num(-r.throughput_per_device, nan=np.inf)
+    if objective == "cost":
+        cost = np.full(len(r), np.nan) if cost is None else np.asarray(cost, dtype=float)
+        order = np.lexsort((tput, np.nan_to_num(cost, nan=np.inf), ~r.fits))
+        return int(order[0]), order
     key = r.latency if objective == "latency" else -r.throughput_per_device
     order = np.lexsort((np.nan_to_num(key, nan=np.inf), ~r.fits))
     return int(order[0]), order
@@ -52,9 +64,12 @@ def choose(r: SystemAnalysis, objective: str | None) -> tuple[int, np.ndarray]:
 def size_on_systems(model: Model, hardware: Sequence[tuple[System, Device]], precision: str, ctx: Context,
                     formats: TensorFormats | None = None, layout: Layout | None = None,
                     objective: str = "throughput", options: Options = Options(),
-                    nodes: int = 1) -> tuple[SystemResult, ...]:
+                    nodes: int = 1, quotes: Mapping[str, float] | None = None,
+                    costs: CostAssumptionsLike | None = None) -> tuple[SystemResult, ...]:
     """Each (system, its device), as a cluster of ``nodes``: the given ``layout``, or every valid one ranked by
-    ``objective``."""
+    ``objective``. With ``quotes`` (USD per device by device id) or ``costs`` (ownership assumptions), each result
+    carries its layouts' cost per million tokens (a quote, else the catalog's list price). Ranking by cost needs
+    neither: within one system it is the throughput's order (the TCO is the same for every layout)."""
     out = []
     shape = model_shape(model, ctx)
     for system, device in hardware:
@@ -76,8 +91,9 @@ def size_on_systems(model: Model, hardware: Sequence[tuple[System, Device]], pre
             out.append(SystemResult(system, device, None, -1, np.zeros(0, int), None, str(exc)))
             continue
         r = analyze_system(model, system, device, layouts, precision, ctx, formats, options)
-        chosen, order = choose(r, rank_by)
-        out.append(SystemResult(system, device, r, chosen, order, rank_by))
+        cost = layout_cost(r, quotes, costs or CostAssumptions()) if quotes or costs is not None else None
+        chosen, order = choose(r, rank_by, None if cost is None else cost.cost_per_million)
+        out.append(SystemResult(system, device, r, chosen, order, rank_by, cost=cost))
     return tuple(out)
 
 
@@ -90,6 +106,14 @@ class Rung:
     tier: str  # one of TIERS
     nbytes: float
     bandwidth: float
+    energy_per_byte: float = float("nan")  # J/B over a link (its file's energy per bit / 8); NaN: not stated
+
+    @property
+    def joules(self) -> float:
+        """J per step and device of the level's bytes at its energy: 0 without traffic, NaN when not stated."""
+        if not self.nbytes > 0:
+            return 0.0
+        return self.nbytes * self.energy_per_byte
 
     @property
     def seconds(self) -> float:
@@ -115,5 +139,5 @@ def bandwidth_ladder(result: SystemResult) -> tuple[Rung, ...]:
         out.append(Rung(r.memory_names[j], tier, float(traffic[j]), float(bw)))
     for j, domain in enumerate(r.system.domains):
         out.append(Rung(domain.name, domain.scope.replace("_", "-"), float(r.level_bytes[k, j]),
-                        float(r.system.bandwidth(domain))))
+                        float(r.system.bandwidth(domain)), float(domain.link.energy_per_byte)))
     return tuple(out)

@@ -44,6 +44,24 @@ from .shard import Comms, query_heads_of, shard_many
 
 #: the parts of a step that :attr:`SystemAnalysis.step_parts` gives, in its column order
 STEP_PARTS = ("compute", "communication", "pipeline bubble", "sends", "host offload")
+#: the element size of the bytes collectives and pipeline sends move (docs/systems.md, "Element size"):
+#: engine: the activation format but at least 16 bits (TensorRT-LLM's and vLLM's default all-reduce runs in the
+#: model's fp16/bf16 even with fp8 weights or activations); activations: the activation format as it is;
+#: fp8: 32/31 B per element (TensorRT-LLM's opt-in Low-Precision-AllReduce: FP8 e4m3 with one scale per 496
+#: elements, 16 B of every 512)
+COLLECTIVE_FORMATS = ("engine", "activations", "fp8")
+
+
+def collective_element_bytes(formats: TensorFormats, setting: str = "engine") -> float:
+    """Bytes per element of what collectives and sends move under ``setting`` (:data:`COLLECTIVE_FORMATS`)."""
+    act = formats.activations.bytes_per_element
+    if setting == "engine":
+        return max(act, 2.0)
+    if setting == "activations":
+        return act
+    if setting == "fp8":
+        return 32.0 / 31.0
+    raise ValueError(f"collective_format: expected one of {', '.join(COLLECTIVE_FORMATS)}, got {setting!r}")
 
 
 @dataclass(frozen=True)
@@ -52,6 +70,7 @@ class Options:
     algorithm: str = "auto"  # all-reduce algorithm: ring | tree | auto
     skew: float = 0.0  # expert routing skew (0: uniform)
     offload: bool = False  # stream what does not fit from host memory
+    collective_format: str = "engine"  # element size of collectives and sends: one of COLLECTIVE_FORMATS
 
 
 @dataclass(frozen=True, eq=False)
@@ -86,6 +105,9 @@ class SystemAnalysis:
     level_names: tuple[str, ...]
     memory_names: tuple[str, ...] = ()  # the device's memory levels (off-chip first), for the bandwidth ladder
     memory_traffic: np.ndarray | None = None  # (K, levels): bytes one device moves at each per step
+    device_energy: np.ndarray | None = None  # (K,) J one device spends per step on chip (MACs + memory levels)
+    host_bytes: np.ndarray | None = None  # (K,) bytes one device streams over the host link per step (offload)
+    collective_bytes: float = math.nan  # bytes per element of collectives and sends (Options.collective_format)
 
     def __len__(self) -> int:
         return len(self.layouts)
@@ -169,12 +191,13 @@ def _concat(tables: list[LayerTable]) -> LayerTable:
 class _Slice:
     time: np.ndarray
     level_traffic: np.ndarray
+    energy: np.ndarray
     columns: dict
 
 
 def _rows(a, start: int, n: int) -> _Slice:
     s = slice(start, start + n)
-    return _Slice(a.time[s], a.level_traffic[s], {k: v[s] for k, v in a.table.columns.items()})
+    return _Slice(a.time[s], a.level_traffic[s], a.energy[s], {k: v[s] for k, v in a.table.columns.items()})
 
 
 def _boundary_level(system: System, stage: int, tp: int) -> int:
@@ -191,13 +214,14 @@ def analyze_system(model: Model, system: System, device: Device, layouts: Sequen
     """Every layout of ``layouts`` (already valid: :func:`.layout.check`) of ``model`` on ``system``."""
     layouts = tuple(layouts)
     fm = formats or TensorFormats.of(precision)
-    act_bpe = fm.activations.bytes_per_element
+    act_bpe = collective_element_bytes(fm, options.collective_format)  # collectives' and sends' element size
     block_layers = {i for i, s in enumerate(model.layers) if s.repeat > 1}
     n_blocks = sum(model.layers[i].repeat for i in block_layers)
     first_block, last_block = (min(block_layers), max(block_layers)) if block_layers else (len(model.layers), -1)
     top_k = _top_k(model)
     decode = ctx.phase == "decode"
-    cols = {k: np.zeros(len(layouts)) for k in ("compute", "comm", "send", "host", "w", "kv", "act", "imb")}
+    cols = {k: np.zeros(len(layouts)) for k in ("compute", "comm", "send", "host", "w", "kv", "act", "imb", "energy",
+                                                "host_bytes")}
     level_bytes = np.zeros((len(layouts), len(system.domains)))
     bandwidths = [system.bandwidth(d) for d in system.domains]
     sends = [0.0 if math.isnan(d.alpha) else d.alpha for d in system.domains]
@@ -223,6 +247,7 @@ def analyze_system(model: Model, system: System, device: Device, layouts: Sequen
         n_rows = len(table)
         time = a.time[:, 0].reshape(len(keys), n_rows)
         traffic = a.level_traffic[:, 0, :].reshape(len(keys), n_rows, -1)
+        energy = a.energy[:, 0].reshape(len(keys), n_rows)
         c = a.columns
         fmt = formats_of(whole.devices)
         w_rows = fmt.weights.nbytes(c["params"]).reshape(len(keys), n_rows)
@@ -244,6 +269,7 @@ def analyze_system(model: Model, system: System, device: Device, layouts: Sequen
                 per_stage = np.where(in_block | heavier, per_stage, 0.0)
             cols["compute"][j] = per_stage @ time[k]
             memory_traffic[j] = (per_stage @ traffic[k]) * lay.microbatches  # each micro-batch once per stage
+            cols["energy"][j] = (per_stage @ energy[k]) * lay.microbatches
             mine = comms.key == k
             runs = per_stage[comms.row[mine]]
             comm = float(runs @ np.nan_to_num(seconds[mine], nan=math.inf)) if mine.any() else 0.0
@@ -262,6 +288,7 @@ def analyze_system(model: Model, system: System, device: Device, layouts: Sequen
             excess = cols["w"][j] + cols["kv"][j] + cols["act"][j] - device.memory_capacity
             if options.offload and excess > 0:
                 cols["host"][j] = excess / system.host_bandwidth() if system.host_link else math.nan
+                cols["host_bytes"][j] = excess * lay.microbatches  # streamed at every micro-batch pass
     arr = cols
     pp = np.array([lay.pp for lay in layouts], dtype=float)
     m = np.array([lay.microbatches for lay in layouts], dtype=float)
@@ -280,4 +307,5 @@ def analyze_system(model: Model, system: System, device: Device, layouts: Sequen
         activation_bytes=arr["act"], memory_bytes=memory, capacity=device.memory_capacity,
         fits=(memory <= device.memory_capacity) | (options.offload & np.isfinite(arr["host"]) & (arr["host"] > 0)),
         imbalance=arr["imb"], level_bytes=level_bytes, level_names=tuple(d.name for d in system.domains),
-        memory_names=tuple(memory_names), memory_traffic=memory_traffic)
+        memory_names=tuple(memory_names), memory_traffic=memory_traffic, device_energy=arr["energy"],
+        host_bytes=arr["host_bytes"], collective_bytes=act_bpe)

@@ -1,5 +1,5 @@
-"""Project files: the session's state (model, devices, assumptions, trace, planner requirements) as versioned
-JSON (docs/project-file.md).
+"""Project files: the session's state (model, devices, assumptions, trace, planner requirements, systems, training
+run) as versioned JSON (docs/project-file.md).
 
 Saving is atomic (the previous file survives a crash mid-save). Opening validates everything before anything
 changes, so a corrupt or newer-format file leaves the open project untouched. Files of an older format are
@@ -20,8 +20,9 @@ from explorer.core.traces.model import Trace, trace_from_dict, trace_to_dict
 from explorer.core.workload.model import Model, ModelError
 
 from .state import Assumptions, State, SystemChoice
+from .training_choice import TrainingChoice
 
-FORMAT = 3
+FORMAT = 5
 KIND = "hwexplorer-project"
 SUFFIX = ".hwproj"  # the project file's suffix
 
@@ -46,8 +47,23 @@ def _v2_to_v3(data: dict) -> dict:
     return out
 
 
+def _v3_to_v4(data: dict) -> dict:
+    """Format 4 adds the time model the panels show (``assumptions.time_model``): a file written before it showed
+    the ideal model."""
+    out = {**data, "format": 4}
+    assumptions = data.get("assumptions", {})
+    if isinstance(assumptions, dict):
+        out["assumptions"] = {**assumptions, "time_model": assumptions.get("time_model", "ideal")}
+    return out
+
+
+def _v4_to_v5(data: dict) -> dict:
+    """Format 5 adds the training run (``training``; before it, the defaults). The key stays optional on read."""
+    return {**data, "format": 5}
+
+
 #: ``MIGRATIONS[n]`` turns a format-n mapping into a format n+1 one.
-MIGRATIONS = {1: _v1_to_v2, 2: _v2_to_v3}
+MIGRATIONS = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5}
 
 
 def _assumptions_to_dict(a: Assumptions) -> dict:
@@ -97,6 +113,7 @@ class Project:
     trace: Trace | None = None
     requirements: Requirements = Requirements()
     system: SystemChoice = SystemChoice()
+    training: TrainingChoice = TrainingChoice()
 
     @classmethod
     def of(cls, ws) -> "Project":
@@ -105,17 +122,20 @@ class Project:
 
     @classmethod
     def of_state(cls, state: State) -> "Project":
-        return cls(state.model, state.device_ids, state.assumptions, state.trace, state.requirements, state.system)
+        return cls(state.model, state.device_ids, state.assumptions, state.trace, state.requirements, state.system,
+                   state.training)
 
     @property
     def state(self) -> State:
-        return State(self.model, self.device_ids, self.assumptions, self.trace, self.requirements, self.system)
+        return State(self.model, self.device_ids, self.assumptions, self.trace, self.requirements, self.system,
+                     self.training)
 
     def to_dict(self) -> dict:
         return {"format": FORMAT, "kind": KIND, "model": self.model.to_dict(), "devices": list(self.device_ids),
                 "assumptions": _assumptions_to_dict(self.assumptions),
                 "trace": None if self.trace is None else trace_to_dict(self.trace),
-                "requirements": requirements_to_dict(self.requirements), "system": self.system.to_dict()}
+                "requirements": requirements_to_dict(self.requirements), "system": self.system.to_dict(),
+                "training": self.training.to_dict()}
 
     def dumps(self) -> str:
         return json.dumps(self.to_dict(), indent=2) + "\n"
@@ -147,11 +167,12 @@ class Project:
             trace = None if trace is None else trace_from_dict(trace, "trace")
             requirements = requirements_from_dict(data.get("requirements") or {}, "requirements")
             system = SystemChoice.from_dict(data.get("system", {}), "system")
+            training = TrainingChoice.from_dict(data.get("training", {}), "training")  # optional: the defaults
         except ModelError as exc:
             raise ProjectError(str(exc)) from None
         except ValueError as exc:
             raise ProjectError(f"{where}: {exc}") from None
-        return cls(model, tuple(devices), assumptions, trace, requirements, system)
+        return cls(model, tuple(devices), assumptions, trace, requirements, system, training)
 
 
 def save_project(project: Project, path: str | Path) -> None:

@@ -16,35 +16,51 @@ from explorer.core.analysis.cost import compute_cost
 from explorer.core.analysis.device_arrays import device_arrays
 from explorer.core.analysis.energy_view import compute_energy_view
 from explorer.core.analysis.evaluate import ModelAnalysis, evaluate
+from explorer.core.analysis.fidelity import trace_fidelity
 from explorer.core.analysis.procurement import plan
 from explorer.core.analysis.roofline_measured import measured_roofline
 from explorer.core.analysis.roofline_view import compute_roofline
+from explorer.core.analysis.time_model import as_time_model
 from explorer.core.analysis.tiling_view import compute_tiling_view
 from explorer.core.formats import TENSORS
 from explorer.core.hardware.device import Device
 from explorer.core.hardware.system import System
+from explorer.core.parallel.comm_roof import CommRoofView, comm_roof_for
 from explorer.core.parallel.compare import SystemResult, size_on_systems
+from explorer.core.parallel.layout_cost import LayoutCost, layout_cost
 from explorer.core.parallel.sizing import SystemPlan, size_fleet
 from explorer.core.parallel.system_pass import Options
+from explorer.core.serving.serve import ServingAnswer, answer, device_setup
 
 from .state import Assumptions, State
+from .training import cost_assumptions, recost, train_choice
+from .training_choice import TrainingChoice
+
+#: the fields of the training part its analyses read (all but the tokens, which only re-cost)
+TRAINING_FIELDS = tuple(f for f in TrainingChoice.__dataclass_fields__ if f != "tokens")
 
 #: What each result is computed from. Names with a dot are fields of a part of the state; "args" are the
 #: arguments of the call (the device shown, the layer in focus...).
 DEPENDS: dict[str, tuple[str, ...]] = {
     "arrays": ("devices", "assumptions.precision", "assumptions.weights", "assumptions.activations",
                "assumptions.kv_cache"),
-    "analysis": ("model", "arrays", "assumptions.batch", "assumptions.seq_len", "assumptions.phase",
-                 "assumptions.attention", "assumptions.lm_head"),
+    "evaluation": ("model", "arrays", "assumptions.batch", "assumptions.seq_len", "assumptions.phase",
+                   "assumptions.attention", "assumptions.lm_head"),
+    # the evaluation as the chosen time model shows it (ideal: the evaluation itself): what every panel reads
+    "analysis": ("evaluation", "assumptions.time_model"),
     "cost": ("analysis", "assumptions"),
     "plan": ("analysis", "requirements", "assumptions"),
     "roofline": ("analysis", "args"),
-    "energy": ("analysis", "args"),
-    "tiling": ("analysis", "args"),
+    "energy": ("evaluation", "args"),
+    "tiling": ("evaluation", "args"),
     "measured": ("analysis", "trace", "args"),
+    "fidelity": ("evaluation", "trace", "args"),  # both time models side by side: not the switch
     "systems": ("model", "hardware", "system", "assumptions.precision", "assumptions.weights",
                 "assumptions.activations", "assumptions.kv_cache", "assumptions.batch", "assumptions.seq_len",
                 "assumptions.phase", "assumptions.attention", "assumptions.lm_head"),
+    # the analytic serving answer; its workload, service levels and batching policy are view arguments
+    "serving": ("model", "devices", "assumptions.precision", "assumptions.weights", "assumptions.activations",
+                "assumptions.kv_cache", "args"),
     # every layout, whichever one is chosen: a layout picked by hand does not search again
     "system_layouts": ("model", "hardware", "system.nodes", "system.objective", "system.overlap",
                        "system.offload", "system.collective", "system.skew", "assumptions.precision",
@@ -53,6 +69,17 @@ DEPENDS: dict[str, tuple[str, ...]] = {
                        "assumptions.lm_head"),
     # the planner's fleet on each chosen system: every layout (as ``plan --system``), the target, limit, quotes
     "system_plan": ("system_layouts", "requirements"),
+    # the training run on the chosen systems (its analyses): the model, the systems and their nodes, the training
+    # part except the tokens; nothing of the inference assumptions (precision, batch, phase...) reaches it
+    "training_runs": ("model", "hardware", "system.nodes", *(f"training.{f}" for f in TRAINING_FIELDS)),
+    # costed for the tokens at the session's electricity price, PUE and horizon: these re-cost, never re-analyse
+    "training": ("training_runs", "training.tokens", "assumptions.electricity_usd_per_kwh", "assumptions.pue",
+                 "assumptions.years"),
+    # the collectives of each chosen system's layout under the links' roofs, for the roofline's device in focus
+    "comm_roof": ("systems", "analysis", "args"),
+    # the cost per million tokens of every layout: a price or an electricity edit re-costs, never re-searches
+    "system_costs": ("system_layouts", "requirements.price", "assumptions.years", "assumptions.electricity_usd_per_kwh",
+                     "assumptions.pue", "assumptions.utilization"),
 }
 
 _SCALARS = (int, float, str, bool, type(None))
@@ -98,7 +125,7 @@ class Results:
         state = State(model=analysis.model, device_ids=tuple(d.id for d in devices), assumptions=a,
                       requirements=requirements if requirements is not None else State().requirements)
         results = cls(state, devices)
-        results._memo["analysis"] = (results._key("analysis", ()), analysis)
+        results._memo["evaluation"] = (results._key("evaluation", ()), analysis)
         return results
 
     # -- the inputs a result names in DEPENDS
@@ -139,12 +166,21 @@ class Results:
         return self._get("arrays", lambda: device_arrays(self.devices, a.precision, a.tensor_formats))
 
     @property
-    def analysis(self) -> ModelAnalysis | None:
-        """The one evaluation of the model on the selected devices (None without devices)."""
+    def evaluation(self) -> ModelAnalysis | None:
+        """The one evaluation of the model on the selected devices, both time models (None without devices)."""
         if not self.devices:
             return None
-        return self._get("analysis", lambda: evaluate(self.state.model, self.arrays,
-                                                      ctx=self.state.assumptions.context))
+        return self._get("evaluation", lambda: evaluate(self.state.model, self.arrays,
+                                                        ctx=self.state.assumptions.context))
+
+    @property
+    def analysis(self) -> ModelAnalysis | None:
+        """The evaluation with the times of the state's time model (``assumptions.time_model``): what the panels
+        show (None without devices)."""
+        e = self.evaluation
+        if e is None:
+            return None
+        return self._get("analysis", lambda: as_time_model(e, self.state.assumptions.time_model))
 
     @property
     def cost(self):
@@ -165,12 +201,12 @@ class Results:
                          (device_index, focused_layer))
 
     def energy(self, device_index: int = 0, focused_layer: int = -1):
-        a = self.analysis
+        a = self.evaluation  # energy has no time term: the same under both time models
         return self._get("energy", lambda: compute_energy_view(a, device_index, focused_layer),
                          (device_index, focused_layer))
 
     def tiling(self, layer_row: int, device_index: int = 0, sweep_dim: str | None = None):
-        a = self.analysis
+        a = self.evaluation  # the tile and wave model: its options are re-evaluated with the ideal model
         return self._get("tiling", lambda: compute_tiling_view(a, layer_row, device_index, sweep_dim),
                          (layer_row, device_index, sweep_dim))
 
@@ -181,6 +217,14 @@ class Results:
             return None
         return self._get("measured", lambda: measured_roofline(trace, self.analysis, device_index),
                          (device_index,))
+
+    def fidelity(self, device_index: int = 0):
+        """The trace's kernels, measured against the ideal and calibrated predictions on device ``device_index``
+        (None without a trace)."""
+        trace = self.state.trace
+        if trace is None:
+            return None
+        return self._get("fidelity", lambda: trace_fidelity(trace, self.evaluation, device_index), (device_index,))
 
     @property
     def systems(self) -> tuple[SystemResult, ...]:
@@ -223,3 +267,56 @@ class Results:
                              f"counts {unit}; switch the phase or give the target in {unit}")
         layouts = self.system_layouts
         return self._get("system_plan", lambda: size_fleet(layouts, req.target, req.latency, req.price))
+
+    @property
+    def training_runs(self) -> tuple:
+        """The training analyses of each chosen system (uncosted tokens aside); :attr:`training` reads them."""
+        if not self.hardware:
+            return ()
+        st = self.state
+        return self._get("training_runs", lambda: train_choice(st.model, self.hardware, st.system.nodes, st.training,
+                                                               cost_assumptions(st.assumptions)))
+
+    @property
+    def training(self) -> tuple:
+        """The training run of the state's training part on each system chosen in ``State.system`` (clusters of
+        its ``nodes``): a :class:`~explorer.core.training.compare.TrainingResult` per system, its layouts ranked
+        and the chosen one first, costed for the tokens (empty without systems)."""
+        runs = self.training_runs
+        if not runs:
+            return ()
+        st = self.state
+        return self._get("training", lambda: recost(runs, st.training.tokens, cost_assumptions(st.assumptions)))
+
+    @property
+    def system_costs(self) -> tuple[LayoutCost | None, ...]:
+        """Per result of :attr:`system_layouts`: the cost per million tokens of each layout, from the planner's
+        quotes (else the catalog's list price) and the cost assumptions (None where no layout is valid). Ranking
+        by cost within a system is ranking by throughput, so the search itself never depends on prices."""
+        a, quotes = self.state.assumptions, self.state.requirements.price
+        return self._get("system_costs", lambda: tuple(
+            None if r.analysis is None else layout_cost(r.analysis, quotes, a) for r in self.system_layouts))
+
+    def comm_roof(self, device_index: int, x_range: tuple[float, float]) -> CommRoofView | None:
+        """The communication roof for the roofline's device ``device_index`` (None without an analysis): the
+        links of the first chosen system made of it, and its chosen layout's collectives, over ``x_range``
+        (FLOP/byte)."""
+        a = self.analysis
+        if a is None or not 0 <= device_index < len(a.devices.ids):
+            return None
+        state = self.state.assumptions
+        lo, hi = float(x_range[0]), float(x_range[1])
+        return self._get("comm_roof", lambda: comm_roof_for(
+            self.systems, a.devices.ids[device_index], float(a.devices.peak[device_index]), state.precision,
+            state.context, state.tensor_formats, (lo, hi)), (device_index, lo, hi))
+
+    def serving(self, workload, slo, policy=None, device_index: int = 0) -> ServingAnswer | None:
+        """The analytic serving answer (the estimate at the workload's rate and the load curve) of the model on
+        device ``device_index`` (``docs/serving.md``); ``workload``, ``slo`` and ``policy`` are the view's until
+        the state has a serving part. None without devices."""
+        if not self.devices:
+            return None
+        a = self.state.assumptions
+        return self._get("serving", lambda: answer(workload, device_setup(
+            self.state.model, self.devices[device_index], workload, policy, a.precision, a.tensor_formats), slo),
+            (workload, slo, policy, device_index))

@@ -1,7 +1,8 @@
 """The session's state: one frozen value holding everything an edit can change.
 
 A :class:`State` is the model, the selected device ids, the assumptions, the imported trace, the procurement
-planner's requirements (quotes included) and the systems the model is sized on (:class:`SystemChoice`). Commands (:mod:`.commands`) map a state to a new one; the workspace
+planner's requirements (quotes included), the systems the model is sized on (:class:`SystemChoice`) and the
+training run on them (:class:`TrainingChoice`). Commands (:mod:`.commands`) map a state to a new one; the workspace
 swaps it in one place. Nothing here is mutable, so an old state is a free snapshot for undo. Qt-free.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
 
+from explorer.core.analysis.evaluate import MODELS
 from explorer.core.analysis.procurement import Requirements
 from explorer.core.parallel.collectives import ALGORITHMS
 from explorer.core.parallel.layout import Layout
@@ -19,9 +21,11 @@ from explorer.core.traces.model import Trace
 from explorer.core.workload.layers import ATTENTION, LM_HEAD, Context
 from explorer.core.workload.model import Model
 
+from .training_choice import TrainingChoice
+
 #: The names a command may report as changed, one per part of the state ("layers" and "input" are parts of the
 #: model: an edit of the layer list, of the input description).
-PARTS = ("model", "layers", "input", "devices", "assumptions", "trace", "requirements", "system")
+PARTS = ("model", "layers", "input", "devices", "assumptions", "trace", "requirements", "system", "training")
 
 PHASES = ("prefill", "decode")
 
@@ -44,6 +48,7 @@ class Assumptions:
     years: float = 3.0
     attention: str = "naive"  # naive | fused (FlashAttention): how attention kernels run
     lm_head: str = "last"  # last | all: the positions whose logits prefill computes (last: serving)
+    time_model: str = "ideal"  # ideal | calibrated: the times the panels show (docs/calibration.md)
 
     def checked(self) -> "Assumptions":
         check_precision(self.precision)
@@ -53,7 +58,7 @@ class Assumptions:
                 raise ValueError(f"{name}: expected a format name such as 'int4-g128' or null, got {v!r}")
         if self.phase not in PHASES:
             raise ValueError(f"phase: expected prefill or decode, got {self.phase!r}")
-        for name, choices in (("attention", ATTENTION), ("lm_head", LM_HEAD)):
+        for name, choices in (("attention", ATTENTION), ("lm_head", LM_HEAD), ("time_model", MODELS)):
             if getattr(self, name) not in choices:
                 raise ValueError(f"{name}: expected {' or '.join(choices)}, got {getattr(self, name)!r}")
         for name in ("batch",):
@@ -98,7 +103,7 @@ class Assumptions:
             raise ValueError(f"{where}.{exc}") from None
 
 
-OBJECTIVES = ("throughput", "latency")
+OBJECTIVES = ("throughput", "latency", "cost")  # cost: per million tokens, explorer.core.parallel.layout_cost
 
 
 @dataclass(frozen=True)
@@ -122,7 +127,7 @@ class SystemChoice:
         if isinstance(self.nodes, bool) or not isinstance(self.nodes, int) or self.nodes < 1:
             raise ValueError(f"nodes: must be a whole number >= 1, got {self.nodes!r}")
         if self.objective not in OBJECTIVES:
-            raise ValueError(f"objective: expected throughput or latency, got {self.objective!r}")
+            raise ValueError(f"objective: expected throughput, latency or cost, got {self.objective!r}")
         if self.collective not in ALGORITHMS:
             raise ValueError(f"collective: expected one of {', '.join(ALGORITHMS)}, got {self.collective!r}")
         for name in ("overlap", "offload"):
@@ -181,11 +186,13 @@ class State:
     trace: Trace | None = None
     requirements: Requirements = field(default_factory=Requirements)
     system: SystemChoice = field(default_factory=SystemChoice)
+    training: TrainingChoice = field(default_factory=TrainingChoice)  # the training run (the Training panel)
 
     def __post_init__(self):
         object.__setattr__(self, "device_ids", tuple(dict.fromkeys(self.device_ids)))
         self.assumptions.checked()
         self.system.checked()
+        self.training.checked()
 
     def with_(self, **parts) -> "State":
         return replace(self, **parts)

@@ -56,7 +56,7 @@ def _figures(device: Device) -> Iterator[Figure]:
             yield f"Matrix engine {label}", getattr(engine, attr), None
     yield "Clock", device.clock, "frequency"
     yield "TDP", device.tdp, "power"
-    yield "List price" + (f" ({device.price_date})" if device.price_date else ""), device.price, "money"
+    yield "Purchase price" + (f" ({device.price_date})" if device.price_date else ""), device.price, "money"
     yield "Cloud price", device.cloud_price, "money_rate"
     if device.host_link is not None:
         link = device.host_link

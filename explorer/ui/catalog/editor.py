@@ -39,7 +39,7 @@ from explorer.ui.widgets.quantity_edit import COUNT, QuantityEdit
 SCALAR_FIELDS = (  # (key in the device file, unit kind, label with the unit family)
     ("clock", "frequency", "Clock (boost) [Hz]"),
     ("tdp", "power", "TDP [W]"),
-    ("price", "money", "List price [USD]"),
+    ("price", "money", "Purchase price [USD]"),
     ("cloud_price", "money_rate", "Cloud price [USD/h]"),
 )
 ENGINE_COUNTS = (("rows", "Array rows"), ("cols", "Array columns"), ("units", "Units (cores / arrays)"),

@@ -66,7 +66,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("ridge", "Ridge {precision} [FLOP/B]",
            "Roofline ridge point I_ridge = peak / bandwidth, in FLOP per byte", _ridge),
     Column("tdp", "TDP [W]", "Thermal design power in watts", _text("tdp")),
-    Column("price", "Price [USD]", "List price in US dollars", _text("price")),
+    Column("price", "Price [USD]", "Purchase price in US dollars (list, launch or street: the note says which)", _text("price")),
     Column("cloud_price", "Cloud [USD/h]", "On-demand cloud price per device, US dollars per hour",
            _text("cloud_price"), 1 / 3600),
     Column("origin", "Origin", "shipped catalog, user device, or shipped device with user edits", _origin,

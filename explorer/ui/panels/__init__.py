@@ -7,10 +7,13 @@ The main window adds each class of :data:`PANELS` as a dock or tab (``Panel(work
 from .controls import AnalysisControls
 from .cost import CostPanel
 from .energy import EnergyPanel
+from .fidelity import FidelityPanel
 from .roofline import RooflinePanel
 from .systems import SystemsPanel
 from .tiling import TilingPanel
+from .training import TrainingPanel
 
-PANELS = (RooflinePanel, EnergyPanel, TilingPanel, CostPanel, SystemsPanel)
+PANELS = (RooflinePanel, EnergyPanel, TilingPanel, CostPanel, FidelityPanel, SystemsPanel, TrainingPanel)
 
-__all__ = ["PANELS", "AnalysisControls", "CostPanel", "EnergyPanel", "RooflinePanel", "SystemsPanel", "TilingPanel"]
+__all__ = ["PANELS", "AnalysisControls", "CostPanel", "EnergyPanel", "FidelityPanel", "RooflinePanel", "SystemsPanel",
+           "TilingPanel", "TrainingPanel"]

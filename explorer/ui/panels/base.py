@@ -19,6 +19,7 @@ from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QRectF
 from PySide6.QtGui import QImage, QPainter
 from PySide6.QtWidgets import (
     QApplication,
+    QDockWidget,
     QFileDialog,
     QGraphicsItem,
     QGraphicsView,
@@ -31,6 +32,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from explorer.core.analysis.time_model import model_title
 from explorer.core.files import SafeCsvWriter, atomic_write_bytes
 
 from ..binding import bind_many
@@ -70,6 +72,10 @@ class AnalysisPanel(QWidget):
     """Base of the analysis panels. Subclasses build items in ``build`` and draw in ``redraw(analysis)``."""
 
     title = ""
+    #: which times the panel shows: "follows" the toolbar's time model (ideal or calibrated), always the "ideal"
+    #: model, "both" side by side, or "none" (nothing in it depends on time); its dock's title says which
+    #: (``model_caption``)
+    time_model = "follows"
     has_device_combo = False
     chart_min_height = 260  # px: shorter than this, the panel scrolls (a 420 px panel left the energy chart 8 px)
 
@@ -81,6 +87,7 @@ class AnalysisPanel(QWidget):
         self._need_focus = False
         self.updates = OnScreenUpdate(self, self.flush)
         self.redraws = 0  # full redraws done (tests and the benchmark read it)
+        self.shown_title = self.title
 
         outer = QVBoxLayout(self)
         outer.setContentsMargins(4, 4, 4, 4)
@@ -175,7 +182,8 @@ class AnalysisPanel(QWidget):
         if self.updates.stale:
             self.flush()
 
-    def _on_analysis(self, _analysis) -> None:
+    def _on_analysis(self, analysis) -> None:
+        self._show_model(analysis)  # now, even off screen: a tab's title is seen before its panel
         self.schedule(full=True)
 
     def _on_focus(self, _index: int) -> None:
@@ -194,9 +202,31 @@ class AnalysisPanel(QWidget):
         if full:
             self.redraws += 1
             self._show_left_out()
+            self._show_model(analysis)
             self.redraw(analysis)
         else:
             self.redraw_focus(analysis)
+
+    def model_caption(self, analysis=None) -> str:
+        """Which time model the panel shows, for its title."""
+        chosen = self.workspace.assumptions.time_model
+        if self.time_model == "none":
+            return ""  # no time shown (energy): the same in both models, so the title says nothing
+        if self.time_model == "both":
+            return "ideal and calibrated side by side"
+        if self.time_model == "ideal":
+            return "ideal model" if chosen == "ideal" else "ideal model (not calibrated here)"
+        return model_title(chosen, analysis)
+
+    def _show_model(self, analysis) -> None:
+        """The dock's title: the panel's and the time model it shows."""
+        caption = self.model_caption(analysis)
+        self.shown_title = f"{self.title} \u2014 {caption}" if caption else self.title
+        dock = self.parentWidget()
+        while dock is not None and not isinstance(dock, QDockWidget):
+            dock = dock.parentWidget()
+        if dock is not None and dock.windowTitle() != self.shown_title:
+            dock.setWindowTitle(self.shown_title)
 
     # -- shared helpers
     def _show_left_out(self) -> None:

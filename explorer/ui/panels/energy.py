@@ -90,6 +90,7 @@ class _Stack(StackedBars):
 
 class EnergyPanel(AnalysisPanel):
     title = "Memory-hierarchy energy"
+    time_model = "none"
     has_device_combo = True
     chart_min_height = 400  # px: two rows of charts
 

@@ -16,7 +16,7 @@ import math
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF
-from PySide6.QtWidgets import QComboBox, QLabel
+from PySide6.QtWidgets import QCheckBox, QComboBox, QLabel
 
 from explorer.core.analysis.roofline_measured import cover_measured
 
@@ -39,6 +39,7 @@ from .plotting import (
     set_range,
     si,
 )
+from .roofline_comm import CommLayer
 from .roofline_items import DeviceItems, draw_device, roofline_csv
 from .roofline_labels import CeilingLabels
 from .roofline_trace import MeasuredLayer
@@ -82,6 +83,12 @@ class RooflinePanel(AnalysisPanel):
         self.color_by.setToolTip("What the colour of an operator's point shows")
         self.color_by.currentIndexChanged.connect(lambda _i: self.schedule(full=True))
         header.addWidget(self.color_by)
+        self.comm_toggle = QCheckBox("communication roof")
+        self.comm_toggle.setToolTip("The links of the first chosen system (Systems panel) made of the device in "
+                                    "focus as roofs at their per-direction bandwidth, and its layout's collectives "
+                                    "at the FLOPs the device computes per byte it sends")
+        self.comm_toggle.toggled.connect(lambda _on: self.schedule(full=True))
+        header.addWidget(self.comm_toggle)
 
     def build(self, layout) -> None:
         self.result = None
@@ -119,6 +126,7 @@ class RooflinePanel(AnalysisPanel):
         self.focus_note.setZValue(25)
         plot.addItem(self.focus_note, ignoreBounds=True)
         self.measured = MeasuredLayer(plot)
+        self.comm = CommLayer(plot)
         # scatter items take log10 coordinates (they have no log mode)
         self.ridges = Dots(symbol="d", size=11, pen=pg.mkPen("k", width=0.5))
         plot.addItem(self.ridges)
@@ -154,6 +162,7 @@ class RooflinePanel(AnalysisPanel):
                 item.setData(x=[], y=[])
                 forget(item)  # drawn again in full when devices come back
             self.measured.draw(None, None)
+            self.comm.draw(None, False)
             self.focus_note.setVisible(False)
             self.set_message("Select one or more devices to place the model on their rooflines.")
             return
@@ -172,6 +181,8 @@ class RooflinePanel(AnalysisPanel):
             else:
                 items.hide()
         self.measured.draw(self.workspace.trace, measured)
+        comm_on = self.comm_toggle.isChecked()
+        self.comm.draw(results.comm_roof(d, r.x_range) if comm_on else None, comm_on)
         rows = []
         for i, x in enumerate(r.devices):
             ridge = f" \u2014 ridge {x.ridge:.3g} FLOP/B" if math.isfinite(x.ridge) else f" \u2014 {x.missing}"
@@ -179,6 +190,7 @@ class RooflinePanel(AnalysisPanel):
                          (ridge, LEGEND_TEXT, False)])
         rows.append([("points: ", LEGEND_TEXT, False), *self._color_key(r)])
         rows.append(self.measured.legend_row(LEGEND_TEXT))
+        rows.append(self.comm.legend_row(LEGEND_TEXT))
         rows.append([("- - on-chip levels   pale: other precisions", "#888888", False)])
         self.legend.set_rows([row for row in rows if row])
         self.legend.setPos(math.log10(x_hi), math.log10(y_lo))
@@ -208,6 +220,8 @@ class RooflinePanel(AnalysisPanel):
             text += "  Not drawn \u2014 " + "; ".join(missing) + "."
         if self.measured.active:
             text += "  " + self.measured.message()
+        if self.comm.visible:
+            text += "  " + self.comm.message()
         self.set_message(text)
 
     def _draw_focus_note(self, r) -> None:
@@ -336,7 +350,7 @@ class RooflinePanel(AnalysisPanel):
         if self.result is None:
             return None
         pos = QPointF(x, y)
-        measured = self.measured.hover_key(x, y)
+        measured = self.measured.hover_key(x, y) or self.comm.hover_key(x, y)
         if measured is not None:
             return measured
         for kind, item in (("point", self.points), ("ridge", self.ridges)):
@@ -357,6 +371,8 @@ class RooflinePanel(AnalysisPanel):
             return self._ridge_tip(0, 0, value)
         if kind == "measured":
             return self.measured.tip(value)
+        if kind == "comm":
+            return self.comm.tip(value)
         return self._band_tips[value] if value < len(self._band_tips) else ""
 
     def _point_tip(self, x, y, data) -> str:

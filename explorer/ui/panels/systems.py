@@ -24,6 +24,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
 
 from explorer.core.parallel.compare import bandwidth_ladder
+from explorer.core.parallel.link_energy import link_energy
 from explorer.core.parallel.system_pass import STEP_PARTS
 
 from ..plot_items.dots import Dots
@@ -50,6 +51,7 @@ def _rgba(color: str, alpha: int = 255) -> tuple[int, int, int, int]:
 
 class SystemsPanel(AnalysisPanel):
     title = "Systems"
+    time_model = "ideal"
     chart_min_height = 400  # two rows of charts
 
     def build_header(self, header) -> None:
@@ -59,6 +61,7 @@ class SystemsPanel(AnalysisPanel):
     def build(self, layout) -> None:
         self.chosen: tuple = ()  # a SystemResult per system: its chosen layout
         self.every: tuple = ()  # a SystemResult per system: every valid layout, ranked
+        self.costs: tuple = ()  # a LayoutCost (or None) per system of ``every``
         self.focus = ""  # the id of the system whose layouts the table lists
         self._drawn = None  # the inputs of the last full redraw (an edit that leaves them the same redraws nothing)
         self.layout().insertWidget(1, self.controls.options_row)  # under the header, outside the scrolling body
@@ -126,11 +129,12 @@ class SystemsPanel(AnalysisPanel):
     def redraw(self, _analysis) -> None:
         ws = self.workspace
         self.controls.sync()  # always: the widgets may show an edit that an undo took back before this redraw
-        drawn = (ws.results.systems, ws.results.system_layouts, ws.state.system, self.controls.error)
+        drawn = (ws.results.systems, ws.results.system_layouts, ws.state.system, self.controls.error,
+                 ws.results.system_costs)
         if self._drawn is not None and all(a is b for a, b in zip(drawn, self._drawn)):
             return  # an edit the systems do not depend on (a layer of another model part, a device checked)
         self._drawn = drawn
-        self.chosen, self.every = drawn[0], drawn[1]
+        self.chosen, self.every, self.costs = drawn[0], drawn[1], drawn[4]
         names = [short_name(r.system) for r in self.chosen]
         ids = [r.system.id for r in self.chosen]
         if self.focus not in ids:
@@ -149,7 +153,11 @@ class SystemsPanel(AnalysisPanel):
                else f"best by {self.workspace.state.system.objective}")
         note = (f"Layouts {how} (star). Hollow points do not fit in device memory. Click a point, or double-click "
                 f"a row, to choose its layout for every system.")
-        return " ".join(x for x in (self.controls.error, "; ".join(errors), note) if x)
+        unpriced = [f"{name}: cost unknown ({c.reason}), ranked by throughput after priced layouts"
+                    for name, c in zip(names, self.costs) if c is not None and not c.priced]
+        if self.workspace.state.system.objective != "cost" or self.workspace.state.system.layout is not None:
+            unpriced = []
+        return " ".join(x for x in (self.controls.error, "; ".join(errors), note, "; ".join(unpriced)) if x)
 
     def _draw_steps(self, names) -> None:
         n = len(self.chosen)
@@ -264,7 +272,8 @@ class SystemsPanel(AnalysisPanel):
         if ids:
             self.focus_combo.setCurrentIndex(ids.index(self.focus))
         i = ids.index(self.focus) if self.focus in ids else -1
-        self.table.fill(self.every[i] if i >= 0 else None, self.chosen[i].layout if i >= 0 else None)
+        self.table.fill(self.every[i] if i >= 0 else None, self.chosen[i].layout if i >= 0 else None,
+                        self.costs[i] if 0 <= i < len(self.costs) else None)
 
     # -- interaction
     def _set_focus(self, system_id: str) -> None:
@@ -305,13 +314,25 @@ class SystemsPanel(AnalysisPanel):
         r = (self.chosen if star else self.every)[i]
         a, lay = r.analysis, r.analysis.layouts[k]
         fits = ("fits" if a.fits[k] else "does not fit")
+        price = self._cost_line(i, lay) + energy_line(a, k)
         return (f"{short_name(r.system)}: {lay.label()}{' (chosen)' if star else ''}\n"
                 f"latency {si(a.latency[k], 's')}, step {si(a.step_time[k], 's')}\n"
                 f"{a.throughput_per_device[k]:,.4g} {a.throughput_unit} per device "
                 f"({a.throughput[k]:,.4g} {a.throughput_unit} on {r.system.devices} devices)\n"
                 f"memory {si(a.memory_bytes[k], 'B')} of {si(a.capacity, 'B')} per device: {fits}; "
-                f"communication {a.comm_share[k]:.1%} of the step"
+                f"communication {a.comm_share[k]:.1%} of the step" + price
                 + ("" if star else "\nclick to choose this layout"))
+
+    def _cost_line(self, i: int, lay) -> str:
+        """The layout's cost per million tokens on system ``i`` (from :attr:`costs`), or why it is unknown."""
+        if i >= len(self.costs) or self.costs[i] is None or self.every[i].analysis is None:
+            return ""
+        cost, layouts = self.costs[i], self.every[i].analysis.layouts
+        if lay not in layouts:
+            return ""
+        k = layouts.index(lay)
+        return "\ncost " + (f"{cost.cost_per_million[k]:,.3g} USD per million {cost.unit}s" if cost.priced
+                            else f"unknown: {cost.reason}")
 
     def pick_point(self, j: int) -> None:
         i, k, star = self._points[j]
@@ -322,3 +343,13 @@ class SystemsPanel(AnalysisPanel):
     def csv_table(self):
         self._up_to_date()
         return csv_rows(self.every, [r.layout for r in self.chosen])
+
+
+def energy_line(analysis, k: int) -> str:
+    """A layout's energy per step and device (on the device + over the links), or which link's is unknown."""
+    e = link_energy(analysis)
+    if e.unknown[k]:
+        return (f"\nenergy per step and device: {si(e.device[k], 'J')} on the device + links of unknown energy "
+                f"({', '.join(e.unknown[k])})")
+    return (f"\nenergy per step and device: {si(e.total[k], 'J')} ({si(e.device[k], 'J')} on the device, "
+            f"{si(e.links[k], 'J')} over the links)")

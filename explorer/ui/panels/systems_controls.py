@@ -2,7 +2,8 @@
 communication options.
 
 Two rows: a combo to add a system and a chip per chosen system (its colour in the charts; a click removes it)
-(the panel puts it in its header); then the node count, the layout (the best by throughput or by latency, or tensor, pipeline, expert and data
+(the panel puts it in its header); then the node count, the layout (the best by throughput, latency or cost per
+million tokens, or tensor, pipeline, expert and data
 parallelism and micro-batches by hand) and the overlap and offload options. Every change is one undoable
 ``SetSystem`` command; :meth:`SystemControls.sync` puts the widgets back to the state after an undo.
 """
@@ -30,7 +31,8 @@ from explorer.core.session.state import SystemChoice
 from ..binding import bind
 from .plotting import device_color
 
-MODES = (("throughput", "best by throughput per device"), ("latency", "best by latency"), (None, "by hand"))
+MODES = (("throughput", "best by throughput per device"), ("latency", "best by latency"),
+         ("cost", "best by cost per million tokens"), (None, "by hand"))
 DEGREES = (
     ("tp", "TP", "tensor parallelism: devices that split each layer's weights"),
     ("pp", "PP", "pipeline parallelism: stages of whole blocks"),
@@ -190,7 +192,9 @@ class SystemControls(QObject):
                     self.add_combo.setItemData(self.add_combo.count() - 1, s.name, Qt.ItemDataRole.ToolTipRole)
             self.add_combo.setCurrentIndex(0)
             self.nodes.setValue(choice.nodes)
-            mode = len(MODES) - 1 if choice.layout is not None else 0 if choice.objective == "throughput" else 1
+            objectives = [m for m, _ in MODES]
+            mode = (len(MODES) - 1 if choice.layout is not None
+                    else objectives.index(choice.objective) if choice.objective in objectives else 0)
             self.mode.setCurrentIndex(mode)
             layout = choice.layout or next((r.layout for r in self.workspace.results.systems
                                             if r.layout is not None), None) or Layout()

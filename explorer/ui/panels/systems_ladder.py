@@ -23,13 +23,24 @@ from .plotting import DASH, NO_PEN, BarPicker, changed, device_color, elide, nam
 GAP = 0.6  # between two systems' blocks of rows
 
 
+def energy_label(rung) -> str:
+    """A link's energy per step and device of its bytes: joules at the file's pJ/bit, or that none is stated."""
+    if not rung.tier.startswith("scale") or not rung.nbytes > 0:
+        return ""
+    if not math.isfinite(rung.energy_per_byte):
+        return "energy not stated"
+    return f"{si(rung.joules, 'J')} at {rung.energy_per_byte / 8 * 1e12:.3g} pJ/bit"
+
+
 def rung_label(rung) -> str:
-    """What a bar's end says: the level's bandwidth and the time of its bytes at it."""
+    """What a bar's end says: the level's bandwidth and the time of its bytes at it (and a link's energy)."""
     if not rung.nbytes > 0:
         return f"no traffic ({si(rung.bandwidth, 'B/s')})" if math.isfinite(rung.bandwidth) else "no traffic"
+    energy = energy_label(rung)
+    energy = f", {energy}" if energy else ""
     if not math.isfinite(rung.seconds):
-        return "bandwidth not stated"
-    return f"{si(rung.bandwidth, 'B/s')} \u2192 {si(rung.seconds, 's')}"
+        return "bandwidth not stated" + energy
+    return f"{si(rung.bandwidth, 'B/s')} \u2192 {si(rung.seconds, 's')}{energy}"
 
 
 def fit_right(right, label_widths, plot_width: float, left: float = 0.0) -> float:
@@ -118,6 +129,8 @@ class Ladder:
         i, rung = self.rows[j]
         per = " per direction" if rung.tier.startswith("scale") else ""
         bandwidth = si(rung.bandwidth, "B/s") + per if math.isfinite(rung.bandwidth) else f"{DASH} (not stated)"
+        energy = energy_label(rung)
         return (f"{self.names[i]}: {rung.name} ({rung.tier})\n{si(rung.nbytes, 'B')} per step and device at "
-                f"{bandwidth}: {si(rung.seconds, 's')} at this level's bandwidth alone")
+                f"{bandwidth}: {si(rung.seconds, 's')} at this level's bandwidth alone"
+                + (f"\nenergy per step and device: {energy}" if energy else ""))
 

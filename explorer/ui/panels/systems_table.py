@@ -61,12 +61,14 @@ class LayoutTable(QTableWidget):
         self.layouts: list[Layout] = []
         self.cellDoubleClicked.connect(lambda row, _col: self.layout_chosen.emit(self.layouts[row]))
 
-    def fill(self, result, chosen: Layout | None) -> None:
-        """The rows of ``result`` (every layout, ranked); ``chosen``'s row bold. None: no rows."""
+    def fill(self, result, chosen: Layout | None, cost=None) -> None:
+        """The rows of ``result`` (every layout, ranked); ``chosen``'s row bold. None: no rows. ``cost``: the
+        result's :class:`~explorer.core.parallel.layout_cost.LayoutCost` (its column; unknown without a price)."""
         r = None if result is None else result.analysis
         unit = r.throughput_unit if r is not None else "tokens/s"
         cols = columns(unit)
-        headers = ["rank", "layout", "fits", *[h for h, _, _ in cols]]
+        per = "tokens" if unit == "tokens/s" else "sequences"
+        headers = ["rank", "layout", "fits", *[h for h, _, _ in cols], f"cost\n(USD/M {per})"]
         if self.columnCount() != len(headers) or self.horizontalHeaderItem(3) is None \
                 or self.horizontalHeaderItem(5).text() != headers[5]:
             self.setColumnCount(len(headers))
@@ -88,14 +90,27 @@ class LayoutTable(QTableWidget):
             cells = [(MARK if mark else "") + str(row + 1), lay.label(),
                      "yes" if r.fits[k] else f"no ({r.memory_bytes[k] / 1e9:.3g} > {r.capacity / 1e9:.3g} GB)"]
             cells += [_number(float(values[f][k])) for _, f, _ in cols]
+            cells.append(_number(float(cost.cost_per_million[k])) if cost is not None else DASH)
             for col, text in enumerate(cells):
                 item = QTableWidgetItem(text)
+                if col == len(cells) - 1:
+                    item.setToolTip(cost_tip(cost))
                 if col != 1 and col != 2:
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 if mark:
                     item.setFont(bold)
                 self.setItem(row, col, item)
         self.resizeColumnsToContents()
+
+
+def cost_tip(cost) -> str:
+    """What the cost column is made of, or why it is unknown."""
+    if cost is None:
+        return "cost per million tokens: no valid layout"
+    if not cost.priced:
+        return f"cost unknown: {cost.reason}; enter a quote in the planner"
+    return (f"{cost.price_source} {cost.price_per_device:,.0f} USD per device + electricity (TDP {cost.tdp:g} W) over "
+            f"{cost.years:g} years at {cost.utilization:.0%} utilization; devices only, chassis and network not priced")
 
 
 def csv_rows(every, chosen) -> tuple[list[str], list[list]]:

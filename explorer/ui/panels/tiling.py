@@ -46,6 +46,7 @@ BOTH = ("bottom", "left")
 
 class TilingPanel(AnalysisPanel):
     title = "Tiling fringe tax"
+    time_model = "ideal"
     has_device_combo = True
     chart_min_height = 400  # px: two rows of charts
 

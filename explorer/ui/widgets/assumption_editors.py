@@ -12,6 +12,7 @@ from __future__ import annotations
 from PySide6.QtCore import QSignalBlocker
 from PySide6.QtWidgets import QComboBox, QSpinBox, QWidget
 
+from explorer.core.analysis.evaluate import MODELS
 from explorer.core.formats import PRESETS, get_format
 from explorer.core.precision import BYTES_PER_ELEMENT, PRECISIONS
 from explorer.core.session.commands import SetAssumptions
@@ -97,10 +98,16 @@ class AssumptionEditors:
         self.lm_head.addItems(["every position", "last position"])
         self.lm_head.setToolTip("The positions whose logits the LM head computes in prefill: every one (training, "
                                 "scoring) or each sequence's last (serving)")
+        self.time_model = QComboBox()
+        self.time_model.addItems(list(MODELS))
+        self.time_model.setToolTip("The times the panels show: ideal (the roofline with efficiency factors) or "
+                                   "calibrated (fitted to measured kernels where the device has a calibration; "
+                                   "other devices keep the ideal times). Each panel's title says which")
         self.sync()
         # currentIndexChanged for edits by program, activated for a pick of the current item (no-op) and tests
         for combo, key, values in ((self.precision, "precision", PRECISIONS), (self.phase, "phase", PHASES),
-                                   (self.attention, "attention", ATTENTION), (self.lm_head, "lm_head", LM_HEAD)):
+                                   (self.attention, "attention", ATTENTION), (self.lm_head, "lm_head", LM_HEAD),
+                                   (self.time_model, "time_model", MODELS)):
             for signal in (combo.currentIndexChanged, combo.activated):
                 signal.connect(lambda i, key=key, values=values: i >= 0 and self._set(**{key: values[i]}))
         for signal in (self.quantization.currentIndexChanged, self.quantization.activated):
@@ -115,7 +122,8 @@ class AssumptionEditors:
         """(label, editor) in display order."""
         rows = [("Precision", self.precision), ("Quant." if self.compact else "Quantization", self.quantization),
                 ("KV" if self.compact else "KV cache", self.kv_cache), ("Batch", self.batch),
-                ("Seq. length" if self.compact else "Sequence length", self.seq_len), ("Phase", self.phase)]
+                ("Seq. length" if self.compact else "Sequence length", self.seq_len), ("Phase", self.phase),
+                ("Times", self.time_model)]
         return rows if self.compact else rows + [("Attention", self.attention), ("LM head", self.lm_head)]
 
     def _pick_quantization(self, i: int) -> None:
@@ -135,7 +143,8 @@ class AssumptionEditors:
         """Show the workspace's assumptions (and whether the model takes a sequence length)."""
         a, tokens = self.workspace.assumptions, self.workspace.model.input_dict.get("tokens")
         blockers = [QSignalBlocker(w) for w in (self.precision, self.quantization, self.kv_cache, self.batch,
-                                                self.seq_len, self.phase, self.attention, self.lm_head)]
+                                                self.seq_len, self.phase, self.attention, self.lm_head,
+                                                self.time_model)]
         try:
             self.precision.setCurrentIndex(PRECISIONS.index(a.precision))
             self._show_formats(a)
@@ -149,6 +158,7 @@ class AssumptionEditors:
             self.phase.setCurrentIndex(PHASES.index(a.phase))
             self.attention.setCurrentIndex(ATTENTION.index(a.attention))
             self.lm_head.setCurrentIndex(LM_HEAD.index(a.lm_head))
+            self.time_model.setCurrentIndex(MODELS.index(a.time_model))
         finally:
             del blockers
 

@@ -1,0 +1,211 @@
+"""``calibrate link FILE --system S`` and ``calibrate kernels CSV --device D``: fit a link or a device to the
+user's measurements (``docs/calibration.md``, ``docs/cli.md``). Bad input is one line and exit 2."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import replace
+from datetime import date
+from pathlib import Path
+
+from ..core.importers import ImporterError, load
+from ..core.parallel.collectives import ALGORITHMS
+from ..core.parallel.link_fit import ABOVE, LEVELS, LinkFit, fit_link, level_domain
+from ..core.units import UnitError, parse_si
+from .common import CliError, print_json, text_table
+from .resolve import resolve_devices
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("calibrate", help="fit a link or a device to your own measurements")
+    inner = p.add_subparsers(dest="what", metavar="WHAT")
+    inner.required = True
+    link = inner.add_parser("link", help="fit a system level's latency and bandwidth to nccl-tests output")
+    link.add_argument("file", metavar="FILE", help="nccl-tests output (all_reduce_perf, all_gather_perf, "
+                      "reduce_scatter_perf, alltoall_perf)")
+    link.add_argument("--system", required=True, metavar="SYS", help="a system id of the catalog or a system file")
+    link.add_argument("--level", choices=LEVELS, default=None, help="the level the run measured (default: the "
+                      "innermost domain holding the file's ranks)")
+    link.add_argument("--op", default=None, help="the collective, when the file does not say "
+                      "(all_reduce, all_gather, reduce_scatter, all_to_all)")
+    link.add_argument("--ranks", type=int, default=None, help="the ranks, when the file lists none")
+    link.add_argument("--algorithm", choices=ALGORITHMS, default="ring", help="the collective's algorithm in the "
+                      "model (default ring, as NCCL_ALGO=Ring)")
+    link.add_argument("--min-size", default="0 B", metavar="SIZE", help="fit only messages of at least SIZE "
+                      "(e.g. 1 MiB; default all)")
+    link.add_argument("--json", action="store_true", help="print JSON")
+    link.set_defaults(func=run_link)
+    kern = inner.add_parser("kernels", help="fit a device's calibration to a CSV of kernel shapes and times")
+    kern.add_argument("file", metavar="CSV", help="columns kind (gemm|elementwise), m, n, k, batch, bytes, time")
+    kern.add_argument("--device", required=True, metavar="DEV", help="a device id of the catalog or a device file")
+    kern.add_argument("--precision", default="bf16", help="the precision the kernels ran at (default bf16)")
+    kern.add_argument("--save", action="store_true", help="store the fitted calibration in the catalog database")
+    kern.add_argument("--json", action="store_true", help="print JSON")
+    kern.set_defaults(func=run_kernels)
+
+
+# ---------------------------------------------------------------------------------------------------- link
+
+
+def run_link(args) -> int:
+    from .system_cmd import resolve_system
+
+    path = Path(args.file)
+    if not path.is_file():
+        raise CliError(f"FILE: no such file: {args.file}")
+    options = {k: v for k, v in (("op", args.op), ("ranks", args.ranks)) if v is not None}
+    try:
+        imported = load(path, kind="collectives", **options)
+    except (ImporterError, ValueError) as exc:
+        raise CliError(str(exc)) from None
+    table = imported.value
+    try:
+        min_size = parse_si(args.min_size, "bytes", "--min-size")
+    except UnitError as exc:
+        raise CliError(str(exc)) from None
+    if min_size < 0:
+        raise CliError(f"--min-size: expected a size >= 0, got {args.min_size!r}")
+    system = resolve_system(args.system, 1, getattr(args, "db", None))
+    try:
+        domain = level_domain(system, table.ranks, args.level)
+        fit = fit_link(table.op, table.size, table.time, table.ranks, args.algorithm, min_size)
+    except ValueError as exc:
+        raise CliError(f"--{exc}" if str(exc).startswith("level") else str(exc)) from None
+    stated_bw = system.bandwidth(domain)
+    stated_alpha = domain.alpha
+    data = link_json(fit, table, system, domain, stated_bw, stated_alpha, imported.warnings)
+    if args.json:
+        print_json(data)
+    else:
+        print_link(data, fit)
+    return 0
+
+
+def _num(x: float) -> float | None:
+    return None if x is None or not math.isfinite(x) else float(x)
+
+
+def link_json(fit: LinkFit, table, system, domain, stated_bw: float, stated_alpha: float, warnings) -> dict:
+    level = "scale-up" if domain.scope == "scale_up" else "scale-out"
+    return {
+        "file": table.source, "op": fit.op, "ranks": fit.ranks, "dtype": table.dtype, "algorithm": fit.algorithm,
+        "system": system.id, "level": level, "domain": domain.name,
+        "alpha_s": fit.alpha, "bandwidth_Bps": fit.bandwidth,
+        "stated": {"bandwidth_Bps": _num(stated_bw), "alpha_s": _num(stated_alpha),
+                   "bandwidth_fraction": _num(fit.bandwidth / stated_bw) if stated_bw else None},
+        "mape": fit.mape, "mape_above_1MiB": _num(fit.mape_above), "max_error_above_1MiB": _num(fit.max_error_above),
+        "at_bound": list(fit.at_bound), "warnings": list(warnings),
+        "rows": [{"size_B": float(n), "measured_s": float(t), "predicted_s": float(tp), "busbw_measured_Bps": float(bm),
+                  "busbw_predicted_Bps": float(bp), "error": float(e)}
+                 for n, t, tp, bm, bp, e in zip(fit.size, fit.measured, fit.predicted, fit.busbw_measured,
+                                                fit.busbw_predicted, fit.error)],
+    }
+
+
+def _size(n: float) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:g} {unit}"
+    return f"{n:g} B"
+
+
+def print_link(d: dict, fit: LinkFit) -> None:
+    stated = d["stated"]
+    print(f"{d['op']} on {d['ranks']} ranks ({d['dtype']}), {d['algorithm']} model, {d['system']} {d['level']} "
+          f"({d['domain']})")
+    line = f"  alpha {d['alpha_s'] * 1e6:.3f} us per step, bandwidth {d['bandwidth_Bps'] / 1e9:.1f} GB/s per direction"
+    if stated["bandwidth_Bps"]:
+        line += f" ({stated['bandwidth_fraction'] * 100:.0f} % of the stated {stated['bandwidth_Bps'] / 1e9:.0f} GB/s)"
+    print(line)
+    if stated["alpha_s"] is None:
+        print(f"  the system file states no latency for {d['domain']}")
+    else:
+        print(f"  stated latency {stated['alpha_s'] * 1e6:.3f} us")
+    above = "n/a" if d["mape_above_1MiB"] is None else f"{d['mape_above_1MiB'] * 100:.1f} %"
+    worst = "n/a" if d["max_error_above_1MiB"] is None else f"{d['max_error_above_1MiB'] * 100:.1f} %"
+    print(f"  bus bandwidth MAPE {d['mape'] * 100:.1f} % over {len(d['rows'])} messages; {above} at "
+          f"{_size(ABOVE)} and above (worst {worst})")
+    for w in d["warnings"] + [f"{n} ended on its bound: the data do not pin it down" for n in d["at_bound"]]:
+        print(f"  note: {w}")
+    rows = [[_size(r["size_B"]), f"{r['measured_s'] * 1e6:.2f}", f"{r['predicted_s'] * 1e6:.2f}",
+             f"{r['busbw_measured_Bps'] / 1e9:.2f}", f"{r['busbw_predicted_Bps'] / 1e9:.2f}",
+             f"{r['error'] * 100:+.1f}"] for r in d["rows"]]
+    print(text_table(["size", "", "measured (us)", "predicted (us)", "busbw measured (GB/s)",
+                      "busbw predicted (GB/s)", "error (%)"], [[r[0], "", *r[1:]] for r in rows]))
+
+
+# ------------------------------------------------------------------------------------------------- kernels
+
+
+def _source_key(path: Path) -> str:
+    return "fit-" + (re.sub(r"[^a-z0-9]+", "-", path.stem.lower()).strip("-") or "kernels")
+
+
+def run_kernels(args) -> int:
+    from ..core.analysis.calibration_fit import fit_device
+    from ..core.calibration.model import Fit
+    from ..core.calibration.user_csv import read_kernel_csv
+    from ..core.hardware.device import Source
+    from ..core.precision import BYTES_PER_ELEMENT, PRECISIONS
+
+    path = Path(args.file)
+    if not path.is_file():
+        raise CliError(f"CSV: no such file: {args.file}")
+    if args.precision not in PRECISIONS:
+        raise CliError(f"--precision: expected one of {', '.join(PRECISIONS)}, got {args.precision!r}")
+    device = resolve_devices([args.device], getattr(args, "db", None))[0]
+    if device.peak_flops(args.precision) != device.peak_flops(args.precision) or not device.bandwidth:
+        raise CliError(f"--device {device.id}: no {args.precision} peak or no memory bandwidth to calibrate against")
+    key, today = _source_key(path), date.today().isoformat()
+    try:
+        rows = read_kernel_csv(path, device.id, key, args.precision, BYTES_PER_ELEMENT[args.precision])
+        cal, results = fit_device(rows, device, args.precision, Fit(str(path), 0, date=today))
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    kinds = {"matrix": "gemm", "vector": "elementwise"}
+    out = {"device": device.id, "precision": args.precision, "file": str(path), "date": today, "source": key,
+           "curves": {}, "saved": False}
+    for kind, res in results.items():
+        sel = [r for r in rows if r.kind == kinds[kind]]
+        out["curves"][kind] = {
+            "fraction": res.curve.fraction, "latency_s": res.curve.latency, "sharpness": res.curve.sharpness,
+            "points": len(sel), "mape": res.mape, "at_bound": list(res.at_bound),
+            "rows": [{"op": r.op, "batch": r.batch, "m": r.m, "n": r.n, "k": r.k, "bytes": r.bytes,
+                      "measured_s": r.time_s, "predicted_s": float(p), "error": float(p / r.time_s - 1.0)}
+                     for r, p in zip(sel, res.predicted)]}
+    if args.save:
+        sources = {**device.sources, key: Source(key, f"kernel times fitted by 'hwexplorer calibrate kernels' from "
+                                                     f"{path.name}", path.resolve().as_uri(), today)}
+        _save(replace(device, calibration=cal, sources=sources), getattr(args, "db", None))
+        out["saved"] = True
+    if args.json:
+        print_json(out)
+    else:
+        print_kernels(out)
+    return 0
+
+
+def _save(device, db_url) -> None:
+    from ..store.engine import open_catalog
+
+    try:
+        with open_catalog(db_url) as repo:
+            version = repo.record(device.id).version
+            repo.update(device, version)
+    except ValueError as exc:
+        raise CliError(f"--save: {exc}") from None
+
+
+def print_kernels(d: dict) -> None:
+    print(f"{d['device']} at {d['precision']}, fitted to {d['file']} ({d['date']})")
+    for kind, c in d["curves"].items():
+        print(f"  {kind}: fraction {c['fraction']:.3f}, latency {c['latency_s'] * 1e6:.2f} us, sharpness "
+              f"{c['sharpness']:.2f}; {c['points']} kernels, MAPE {c['mape'] * 100:.1f} %")
+        for name in c["at_bound"]:
+            print(f"  note: {kind} {name} ended on its bound: the data do not pin it down")
+        rows = [[r["op"], f"{r['batch']}x{r['m']}x{r['n']}x{r['k']}" if r["m"] else _size(r["bytes"]),
+                 f"{r['measured_s'] * 1e6:.2f}", f"{r['predicted_s'] * 1e6:.2f}", f"{r['error'] * 100:+.1f}"]
+                for r in c["rows"]]
+        print(text_table(["kernel", "shape", "measured (us)", "calibrated (us)", "error (%)"], rows))
+    print("  saved in the catalog database" if d["saved"] else "  not saved (--save stores it in the catalog)")

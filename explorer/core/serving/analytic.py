@@ -1,0 +1,235 @@
+"""The fast analytic estimate of a replica under load (for live panels and the load curve), vectorized over rates.
+
+Steady state at an arrival rate lambda (requests/s), mean prompt P tokens computed (cached prefix excluded),
+mean answer O tokens, mean context c = I + O / 2, E tokens per decode step (1; speculative decoding: Leviathan's
+E), t_d(b) = decode(b, c) from the step surface:
+
+prefill as its own steps:
+    rho_p = lambda x prefill(1, P)                 share of the time spent in prefill steps
+    b     = lambda x (O - 1) / E x t_d(b) / (1 - rho_p)     Little's law over the decode phase (fixed point)
+    TPOT  = t_d(b) / E / (1 - rho_p)                 decode steps, stretched by the prefills between them
+    TTFT_q = q x t_d(b) x (1 - e^-b) + prefill(1, P_q) + W_q
+             (the step running when a request arrives, its prefill, the wait W for the prefills ahead of it as
+              an M/D/1 queue: W = rho_p x prefill / (2 (1 - rho_p)), its quantile W x ln(1 / (1 - q)))
+chunked prefill (chunk C tokens a step):
+    t     = mixed(b, c, p), p = lambda x P x t       the prompt tokens that arrive per step ride along
+    b     = lambda x (O - 1) / E x t;  TPOT = t / E
+    TTFT_q = q x t + ceil(P_q / (C - b)) x t
+Stable while b stays within the batch cap (max_batch, and the KV blocks over a sequence of c tokens) and
+rho_p < 1 (chunked: p <= C - b); above that the queue grows without bound (TTFT = inf) and throughput is the cap's.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .memory import ReplicaMemory
+from .result import Latency, ServingResult, slo_checks
+from .simulate import Policy, Speculative
+from .surface import StepSurface
+from .workload import PERCENTILES, SLO, Workload
+
+_Q = {k: v / 100 for k, v in PERCENTILES.items()}
+
+
+@dataclass(frozen=True)
+class Setup:
+    """Everything the estimate and the simulation share for one replica."""
+
+    surface: StepSurface
+    memory: ReplicaMemory
+    policy: Policy = field(default_factory=Policy)
+    spec: Speculative | None = None
+    replicas: int = 1
+    busy_w: float | None = None  # power of a device while a step runs (its TDP, the cost model's assumption)
+    idle_w: float = 0.0  # power of a device between steps (0: neglected, as the cost model does)
+    usd_per_s: float | None = None  # what one device costs per second (rented, or owned: TCO / lifetime)
+
+    def __post_init__(self):
+        if self.spec is not None and self.policy.chunked:
+            raise ValueError("--spec-k: speculative decoding with chunked prefill is not modelled; drop one")
+
+    def step(self, b, c):
+        b = np.maximum(np.asarray(b, dtype=float), 1.0)
+        return self.spec.step(self.surface, b, c) if self.spec else self.surface.decode(b, c)
+
+    def energy_and_cost(self, busy_share: float, tokens_per_s: float) -> tuple[float, float]:
+        """(J per output token, USD per million output tokens) of one replica whose devices run steps a share
+        ``busy_share`` of the time and deliver ``tokens_per_s``; NaN where the power or the price is not known."""
+        devices = self.surface.devices
+        with np.errstate(invalid="ignore", divide="ignore"):
+            watts = devices * ((self.busy_w if self.busy_w is not None else math.nan) * busy_share
+                               + self.idle_w * (1 - busy_share))
+            energy = watts / tokens_per_s if tokens_per_s > 0 else math.nan
+            usd = self.usd_per_s if self.usd_per_s is not None else math.nan
+            cost = devices * usd / tokens_per_s * 1e6 if tokens_per_s > 0 else math.nan
+        return float(energy), float(cost)
+
+    @property
+    def tokens_per_step(self) -> float:
+        return self.spec.tokens_per_step if self.spec else 1.0
+
+    def batch_cap(self, context: float) -> float:
+        return float(min(self.policy.max_batch, self.memory.max_sequences(math.ceil(context) + 1)))
+
+
+def _prompt(workload: Workload, setup: Setup) -> tuple[float, float, float]:
+    """(mean input, mean prompt computed, mean output) in tokens."""
+    i_mean, o_mean = workload.mean_lengths()
+    bs = setup.memory.block_size
+    whole = (workload.prefix_tokens // bs) * bs
+    cached = workload.prefix_hit_rate * min(whole, max(((i_mean - 1) // bs) * bs, 0))
+    return i_mean, i_mean - cached, o_mean
+
+
+def _fixed_point(setup: Setup, lam: np.ndarray, p: float, o: float, c: float):
+    """Per rate: (decode batch b, step seconds t, prefill share rho_p, stable)."""
+    e = setup.tokens_per_step
+    cap = setup.batch_cap(c)
+    pol = setup.policy
+    b = np.ones_like(lam)
+    if pol.chunked:  # chunk steps carry min(P, C - b) prompt tokens; the other steps decode only
+        for _ in range(60):
+            t, busy_c, _ = _chunked(setup, b, c, lam, p)
+            b = np.minimum(lam * max(o - 1, 0) * t, cap + 1)
+        stable = (b <= cap) & (busy_c < 1)
+        b = np.minimum(b, cap)
+        t, busy_c, _ = _chunked(setup, b, c, lam, p)
+        return b, t, busy_c, stable
+    tp = float(setup.surface.prefill(1, p))
+    rho = lam * tp
+    for _ in range(60):
+        t = setup.step(b, c)
+        b = np.minimum(lam * max(o - 1, 0) / e * t / np.maximum(1 - rho, 1e-9), cap + 1)
+    stable = (b <= cap) & (rho < 1)
+    b = np.minimum(b, cap)
+    return b, setup.step(b, c), rho, stable
+
+
+def _chunked(setup: Setup, b, c: float, lam, p: float):
+    """Chunked prefill: (mean step seconds = TPOT, share of the time in chunk steps, one chunk step's seconds)."""
+    room = np.maximum(setup.policy.chunk - b, 1.0)
+    pc = np.minimum(p, room)
+    t_c = setup.surface.mixed(b, c, pc)
+    busy_c = lam * (p / pc) * t_c  # chunk steps per second x their time
+    t_d = setup.surface.decode(np.maximum(b, 1), c)
+    steps = np.maximum(1 - busy_c, 0) / t_d + lam * p / pc
+    return 1.0 / steps, busy_c, t_c
+
+
+def capacity(workload: Workload, setup: Setup) -> float:
+    """The highest stable arrival rate [requests/s] of one replica (bisection on the estimate's stability)."""
+    i_mean, p, o = _prompt(workload, setup)
+    c = i_mean + o / 2
+    lo, hi = 0.0, 1.0
+    while _fixed_point(setup, np.array([hi]), p, o, c)[3][0] and hi < 1e9:
+        lo, hi = hi, hi * 2
+    for _ in range(50):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if _fixed_point(setup, np.array([mid]), p, o, c)[3][0] else (lo, mid)
+    return lo
+
+
+def estimate(workload: Workload, setup: Setup, slo: SLO, rates=None) -> list[ServingResult]:
+    """The analytic estimate at each rate (default: the workload's rate), for the whole set of replicas: each
+    replica gets rate / replicas."""
+    rates = np.atleast_1d(np.asarray([workload.mean_rate()] if rates is None else rates, dtype=float))
+    lam = rates / setup.replicas
+    i_mean, p, o = _prompt(workload, setup)
+    c = i_mean + o / 2
+    e = setup.tokens_per_step
+    b, t, rho, stable = _fixed_point(setup, lam, p, o, c)
+    pol = setup.policy
+    if pol.chunked:
+        tpot = t / e
+    else:
+        tpot = t / e / np.maximum(1 - rho, 1e-9)
+    out = []
+    lengths = workload.lengths
+    for j, r in enumerate(rates):
+        ttft = {}
+        for name, q in [("mean", 0.5), *_Q.items()]:
+            pq = (lengths.input_quantile(q) if workload.trace is None else float(
+                np.quantile(workload.trace.input, q))) - (i_mean - p)
+            if name == "mean":
+                pq = p
+            rj = rho[j]
+            if pol.chunked:  # the step running on arrival, then one chunk step per chunk of the prompt
+                room = max(pol.chunk - b[j], 1.0)
+                full, last = divmod(max(pq, 1.0), room)
+                tp = full * float(setup.surface.mixed(b[j], c, room)) + (
+                    float(setup.surface.mixed(b[j], c, last)) if last else 0.0)
+                lead = q * t[j]
+            else:  # the decode step running on arrival (when one is), then the prompt's own prefill step
+                tp = float(setup.surface.prefill(1, max(pq, 1)))
+                lead = q * t[j] * (1 - math.exp(-b[j]))
+            # the wait for the prompts ahead (an M/D/1 queue of prefill work at utilization rho)
+            w_mean = rj * tp / (2 * (1 - rj)) if rj < 1 else math.inf
+            if name == "mean":
+                w = w_mean
+            else:  # P(wait > 0) = rho; the wait beyond that about exponential with mean W / rho
+                w = (w_mean / rj) * math.log(rj / (1 - q)) if rj > 1 - q else 0.0
+            ttft[name] = lead + tp + w
+        if not stable[j]:
+            ttft = dict.fromkeys(ttft, math.inf)
+        lat_ttft = Latency(ttft["mean"], ttft["p50"], ttft["p90"], ttft["p99"])
+        tp_j = float(tpot[j])
+        lat_tpot = Latency(tp_j, tp_j, tp_j, tp_j)
+        e2e = {k: v + (o - 1) * tp_j for k, v in ttft.items()}
+        lat_e2e = Latency(e2e["mean"], e2e["p50"], e2e["p90"], e2e["p99"])
+        checks = slo_checks(slo, lat_ttft, lat_tpot, lat_e2e)
+        served = r if stable[j] else setup.replicas * b[j] * e / (max(o - 1, 1) * t[j]) * (
+            1 - (rho[j] if not pol.chunked else 0.0))
+        busy = min(1.0, (1 - math.exp(-b[j])) * (1 - rho[j]) + rho[j]) if stable[j] else 1.0
+        energy, cost = setup.energy_and_cost(busy, float(served * o) / setup.replicas)
+        out.append(ServingResult(
+            method="analytic", rate=float(r), replicas=setup.replicas, devices=setup.surface.devices,
+            ttft=lat_ttft, tpot=lat_tpot, e2e=lat_e2e, request_throughput=float(served),
+            throughput=float(served * o), goodput=float(served if all(ch.met for ch in checks) else 0.0),
+            slo=checks, kv_utilization=float(min(b[j] * setup.memory.blocks_for(c) / max(setup.memory.blocks, 1),
+                                                 1.0)),
+            mean_batch=float(b[j]), stable=bool(stable[j]), busy_share=busy, energy_per_token=energy,
+            cost_per_million=cost))
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class LoadCurve:
+    """Throughput per device against per-user tokens/s as the load rises (the analytic estimate); ``knee``: the
+    index of the highest rate meeting every service level (-1: none)."""
+
+    rates: np.ndarray  # requests/s offered to all replicas
+    throughput_per_device: np.ndarray  # output tokens/s per device
+    per_user: np.ndarray  # tokens/s each user sees (1 / TPOT)
+    ttft: np.ndarray  # seconds at the TTFT target's percentile (p90 when none)
+    tpot: np.ndarray
+    stable: np.ndarray
+    meets: np.ndarray
+    knee: int
+    capacity: float  # requests/s
+
+    def to_dict(self) -> dict:
+        def fin(a):
+            return [float(x) if math.isfinite(x) else None for x in a]
+
+        return {"rates_per_s": fin(self.rates), "throughput_tokens_per_s_per_device": fin(self.throughput_per_device),
+                "per_user_tokens_per_s": fin(self.per_user), "ttft_s": fin(self.ttft), "tpot_s": fin(self.tpot),
+                "stable": self.stable.tolist(), "slo_met": self.meets.tolist(), "knee": self.knee,
+                "knee_rate_per_s": float(self.rates[self.knee]) if self.knee >= 0 else None,
+                "capacity_per_s": self.capacity}
+
+
+def load_curve(workload: Workload, setup: Setup, slo: SLO, points: int = 24) -> LoadCurve:
+    cap = capacity(workload, setup) * setup.replicas
+    rates = np.linspace(cap / points, cap * 1.1, points) if cap > 0 else np.array([workload.mean_rate()])
+    res = estimate(workload, setup, slo, rates)
+    pct = slo.ttft_pct if slo.ttft is not None else "p90"
+    meets = np.array([r.slo_met and r.stable for r in res])
+    knee = int(np.flatnonzero(meets)[-1]) if meets.any() else -1
+    return LoadCurve(rates, np.array([r.throughput_per_device for r in res]),
+                     np.array([1.0 / r.tpot.mean if r.tpot.mean > 0 else math.inf for r in res]),
+                     np.array([r.ttft.at(pct) for r in res]), np.array([r.tpot.mean for r in res]),
+                     np.array([r.stable for r in res]), meets, knee, cap)

@@ -1,0 +1,197 @@
+"""The step-time surface of one replica: the core's own analysis of a decode step over a grid of batch x context,
+and of a prefill step over a grid of sequences x prompt length, computed once and then interpolated.
+
+* on a device: every grid point's work table is built and the whole stack goes through the single-device pass
+  (:func:`explorer.core.analysis.evaluate.evaluate`) in one call; a point's time is the sum of its rows' times;
+* on a system layout: each grid point is one :func:`explorer.core.parallel.system_pass.analyze_system` of the
+  layout (communication, pipeline and all), the replica's batch being the system batch / dp.
+
+Between grid points the time is interpolated linearly in batch, context and length (step time is close to
+linear in each: weights are read once per step, the KV cache read grows with batch x context). Nothing here is a
+second roofline.
+
+Step kinds built from the surface (all in seconds):
+    decode(b, c)                 b sequences, one new token each, at mean context c
+    prefill(n, L)                n prompts of L tokens each, as one step (their first tokens)
+    mixed(b, c, p) = prefill(1, b + p) + decode(b, c) - decode(b, 1)
+                                 a chunked-prefill step: b + p tokens through the layers (weights read once),
+                                 plus the b decoding sequences' KV-cache reads at context c
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from explorer.core.analysis.evaluate import evaluate
+from explorer.core.formats import TensorFormats
+from explorer.core.hardware.device import Device
+from explorer.core.hardware.system import System
+from explorer.core.parallel.layout import Layout
+from explorer.core.parallel.system_pass import Options, analyze_system
+from explorer.core.parallel.system_pass import _concat as concat_tables
+from explorer.core.workload.layers import Context
+from explorer.core.workload.model import Model, build_table
+
+
+@dataclass(frozen=True, eq=False)
+class StepSurface:
+    """Seconds per step on grids (sorted, ascending). ``devices``: devices of one replica."""
+
+    batch: np.ndarray  # (B,) decode batch sizes
+    context: np.ndarray  # (C,) context lengths [tokens]
+    decode_s: np.ndarray  # (B, C)
+    prefill_batch: np.ndarray  # (N,) prompts per prefill step
+    length: np.ndarray  # (P,) prompt lengths [tokens]
+    prefill_s: np.ndarray  # (N, P)
+    devices: int = 1
+    source: str = ""
+
+    def decode(self, b, c):
+        """Seconds of a decode step of ``b`` sequences at mean context ``c`` (arrays broadcast)."""
+        return _bilinear(self.batch, self.context, self.decode_s, b, c)
+
+    def prefill(self, n, length):
+        """Seconds of a prefill step of ``n`` prompts of ``length`` tokens each."""
+        return _bilinear(self.prefill_batch, self.length, self.prefill_s, n, length)
+
+    def mixed(self, b, c, p):
+        """Seconds of a chunked-prefill step: ``b`` decoding sequences at context ``c`` and ``p`` prompt tokens."""
+        b = np.asarray(b, dtype=float)
+        kv = np.where(b > 0, self.decode(np.maximum(b, 1), c) - self.decode(np.maximum(b, 1), 1), 0.0)
+        return self.prefill(1, np.asarray(b) + np.asarray(p)) + np.maximum(kv, 0.0)
+
+    # -- scalar versions of the three for the simulation's loop (plain floats, no array overhead)
+    @cached_property
+    def _lists(self):
+        return ((self.batch.tolist(), self.context.tolist(), self.decode_s.tolist()),
+                (self.prefill_batch.tolist(), self.length.tolist(), self.prefill_s.tolist()))
+
+    def decode1(self, b: float, c: float) -> float:
+        return _bilinear1(*self._lists[0], b, c)
+
+    def prefill1(self, n: float, length: float) -> float:
+        return _bilinear1(*self._lists[1], n, length)
+
+    def mixed1(self, b: float, c: float, p: float) -> float:
+        kv = self.decode1(b, c) - self.decode1(b, 1.0) if b > 0 else 0.0
+        return self.prefill1(1.0, b + p) + max(kv, 0.0)
+
+    @staticmethod
+    def constant(step_s: float, prefill_s: float | None = None, max_batch: int = 1024,
+                 max_len: int = 1 << 20) -> StepSurface:
+        """A surface whose every decode step takes ``step_s`` and every prefill step ``prefill_s`` (default
+        ``step_s``): for queueing checks against closed forms."""
+        pre = step_s if prefill_s is None else prefill_s
+        g, c = np.array([1.0, float(max_batch)]), np.array([1.0, float(max_len)])
+        return StepSurface(g, c, np.full((2, 2), step_s), g, c, np.full((2, 2), pre), 1, "constant")
+
+
+def _bilinear(xs, ys, z, x, y):
+    """Linear interpolation of z (len(xs), len(ys)) at (x, y), clamped to the grid; arrays broadcast."""
+    x, y = np.broadcast_arrays(np.asarray(x, dtype=float), np.asarray(y, dtype=float))
+    x, y = np.clip(x, xs[0], xs[-1]), np.clip(y, ys[0], ys[-1])
+    i = np.clip(np.searchsorted(xs, x, side="right") - 1, 0, max(len(xs) - 2, 0))
+    j = np.clip(np.searchsorted(ys, y, side="right") - 1, 0, max(len(ys) - 2, 0))
+    if len(xs) == 1:
+        fx, i1 = np.zeros_like(x), i
+    else:
+        fx, i1 = (x - xs[i]) / (xs[i + 1] - xs[i]), i + 1
+    if len(ys) == 1:
+        fy, j1 = np.zeros_like(y), j
+    else:
+        fy, j1 = (y - ys[j]) / (ys[j + 1] - ys[j]), j + 1
+    out = (z[i, j] * (1 - fx) * (1 - fy) + z[i1, j] * fx * (1 - fy) + z[i, j1] * (1 - fx) * fy
+           + z[i1, j1] * fx * fy)
+    return out if out.ndim else float(out)
+
+
+def _axis1(xs: list, x: float) -> tuple[int, int, float]:
+    if len(xs) == 1 or x <= xs[0]:
+        return 0, 0, 0.0
+    if x >= xs[-1]:
+        return len(xs) - 1, len(xs) - 1, 0.0
+    i = bisect_right(xs, x) - 1
+    return i, i + 1, (x - xs[i]) / (xs[i + 1] - xs[i])
+
+
+def _bilinear1(xs: list, ys: list, z: list, x: float, y: float) -> float:
+    """:func:`_bilinear` at one point, in plain Python (the simulation calls it a few times per request)."""
+    i, i1, fx = _axis1(xs, x)
+    j, j1, fy = _axis1(ys, y)
+    return ((z[i][j] * (1 - fx) + z[i1][j] * fx) * (1 - fy) + (z[i][j1] * (1 - fx) + z[i1][j1] * fx) * fy)
+
+
+def grid(top: int, points: int, step: int = 1) -> np.ndarray:
+    """Whole numbers from ``step`` to ``top`` (multiples of ``step``), about geometrically spaced, both ends in."""
+    top = max(int(top), step)
+    raw = np.geomspace(step, top, points)
+    vals = np.unique(np.maximum(np.round(raw / step), 1).astype(int) * step)
+    return np.unique(np.append(vals[vals <= top], top // step * step)).astype(float)
+
+
+@dataclass(frozen=True)
+class Grid:
+    """The grid's extent: the largest decode batch, context, prefill batch and prompt (or chunk) length."""
+
+    max_batch: int
+    max_context: int
+    max_prefill_batch: int
+    max_length: int
+    points: int = 10
+    anchors: tuple[int, ...] = ()  # prompt lengths to hold exactly (a fixed workload's input): no interpolation
+
+
+def _contexts(g: Grid) -> np.ndarray:
+    return grid(g.max_context, g.points)
+
+
+def _lengths(g: Grid) -> np.ndarray:
+    extra = [a for a in g.anchors if 1 <= a <= g.max_length]
+    return np.unique(np.concatenate([grid(g.max_length, g.points), np.array(extra, dtype=float)]))
+
+
+def device_surface(model: Model, device: Device, g: Grid, precision: str = "fp16",
+                   formats: TensorFormats | None = None, attention: str = "fused") -> StepSurface:
+    """The surface on one device: every grid point's table stacked, one :func:`evaluate` pass."""
+    batch, ctxs = grid(g.max_batch, g.points), _contexts(g)
+    pbatch, lengths = grid(g.max_prefill_batch, max(g.points // 2, 3)), _lengths(g)
+    points = [Context(batch=int(b), seq_len=int(c), phase="decode", attention=attention)
+              for b in batch for c in ctxs]
+    points += [Context(batch=int(n), seq_len=int(L), phase="prefill", attention=attention)
+               for n in pbatch for L in lengths]
+    tables = [build_table(model, ctx) for ctx in points]
+    for t in tables:
+        if t.errors:
+            i, msg = t.errors[0]
+            raise ValueError(f"layer {i} ({model.layers[i].name or model.layers[i].kind}): {msg}")
+    starts = np.cumsum([0] + [len(t) for t in tables])[:-1]
+    r = evaluate(concat_tables(tables), [device], precision, points[0], model, formats)
+    per_row = r.count * r.time[:, 0]
+    seconds = np.add.reduceat(per_row, starts)
+    n_dec = len(batch) * len(ctxs)
+    return StepSurface(batch, ctxs, seconds[:n_dec].reshape(len(batch), len(ctxs)), pbatch, lengths,
+                       seconds[n_dec:].reshape(len(pbatch), len(lengths)), 1, device.id)
+
+
+def system_surface(model: Model, system: System, device: Device, layout: Layout, g: Grid,
+                   precision: str = "fp16", formats: TensorFormats | None = None,
+                   options: Options | None = None, attention: str = "fused") -> StepSurface:
+    """The surface of one replica (tp x pp devices) of ``layout`` on ``system``: the system pass per grid point
+    with the system's batch = dp x the replica's batch (micro-batches: the replica's batch a multiple of them)."""
+    m = layout.microbatches
+    batch, ctxs = grid(g.max_batch, g.points, m), _contexts(g)
+    pbatch, lengths = grid(g.max_prefill_batch, max(g.points // 2, 3), m), _lengths(g)
+    dec = np.zeros((len(batch), len(ctxs)))
+    pre = np.zeros((len(pbatch), len(lengths)))
+    for arr, bs, ls, phase in ((dec, batch, ctxs, "decode"), (pre, pbatch, lengths, "prefill")):
+        for i, b in enumerate(bs):
+            for j, c in enumerate(ls):
+                ctx = Context(batch=int(b) * layout.dp, seq_len=int(c), phase=phase, attention=attention)
+                arr[i, j] = analyze_system(model, system, device, [layout], precision, ctx, formats,
+                                           options or Options()).step_time[0]
+    return StepSurface(batch, ctxs, dec, pbatch, lengths, pre, layout.tp * layout.pp,
+                       f"{system.id} {layout.label()}")

@@ -1,0 +1,134 @@
+"""``calibrate link`` and ``calibrate kernels`` (docs/cli.md, docs/calibration.md)."""
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from explorer.__main__ import main
+from explorer.core.analysis.calibration_fit import kernel_times
+from explorer.core.calibration.measurements import Measurement
+from explorer.core.hardware.device_file import load_device_file
+
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "nccl" / "mi300x-8gpu-all_reduce_perf.txt"
+SYSTEM = Path(__file__).parents[2] / "catalog" / "systems" / "amd-instinct-mi300x-platform.yaml"
+DEVICE = """format: 1
+id: {id}
+name: Test GPU
+vendor: test
+kind: gpu
+peak: {{fp16: 312 TFLOP/s, bf16: 312 TFLOP/s}}
+memory:
+  - {{name: HBM, role: offchip, capacity: 80 GB, bandwidth: 2039 GB/s}}
+"""
+CURVES = """calibration:
+  matrix:
+    fp16: {fraction: 0.6, latency: 8 us, sharpness: 1.5}
+  vector: {fraction: 0.8, latency: 3 us, sharpness: 2}
+"""
+
+
+def run(capsys, *args, code=0):
+    rc = main([str(a) for a in args])
+    out = capsys.readouterr()
+    assert rc == code, out.err
+    return out
+
+
+def test_link_fit_text_and_json(capsys):
+    text = run(capsys, "calibrate", "link", FIXTURE, "--system", SYSTEM, "--min-size", "1 MiB").out
+    assert "all_reduce on 8 ranks (float), ring model, amd-instinct-mi300x-platform scale-up" in text
+    assert "alpha 1.836 us per step, bandwidth 297.8 GB/s per direction (66 % of the stated 448 GB/s)" in text
+    assert "7.1 % at 1 MiB and above (worst 20.6 %)" in text
+    data = json.loads(run(capsys, "calibrate", "link", FIXTURE, "--system", SYSTEM, "--min-size", "1MiB",
+                          "--json").out)
+    assert (data["op"], data["ranks"], data["level"], len(data["rows"])) == ("all_reduce", 8, "scale-up", 14)
+    assert data["bandwidth_Bps"] == pytest.approx(297.8e9, rel=0.002)
+    assert data["stated"]["bandwidth_Bps"] == pytest.approx(448e9) and data["stated"]["alpha_s"] == pytest.approx(8e-7)
+    assert data["mape_above_1MiB"] == pytest.approx(0.0711, abs=0.001)
+    row = data["rows"][-1]
+    assert row["size_B"] == 8 * 2**30 and row["measured_s"] == pytest.approx(47617e-6)
+    assert row["error"] == pytest.approx(row["busbw_predicted_Bps"] / row["busbw_measured_Bps"] - 1)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["calibrate", "link", "absent.txt", "--system", SYSTEM], "FILE: no such file"),
+    (["calibrate", "link", FIXTURE, "--system", SYSTEM, "--min-size", "1 GHz"], "--min-size"),
+    (["calibrate", "link", FIXTURE, "--system", SYSTEM, "--min-size", "-1 MiB"], "--min-size: expected a size >= 0"),
+    (["calibrate", "link", FIXTURE, "--system", SYSTEM, "--level", "scale-out"], "--level: amd-instinct-mi300x"),
+    (["calibrate", "link", FIXTURE, "--system", SYSTEM, "--op", "all_gather"], "op: busbw / algbw is 1.750"),
+    (["calibrate", "link", FIXTURE, "--system", SYSTEM, "--min-size", "4 GiB"], "size: a fit needs at least 3"),
+    (["calibrate", "link", SYSTEM, "--system", SYSTEM], "amd-instinct-mi300x-platform.yaml"),
+    (["calibrate", "link", FIXTURE, "--system", "no-such-system"], "--system: unknown system"),
+])
+def test_link_bad_input_is_one_line_and_exit_2(capsys, args, message):
+    err = run(capsys, *args, code=2).err
+    assert err.startswith("hwexplorer: error: ") and message in err and err.count("\n") == 1
+
+
+def _synthetic_csv(tmp_path) -> Path:
+    """Kernel times made by a known calibration (the analysis pass's calibrated time on a device that has it)."""
+    (tmp_path / "truth.yaml").write_text(DEVICE.format(id="truth") + CURVES)
+    truth = load_device_file(tmp_path / "truth.yaml")
+    rows = [Measurement("truth", "s", "gemm", "mm", "fp16", b, m, n, k, 0, 0, "", 1.0, "calibration")
+            for b, m, n, k in [(1, 256, 256, 256), (1, 512, 512, 512), (1, 1024, 1024, 1024), (4, 1024, 1024, 512),
+                               (1, 2048, 2048, 2048), (1, 4096, 4096, 4096), (2, 4096, 8192, 4096),
+                               (1, 8192, 8192, 8192)]]
+    rows += [Measurement("truth", "s", "elementwise", "copy", "fp16", 1, 0, 0, 0, 0, float(nb), "", 1.0,
+                         "calibration") for nb in (2**16, 2**18, 2**20, 2**22, 2**24, 2**26, 2**28, 2**30)]
+    t = kernel_times(rows, truth, "fp16")
+    path = tmp_path / "kernels.csv"
+    with path.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["kind", "batch", "m", "n", "k", "bytes", "time"])
+        for r, s in zip(rows, t.calibrated):
+            w.writerow([r.kind, r.batch, r.m or "", r.n or "", r.k or "", int(r.bytes) if r.kind == "elementwise"
+                        else "", f"{s * 1e6:.6f} us"])
+    return path
+
+
+def test_kernels_fit_recovers_the_curve_that_made_the_times(capsys, tmp_path):
+    path = _synthetic_csv(tmp_path)
+    (tmp_path / "plain.yaml").write_text(DEVICE.format(id="plain"))
+    data = json.loads(run(capsys, "calibrate", "kernels", path, "--device", tmp_path / "plain.yaml", "--precision",
+                          "fp16", "--json").out)
+    matrix, vector = data["curves"]["matrix"], data["curves"]["vector"]
+    assert matrix["fraction"] == pytest.approx(0.6, rel=1e-3) and matrix["latency_s"] == pytest.approx(8e-6, rel=1e-3)
+    assert vector["fraction"] == pytest.approx(0.8, rel=1e-3) and vector["latency_s"] == pytest.approx(3e-6, rel=1e-3)
+    assert matrix["mape"] < 1e-4 and vector["mape"] < 1e-4 and matrix["points"] == 8
+    assert data["saved"] is False and data["source"] == "fit-kernels"
+    text = run(capsys, "calibrate", "kernels", path, "--device", tmp_path / "plain.yaml", "--precision", "fp16").out
+    assert "matrix: fraction 0.600, latency 8.00 us" in text and "1x256x256x256" in text and "not saved" in text
+
+
+def test_kernels_save_writes_the_calibration_with_its_provenance(capsys, tmp_path):
+    path = _synthetic_csv(tmp_path)
+    db = f"sqlite:///{tmp_path / 'catalog.db'}"
+    run(capsys, "--db", db, "calibrate", "kernels", path, "--device", "nvidia-a100-sxm4-40gb", "--precision", "fp16",
+        "--save")
+    from explorer.store.engine import open_catalog
+
+    with open_catalog(db) as repo:
+        device = repo.get("nvidia-a100-sxm4-40gb")
+    curve = device.calibration.matrix["fp16"]
+    assert curve.source == "fit-kernels" and curve.fit.data == str(path) and curve.fit.points == 8
+    assert device.sources["fit-kernels"].url == path.resolve().as_uri() and device.sources["fit-kernels"].date
+    err = run(capsys, "calibrate", "kernels", path, "--device", tmp_path / "nope.yaml", "--save", code=2).err
+    assert "no such file" in err
+
+
+@pytest.mark.parametrize("body, message", [
+    ("kind,m,n,k\ngemm,1,1,1\n", "missing column time"),
+    ("kind,m,n,k,time\nconv,1,1,1,1e-5\n", "line 2: kind: expected gemm or elementwise"),
+    ("kind,m,n,k,time\ngemm,0,1,1,1e-5\n", "line 2: m: expected a whole number > 0"),
+    ("kind,m,n,k,time\ngemm,8,8,8,-1\n", "line 2: time: expected a positive time"),
+    ("kind,m,n,k,time\ngemm,8,8,8,3 GB\n", "time"),
+    ("kind,bytes,time\nelementwise,,1e-5\n", "line 2: bytes"),
+    ("kind,time\n", "no kernels"),
+])
+def test_kernels_bad_csv_is_one_line_and_exit_2(capsys, tmp_path, body, message):
+    (tmp_path / "plain.yaml").write_text(DEVICE.format(id="plain"))
+    (tmp_path / "k.csv").write_text(body)
+    err = run(capsys, "calibrate", "kernels", tmp_path / "k.csv", "--device", tmp_path / "plain.yaml", code=2).err
+    assert err.startswith("hwexplorer: error: ") and message in err and err.count("\n") == 1
