@@ -2,17 +2,20 @@
 
 Run from the repository root with a display, e.g.:
 
-    Xvfb :55 -screen 0 1600x1000x24 &
+    Xvfb :55 -screen 0 1760x1000x24 &
     DISPLAY=:55 .venv/bin/python docs/screenshots/make_sysui_shots.py
+
+(1760 pixels wide, not 1600: with the Training panel among the analysis tabs the main window's minimum width is
+1,744 px, the Training panel's own minimum being 1,098 px, so on a 1600-pixel screen its right column, the catalog
+dock, falls off the screen.)
 
 It builds the app's own main window (``explorer.ui.app.build_window``) over a fresh catalog database in a temporary
 folder (seeded with the shipped catalog; settings there too, so the user's are untouched), then does what a user
 does: the Llama-3-70B template, decode at batch 16 with a 4,096-token context, the NVIDIA DGX H100 and the
 8x L40S PCIe server chosen in the Systems panel, their two devices ticked, a target of 20,000 tokens/s under a
-50 ms latency limit typed into the planner, and the catalog dock's Systems tab on the DGX H100. The catalog states
-no list price for either GPU (NVIDIA publishes none): the chapter's approximate H100 price (~$25,000, Table 8) is
-typed into the quotes as a what-if, as make_panel_shots.py does; the L40S keeps its "—". Each picture is the whole X
-screen (``import -window root``, ImageMagick).
+50 ms latency limit typed into the planner, and the catalog dock's Systems tab on the DGX H100. Prices are the
+catalog's: the H100's sourced street price ($25,000); the L40S has none, so its capital stays "—". Each picture is
+the whole X screen (``import -window root``, ImageMagick).
 """
 
 from __future__ import annotations
@@ -61,6 +64,7 @@ def main() -> int:
     ws.set_assumptions(phase="decode", batch=16, seq_len=4096)
     ws.execute(SetSystem(SystemChoice(system_ids=SYSTEMS)))
     window.show()
+    window.move(0, 0)  # centred for its 1600-pixel width, it would grow past the screen's right edge
     settle(app)
     dock = window.catalog_dock
     dock.tabs.setCurrentWidget(dock.systems)
@@ -68,7 +72,6 @@ def main() -> int:
     planner = window.planner
     planner.target.setText("20000 tokens/s")
     planner.latency.setText("50 ms")
-    planner.set_quote("nvidia-h100-sxm5", "25000")
     planner.replan()
     planner_dock = window.findChild(QDockWidget, "planner_dock")
 
