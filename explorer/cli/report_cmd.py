@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from .analyze_cmd import add_workload_args
 from .common import CliError
 from .plan_cmd import add_requirement_args, prepare
@@ -21,10 +23,13 @@ def add_parser(sub) -> None:
     add_training_args(p)
     add_requirement_args(p, target_required=False)
     p.add_argument("--out", "-o", required=True, metavar="FILE",
-                   help="report.pdf, report.html or report.csv (CSV also writes FILE-layers.csv, and FILE-systems.csv "
-                        "and FILE-training.csv with those sections)")
-    p.add_argument("--format", choices=("pdf", "html", "csv"), default=None,
+                   help="report.pdf, report.html, report.csv (CSV also writes FILE-layers.csv, and FILE-systems.csv "
+                        "and FILE-training.csv with those sections) or report.xlsx")
+    p.add_argument("--format", choices=("pdf", "html", "csv", "xlsx"), default=None,
                    help="the format when FILE's extension does not say it")
+    p.add_argument("--xlsx", action="store_true",
+                   help="also write an XLSX workbook (one sheet per table) beside FILE, as FILE with the suffix "
+                        ".xlsx (a FILE.xlsx is that workbook alone)")
     p.add_argument("--title", default=None, help="the report's title (default: the model and device count)")
     p.set_defaults(func=run)
 
@@ -34,6 +39,9 @@ def run(args) -> int:
 
     try:
         fmt = format_of(args.out, args.format)
+        xlsx = Path(args.out).with_suffix(".xlsx") if args.xlsx and fmt != "xlsx" else None
+        if xlsx is not None:
+            check_writable(xlsx)
         check_writable(args.out)
     except ReportError as exc:
         raise CliError(str(exc)) from None
@@ -57,6 +65,8 @@ def run(args) -> int:
                             **({"systems": section} if section else {}),
                             **({"training": training} if training else {}))
         written = write_report(data, args.out, fmt)
+        if xlsx is not None:
+            written += write_report(data, xlsx, "xlsx")
     except ReportError as exc:
         raise CliError(str(exc)) from None
     except ValueError as exc:

@@ -17,7 +17,7 @@ from ..core.analysis.evaluate import ModelAnalysis
 from ..core.analysis.procurement import Requirements
 from .build import ReportData, build_report
 
-FORMATS = {".pdf": "pdf", ".html": "html", ".htm": "html", ".csv": "csv"}
+FORMATS = {".pdf": "pdf", ".html": "html", ".htm": "html", ".csv": "csv", ".xlsx": "xlsx"}
 Progress = Callable[[float, str], None]
 
 __all__ = ["FORMATS", "ReportData", "ReportError", "build_report", "check_writable", "export_report", "format_of",
@@ -30,12 +30,12 @@ class ReportError(ValueError):
 
 def format_of(path: str | Path, fmt: str | None = None) -> str:
     if fmt is not None:
-        if fmt not in ("pdf", "html", "csv"):
-            raise ReportError(f"format: expected pdf, html or csv, got {fmt!r}")
+        if fmt not in ("pdf", "html", "csv", "xlsx"):
+            raise ReportError(f"format: expected pdf, html, csv or xlsx, got {fmt!r}")
         return fmt
     suffix = Path(path).suffix.lower()
     if suffix not in FORMATS:
-        raise ReportError(f"{path}: unknown report format '{suffix or '(none)'}'; use .pdf, .html or .csv")
+        raise ReportError(f"{path}: unknown report format '{suffix or '(none)'}'; use .pdf, .html, .csv or .xlsx")
     return FORMATS[suffix]
 
 
@@ -77,6 +77,12 @@ def write_report(data: ReportData, path: str | Path, fmt: str | None = None,
 
         report(0.4, "Laying out the PDF")
         _write(path, render_pdf(data))
+        return [path]
+    if fmt == "xlsx":
+        from .xlsx_export import render_xlsx
+
+        report(0.4, "Writing the XLSX workbook")
+        _write(path, render_xlsx(data))
         return [path]
     if fmt == "html":
         from .html import render_html

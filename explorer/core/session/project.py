@@ -72,6 +72,9 @@ def _assumptions_to_dict(a: Assumptions) -> dict:
     return {k: v for k, v in a.to_dict().items() if not (k in TENSORS and v is None)}
 
 
+QUOTE_MAPPINGS = ("price", "cloud_price", "price_source", "cloud_price_source")
+
+
 def requirements_to_dict(req: Requirements) -> dict:
     """The requirements that differ from the defaults, in SI units (docs/project-file.md)."""
     default = Requirements()
@@ -79,7 +82,7 @@ def requirements_to_dict(req: Requirements) -> dict:
     for f in fields(Requirements):
         value = getattr(req, f.name)
         if value != getattr(default, f.name):
-            out[f.name] = dict(value) if f.name in ("price", "cloud_price") else value
+            out[f.name] = dict(value) if f.name in QUOTE_MAPPINGS else value
     return out
 
 
@@ -95,8 +98,12 @@ def requirements_from_dict(data, where: str = "requirements") -> Requirements:
         if not isinstance(quotes, dict) or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
                                                    and math.isfinite(v) for v in quotes.values()):
             raise ValueError(f"{where}.{name}: expected an object of numbers by device id")
+    for name in ("price_source", "cloud_price_source"):  # optional: files before them have none
+        notes = data.get(name, {})
+        if not isinstance(notes, dict) or not all(isinstance(v, str) for v in notes.values()):
+            raise ValueError(f"{where}.{name}: expected an object of texts by device id")
     for name, value in data.items():
-        if name not in ("price", "cloud_price", "target_unit", "budget_covers", "power_scope") and not (
+        if name not in (*QUOTE_MAPPINGS, "target_unit", "budget_covers", "power_scope", "rank_by") and not (
                 value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))):
             raise ValueError(f"{where}.{name}: expected a number or null, got {value!r}")
     try:

@@ -18,10 +18,11 @@ from explorer.core.analysis.energy_view import compute_energy_view
 from explorer.core.analysis.evaluate import ModelAnalysis, evaluate
 from explorer.core.analysis.fidelity import trace_fidelity
 from explorer.core.analysis.procurement import plan
+from explorer.core.analysis.quotes import apply_quotes
 from explorer.core.analysis.roofline_measured import measured_roofline
 from explorer.core.analysis.roofline_view import compute_roofline
-from explorer.core.analysis.time_model import as_time_model
 from explorer.core.analysis.tiling_view import compute_tiling_view
+from explorer.core.analysis.time_model import as_time_model
 from explorer.core.formats import TENSORS
 from explorer.core.hardware.device import Device
 from explorer.core.hardware.system import System
@@ -48,7 +49,7 @@ DEPENDS: dict[str, tuple[str, ...]] = {
                    "assumptions.attention", "assumptions.lm_head"),
     # the evaluation as the chosen time model shows it (ideal: the evaluation itself): what every panel reads
     "analysis": ("evaluation", "assumptions.time_model"),
-    "cost": ("analysis", "assumptions"),
+    "cost": ("analysis", "assumptions", "requirements.price", "requirements.cloud_price"),
     "plan": ("analysis", "requirements", "assumptions"),
     "roofline": ("analysis", "args"),
     "energy": ("evaluation", "args"),
@@ -185,7 +186,9 @@ class Results:
     @property
     def cost(self):
         a = self.analysis
-        return None if a is None else self._get("cost", lambda: compute_cost(a, self.state.assumptions))
+        # the quotes of the one store (the requirements) replace the catalog's prices, as in the plan
+        return None if a is None else self._get("cost", lambda: compute_cost(apply_quotes(a, self.state.requirements),
+                                                                             self.state.assumptions))
 
     @property
     def plan(self):

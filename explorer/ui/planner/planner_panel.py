@@ -10,6 +10,7 @@ when systems are chosen (the Systems panel), :mod:`.systems_plan` sizes the flee
 
 from __future__ import annotations
 
+import datetime
 import functools
 import math
 
@@ -33,9 +34,13 @@ from PySide6.QtWidgets import (
 )
 
 from explorer.core.analysis.procurement import PlanResult, Requirements, format_usd, parse_rate
+from explorer.core.money import parse_money
 from explorer.core.session.commands import SetRequirements
-from explorer.core.units import UnitError, format_si, parse_si
+from explorer.core.units import UnitError, format_si
 from explorer.ui.binding import bind_many
+from explorer.ui.planner.batch_choice import BatchSearchChoice, searched_plan
+from explorer.ui.planner.quote_cells import mark_cell, store_fields
+from explorer.ui.planner.rank_choice import RankChoice
 from explorer.ui.widgets.on_screen import OnScreenUpdate
 from explorer.ui.widgets.quantity_edit import ERROR_STYLE, QuantityEdit
 
@@ -104,6 +109,11 @@ class PlannerPanel(QWidget):
         form.addRow("Electricity", self.electricity)
         self.pue = QDoubleSpinBox(minimum=1.0, maximum=3.0, singleStep=0.05, value=a.pue, decimals=2)
         form.addRow("PUE", self.pue)
+        self.rank_by = RankChoice(workspace)
+        form.addRow("Rank by", self.rank_by)
+        self.search_batch = BatchSearchChoice()
+        self.search_batch.toggled.connect(lambda _on: self.replan())
+        form.addRow("Batch", self.search_batch)
         top.addWidget(box, 1)
         quotes_box = QGroupBox("Quotes")
         quotes_box.setToolTip("Prices you were quoted override the catalog's; an empty cell keeps the catalog figure")
@@ -260,18 +270,18 @@ class PlannerPanel(QWidget):
         prices, clouds, errors = {}, {}, []
         for r in range(self.quotes.rowCount()):
             dev = self.quotes.item(r, 0).data(Qt.ItemDataRole.UserRole)
-            for col, kind, unit, out in ((1, "money", "USD", prices), (2, "money_rate", "USD/h", clouds)):
-                text = self.quotes.item(r, col).text().strip()
-                if not text:
-                    continue
-                try:
-                    value = float(text.replace(",", "").replace("$", ""))
-                    out[dev] = parse_si(f"{value} {unit}", kind, QUOTE_COLUMNS[col])
-                    if value <= 0:
-                        raise ValueError
-                except (ValueError, UnitError):
-                    errors.append(f"{QUOTE_COLUMNS[col]} of {self.quotes.item(r, 0).text()}: '{text}' is not a "
-                                  "positive number")
+            for col, rate, out in ((1, False, prices), (2, True, clouds)):
+                item = self.quotes.item(r, col)
+                text = item.text().strip()
+                error = ""
+                if text:  # one reader for every money field: "30000", "$30k", "1.2M USD", "$4.10/h"
+                    try:
+                        usd = float(parse_money(text, QUOTE_COLUMNS[col], rate=rate, bare=True).magnitude)
+                        out[dev] = usd / 3600.0 if rate else usd
+                    except UnitError as exc:
+                        error = f"{QUOTE_COLUMNS[col]} of {self.quotes.item(r, 0).text()}: {exc.reason}"
+                        errors.append(error)
+                mark_cell(item, error)  # a bad cell is marked and left out; the other quotes still count
         self.quote_error.setText("; ".join(errors))
         self.quote_error.setVisible(bool(errors))
         return prices, clouds, errors
@@ -296,9 +306,9 @@ class PlannerPanel(QWidget):
                 error = exc.reason
         self.target_error.setText(error)
         self.target_error.setVisible(bool(error))
-        prices, clouds, quote_errors = self._quotes()
+        prices, clouds, _ = self._quotes()
         edits = (self.latency, self.budget, self.power_cap, self.electricity)
-        if error or quote_errors or not all(e.is_valid() for e in edits):
+        if error or not all(e.is_valid() for e in edits):
             return None
         electricity = self.electricity.value()  # USD/J
         per_kwh = float(f"{electricity * 3.6e6:.12g}") if electricity else None
@@ -307,7 +317,11 @@ class PlannerPanel(QWidget):
             budget_covers=self.budget_covers.currentText(), power_cap=self.power_cap.value(),
             power_scope=self.power_scope.currentText(), years=self.years.value(),
             electricity_usd_per_kwh=per_kwh, pue=self.pue.value(),
-            price=prices, cloud_price=clouds)
+            **store_fields(self.workspace.requirements, self._shown_ids(), prices, clouds,
+                           datetime.date.today().isoformat()))
+
+    def _shown_ids(self) -> set[str]:
+        return {self.quotes.item(r, 0).data(Qt.ItemDataRole.UserRole) for r in range(self.quotes.rowCount())}
 
     # -- planning
     def replan(self) -> None:
@@ -330,6 +344,8 @@ class PlannerPanel(QWidget):
                                     f"counts {analysis.totals.throughput_unit}.")
         try:
             result = self.workspace.results.plan
+            if self.search_batch.isChecked():
+                result = searched_plan(self.workspace)
         except ValueError as exc:
             return self._show(None, str(exc))
         best = result.ranked[0]
