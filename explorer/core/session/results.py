@@ -29,6 +29,7 @@ from explorer.core.hardware.system import System
 from explorer.core.parallel.comm_roof import CommRoofView, comm_roof_for
 from explorer.core.parallel.compare import SystemResult, size_on_systems
 from explorer.core.parallel.layout_cost import LayoutCost, layout_cost
+from explorer.core.parallel.sizing import SystemPlan, size_fleet
 from explorer.core.parallel.system_pass import Options
 from explorer.core.serving.serve import ServingAnswer, answer, device_setup
 
@@ -67,6 +68,8 @@ DEPENDS: dict[str, tuple[str, ...]] = {
                        "assumptions.weights", "assumptions.activations", "assumptions.kv_cache",
                        "assumptions.batch", "assumptions.seq_len", "assumptions.phase", "assumptions.attention",
                        "assumptions.lm_head"),
+    # the planner's fleet on each chosen system: every layout (as ``plan --system``), the target, limit, quotes
+    "system_plan": ("system_layouts", "requirements"),
     # the training run on the chosen systems (its analyses): the model, the systems and their nodes, the training
     # part except the tokens; nothing of the inference assumptions (precision, batch, phase...) reaches it
     "training_runs": ("model", "hardware", "system.nodes", *(f"training.{f}" for f in TRAINING_FIELDS)),
@@ -251,6 +254,22 @@ class Results:
         return self._get("system_layouts", lambda: size_on_systems(
             self.state.model, self.hardware, a.precision, a.context, a.tensor_formats, None,
             choice.objective, options, choice.nodes))
+
+    @property
+    def system_plan(self) -> tuple[SystemPlan, ...]:
+        """The fleet each chosen system needs under the planner's requirements, with real layouts (as
+        ``hwexplorer plan --system``: among every valid layout, the one needing the fewest devices that fits and
+        meets the latency limit; quotes by device id). Empty without systems; raises ValueError when the target is
+        not in the phase's unit."""
+        if not self.hardware:
+            return ()
+        req = self.state.requirements
+        unit = "tokens/s" if self.state.assumptions.phase == "decode" else "inferences/s"
+        if req.target is not None and req.target_unit != unit:
+            raise ValueError(f"target: given in {req.target_unit} but the {self.state.assumptions.phase} phase "
+                             f"counts {unit}; switch the phase or give the target in {unit}")
+        layouts = self.system_layouts
+        return self._get("system_plan", lambda: size_fleet(layouts, req.target, req.latency, req.price))
 
     @property
     def training_runs(self) -> tuple:

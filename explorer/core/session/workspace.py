@@ -56,6 +56,7 @@ class Workspace:
     layer_focused = Signal(int)  # top-level layer index, -1 for none (selection shared by every view)
     device_focused = Signal(str)  # device id in focus for single-device panels ('' for none)
     dirty_changed = Signal(bool)
+    systems_reloaded = Signal()  # the catalog's systems changed (added, edited, deleted, imported)
 
     def __init__(self, model: Model | None = None, lookup: DeviceLookup | None = None,
                  assumptions: Assumptions | None = None, systems: SystemLookup | None = None):
@@ -109,7 +110,18 @@ class Workspace:
         """Make devices known (e.g. after a catalog edit or for devices not in the catalog); re-analyzes."""
         for d in devices:
             self._devices[d.id] = d
+        if {d.id for d in devices} & {device.id for _, device in self._hardware[1]}:
+            self._hardware = ((None,), ())  # a chosen system's device was edited: resolve the systems again
         self._notify(frozenset({"devices"}))
+
+    def reload_systems(self) -> None:
+        """The catalog's systems changed (a system added, edited, deleted or imported in the catalog dock): the
+        chosen systems are resolved again (an edited one is re-analyzed), the views re-read their choices
+        (:attr:`systems_reloaded`), and the results that read the systems are recomputed."""
+        self._hardware = ((None,), ())
+        self._results = None
+        self.systems_reloaded.emit()
+        self._notify(frozenset({"system"}))
 
     @property
     def focused_layer(self) -> int:

@@ -3,7 +3,9 @@
 The requirements and quotes are the session's (``workspace.requirements``, saved in the project): an edit of a
 field becomes a ``SetRequirements`` command (consecutive edits of one field make one undo step), and an undo, a
 redo or an opened project fills the fields again. The table shows ``workspace.results.plan`` (no re-evaluation;
-the plan is cheap), refreshed through a zero-interval single-shot timer, so a burst of edits plans once.
+the plan is cheap), refreshed through a zero-interval single-shot timer, so a burst of edits plans once. Under it,
+when systems are chosen (the Systems panel), :mod:`.systems_plan` sizes the fleet on each with real layouts
+(``workspace.results.system_plan``, as ``hwexplorer plan --system``).
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ from explorer.ui.planner.quote_cells import mark_cell, store_fields
 from explorer.ui.planner.rank_choice import RankChoice
 from explorer.ui.widgets.on_screen import OnScreenUpdate
 from explorer.ui.widgets.quantity_edit import ERROR_STYLE, QuantityEdit
+
+from .systems_plan import SystemPlanTable
 
 STATUS_COLORS = {"pass": "#1B7F3B", "fail": "#B00020", "n/a": "#6B6B6B", "unknown": "#9A6700"}
 STATUS_FILL = {"pass": "#E6F4EA", "fail": "#FCE8EA", "n/a": "#F1F1F1", "unknown": "#FFF4DB"}
@@ -143,6 +147,9 @@ class PlannerPanel(QWidget):
         # columns are fitted once per plan (ResizeToContents would measure the whole column on every cell set)
         self.table.horizontalHeader().setStretchLastSection(True)
         outer.addWidget(self.table, 1)
+        self.systems_plan = SystemPlanTable()
+        self.systems_plan.setVisible(False)  # shown while systems are chosen
+        outer.addWidget(self.systems_plan, 1)
 
         self._edited_field = ""  # the field the user changed since the last commit ('' for none)
         self.target.textChanged.connect(functools.partial(self._edited, "target"))
@@ -321,6 +328,7 @@ class PlannerPanel(QWidget):
         self.commit()
         self.updates.cancel()
         self.switch_phase.hide()
+        self._plan_systems()
         analysis = self.workspace.analysis
         if analysis is None:
             return self._show(None, "Select devices to plan a purchase.")
@@ -346,6 +354,23 @@ class PlannerPanel(QWidget):
         if req.target is None:
             note += " Enter a target throughput to size the fleet."
         self._show(result, note)
+
+    def _plan_systems(self) -> None:
+        """The systems section: ``results.system_plan`` (hidden while no system is chosen)."""
+        chosen = bool(self.workspace.state.system.system_ids)
+        self.systems_plan.setVisible(chosen)
+        if not chosen:
+            return
+        unit = "tokens/s" if self.workspace.assumptions.phase == "decode" else "inferences/s"
+        plans, message = (), ""
+        if self.requirements() is None:
+            message = "Fix the highlighted field to plan."
+        else:
+            try:
+                plans = self.workspace.results.system_plan
+            except ValueError as exc:
+                message = str(exc)
+        self.systems_plan.show_plans(plans, unit, message)
 
     def _switch_phase(self) -> None:
         self.workspace.set_assumptions(phase=self.switch_phase.property("phase"))
