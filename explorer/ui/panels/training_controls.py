@@ -1,5 +1,5 @@
 """The Training panel's controls: the training run (``State.training``, a
-:class:`~explorer.core.session.training_choice.TrainingChoice`) in two rows of widgets.
+:class:`~explorer.core.session.training_choice.TrainingChoice`) in four rows of widgets.
 
 First row: tokens to train on, global batch, micro-batch, sequence length, devices per system, ZeRO stage and
 recomputation. Second row: the layout (each system's best, or tensor, pipeline and data parallelism by hand), the
@@ -25,11 +25,11 @@ SPINS = (  # field, label, tip, minimum, maximum, row
     ("micro_batch", "Micro-batch:", "Sequences per micro-batch (divides the global batch over DP)", 1, 1 << 16, 0),
     ("seq_len", "Sequence:", "Tokens per sequence", 1, 1 << 22, 0),
     ("devices", "Devices:", ("Each system as a cluster of this many devices (whole nodes); 0: the node count of the "
-                            "Systems panel"), 0, 1 << 20, 0),
-    ("virtual", "v:", "Virtual pipeline stages per device (the interleaved schedule)", 1, 64, 1),
-    ("cp", "CP:", "Context parallelism: ranks that split each sequence (ring attention)", 1, 1024, 1),
+                            "Systems panel"), 0, 1 << 20, 1),
+    ("virtual", "v:", "Virtual pipeline stages per device (the interleaved schedule)", 1, 64, 3),
+    ("cp", "CP:", "Context parallelism: ranks that split each sequence (ring attention)", 1, 1024, 3),
     ("lora_rank", "LoRA rank:", ("0: full training; else LoRA fine-tuning with adapters of this rank on q, k, v, o "
-                                "(frozen base weights)"), 0, 4096, 1),
+                                "(frozen base weights)"), 0, 4096, 3),
 )
 DEGREES = (("tp", "TP", "tensor parallelism (with sequence parallelism)"), ("pp", "PP", "pipeline stages"),
            ("dp", "DP", "data-parallel replicas"))
@@ -49,14 +49,14 @@ def parse_tokens(text: str) -> float:
 
 
 class TrainingControls(QObject):
-    """The widgets of the state's training part in ``rows`` (two QWidgets); each edit executes a SetTraining."""
+    """The widgets of the state's training part in ``rows`` (four QWidgets); each edit executes a SetTraining."""
 
     def __init__(self, workspace, parent=None):
         super().__init__(parent)
         self.workspace = workspace
         self.error = ""  # the last refused edit (the panel shows it)
         self.refused = lambda: None  # called after a refused edit (the panel redraws its note)
-        self.rows = (QWidget(), QWidget())
+        self.rows = (QWidget(), QWidget(), QWidget(), QWidget())  # four short rows: the panel fits a 1600 px window
         lines = [QHBoxLayout(w) for w in self.rows]
         for line in lines:
             line.setSpacing(6)
@@ -70,7 +70,7 @@ class TrainingControls(QObject):
         self.spins: dict[str, QSpinBox] = {}
         for name, label, tip, lo, hi, row in SPINS:
             if name == "virtual":
-                self._layout_widgets(lines[1])
+                self._layout_widgets(lines[2])
             box = QSpinBox()
             box.setRange(lo, hi)
             box.setKeyboardTracking(False)  # one command per value, not per keystroke
@@ -81,17 +81,17 @@ class TrainingControls(QObject):
             lines[row].addWidget(QLabel(label))
             lines[row].addWidget(box)
             self.spins[name] = box
-        self.zero = self._combo(lines[0], "ZeRO:", [f"{z}" for z in range(4)], "ZeRO stage: 0 none, 1 optimizer "
+        self.zero = self._combo(lines[1], "ZeRO:", [f"{z}" for z in range(4)], "ZeRO stage: 0 none, 1 optimizer "
                                 "states, 2 and gradients, 3 and weights (FSDP) partitioned over DP",
                                 lambda i: self._set("set the ZeRO stage", zero=i))
-        self.recompute = self._combo(lines[0], "Recompute:", list(RECOMPUTE), "Activation recomputation: none, "
+        self.recompute = self._combo(lines[1], "Recompute:", list(RECOMPUTE), "Activation recomputation: none, "
                                      "selective (the attention core) or full (each layer's forward again)",
                                      lambda i: self._set("set recomputation", recompute=RECOMPUTE[i]))
         self.overlap = QCheckBox("overlap")
         self.overlap.setToolTip("Hide the DP reduction behind the backward and TP/CP communication behind compute "
                                 "(off: every byte exposed)")
         self.overlap.toggled.connect(lambda on: self._set("overlap communication", overlap=bool(on)))
-        lines[1].addWidget(self.overlap)
+        lines[3].addWidget(self.overlap)
         for line in lines:
             line.addStretch(1)
         self.sync()
