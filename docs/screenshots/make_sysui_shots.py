@@ -2,12 +2,8 @@
 
 Run from the repository root with a display, e.g.:
 
-    Xvfb :55 -screen 0 1760x1000x24 &
+    Xvfb :55 -screen 0 1600x1000x24 &
     DISPLAY=:55 .venv/bin/python docs/screenshots/make_sysui_shots.py
-
-(1760 pixels wide, not 1600: with the Training panel among the analysis tabs the main window's minimum width is
-1,744 px, the Training panel's own minimum being 1,098 px, so on a 1600-pixel screen its right column, the catalog
-dock, falls off the screen.)
 
 It builds the app's own main window (``explorer.ui.app.build_window``) over a fresh catalog database in a temporary
 folder (seeded with the shipped catalog; settings there too, so the user's are untouched), then does what a user

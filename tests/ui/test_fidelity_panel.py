@@ -75,7 +75,7 @@ def test_the_scatter_summary_table_and_hover_are_the_core_numbers(qtbot, ws):
     # the time switch does not change what the panel shows: both models side by side
     ws.set_assumptions(time_model="calibrated")
     qtbot.waitUntil(lambda: not panel.pending, timeout=4000)
-    assert panel.result is f and panel.shown_title == "Fidelity \u2014 ideal and calibrated side by side"
+    assert panel.result is f and panel.shown_title == "Fidelity \u2014 ideal vs calibrated"
     ws.set_assumptions(precision="fp16")
     qtbot.waitUntil(lambda: not panel.pending, timeout=4000)
     assert panel.result is not f

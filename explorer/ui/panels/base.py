@@ -213,7 +213,7 @@ class AnalysisPanel(QWidget):
         if self.time_model == "none":
             return ""  # no time shown (energy): the same in both models, so the title says nothing
         if self.time_model == "both":
-            return "ideal and calibrated side by side"
+            return "ideal vs calibrated"
         if self.time_model == "ideal":
             return "ideal model" if chosen == "ideal" else "ideal model (not calibrated here)"
         return model_title(chosen, analysis)
