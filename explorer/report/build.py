@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from explorer.core.hardware.capacity import CAPACITY_NOTE, device_capacity
 from explorer.core.hardware.device import Cited, Device
 
 from .. import __version__
@@ -191,7 +192,8 @@ def summary_metrics(analysis: ModelAnalysis, cost: CostResult, energy: EnergyVie
           [_pct(1 - e) if known else "unknown (no matrix-engine data)"
            for e, known in zip(tot.mapping_efficiency, analysis.total_mapping_known)]),
         m("memory_needed", "Memory needed", "B", [tot.memory_bytes] * n, [format_bytes(tot.memory_bytes)] * n),
-        m("memory_capacity", "Memory capacity", "B", dev.capacity, [format_bytes(c) for c in dev.capacity]),
+        m("memory_capacity", "Memory capacity (as the vendor writes it)", "B", dev.capacity,
+          [device_capacity(d) for d in dev.devices]),
         m("fits", "Fits in one unit's memory", "", fits, fits),
         m("price", "Price per unit", "USD", cost.price,
           [format_usd(p) + (" (quote)" if i in quoted else "") for p, i in zip(cost.price, dev.ids)]),
@@ -363,6 +365,7 @@ def _assumptions(data_plan: PlanResult, analysis: ModelAnalysis) -> tuple[tuple[
                              "cheaper": "by the cheaper of buying and renting, per device"}[req.rank_by]))
     rows.append(("Cost per million", COST_PER_MILLION_DEFINITION.format(unit=data_plan.cost.unit)))
     rows.append(("Prices", price_statement(data_plan)))
+    rows.append(("Capacities", CAPACITY_NOTE))
     dev = analysis.devices
     if dev.formats is not None:
         rows.append(("Tensor formats", "; ".join(dev.formats.notes())))
