@@ -376,6 +376,13 @@ def _assumptions(data_plan: PlanResult, analysis: ModelAnalysis) -> tuple[tuple[
     return tuple(rows)
 
 
+def default_title(analysis: ModelAnalysis) -> str:
+    """The title a report gets when none is given: the model and the device count (the GUI prefills it)."""
+    model_name = analysis.model.name if analysis.model is not None else "model"
+    n = len(analysis.devices)
+    return f"{model_name} on {n} accelerator{'s' if n != 1 else ''}"
+
+
 def build_report(analysis: ModelAnalysis, assumptions: CostAssumptionsLike, requirements: Requirements | None = None,
                  *, title: str | None = None, created: _dt.date | None = None,
                  systems: SystemsSection = SystemsSection(),
@@ -394,9 +401,8 @@ def build_report(analysis: ModelAnalysis, assumptions: CostAssumptionsLike, requ
     best = result.ranked[0]
     recommendation = (f"{best.name}: {best.reason}." if best.feasible and math.isfinite(best.rank_cost) else
                       "No device meets every requirement with the figures available; see the procurement plan.")
-    model_name = a.model.name if a.model is not None else "model"
     return ReportData(
-        title=title or f"{model_name} on {n} accelerator{'s' if n != 1 else ''}",
+        title=title or default_title(a),
         subtitle="Hardware comparison and procurement plan",
         created=(created or _dt.date.today()).isoformat(), generator=f"Hardware Explorer {__version__}",
         workload=_workload(a), analysis=a, cost=cost, plan=result, roofline=roofline, energy=energy, tiling=tiling,

@@ -68,14 +68,10 @@ def hatch_bars(g: Group, ax, stacks: np.ndarray, marks: np.ndarray) -> None:
                 x += v
 
 
-def legend_entry(g: Group, x: float, y: float) -> float:
-    """A hatched swatch and the label at (x, y); returns the x after it."""
-    from .figures import _entry_width, text  # the figures' own text style
-
+def legend_swatch(g: Group, x: float, y: float) -> None:
+    """The legend's hatched swatch at (x, y) (the figure writes :data:`DEFAULT_ENERGY_LABEL` beside it)."""
     g.add(Rect(x, y - 0.5, 8, 7, fillColor=colors.HexColor("#BBBBBB"), strokeColor=None))
     hatch(g, x, y - 0.5, 8, 7)
-    g.add(text(x + 13, y, DEFAULT_ENERGY_LABEL, 7))
-    return x + _entry_width(DEFAULT_ENERGY_LABEL)
 
 
 def caption_note(data: ReportData) -> str:

@@ -266,7 +266,9 @@ def energy_figure(data: ReportData, width: float) -> Drawing:
         used = sum(_entry_width(label) for label, _ in entries)  # one legend row holds the three parts
         x = ax.x0 + used if cy == height - 14 and used + _entry_width(energy_marks.DEFAULT_ENERGY_LABEL) <= ax.w \
             else ax.x0
-        energy_marks.legend_entry(g, x, cy if x > ax.x0 else cy - 11)
+        y = cy if x > ax.x0 else cy - 11
+        energy_marks.legend_swatch(g, x, y)
+        g.add(text(x + 13, y, energy_marks.DEFAULT_ENERGY_LABEL, 7))
     d.add(g)
     return d
 
