@@ -18,13 +18,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from PySide6.QtCore import QTimer  # noqa: E402
-from PySide6.QtWidgets import QApplication  # noqa: E402
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QApplication
 
-from explorer.core.hardware.catalog_files import load_shipped_devices  # noqa: E402
-from explorer.core.session.workspace import Assumptions, Workspace  # noqa: E402
-from explorer.core.workload.templates import get_template  # noqa: E402
-from explorer.ui.panels import EnergyPanel  # noqa: E402
+from explorer.core.hardware.catalog_files import load_shipped_devices
+from explorer.core.session.workspace import Assumptions, Workspace
+from explorer.core.workload.templates import get_template
+from explorer.ui.panels import EnergyPanel
 
 DEVICES = ("nvidia-a100-sxm4-80gb", "nvidia-h100-sxm5", "nvidia-l4", "nvidia-rtx-4090")
 OUT = ROOT / "docs" / "screenshots" / "energy-default-marking.png"

@@ -13,7 +13,7 @@ import numpy as np
 from reportlab.graphics.shapes import Group, Line, Rect
 from reportlab.lib import colors
 
-from ..core.analysis.energy_defaults import DEFAULT_ENERGY_LABEL, default_energy_marks, energy_marks_note
+from ..core.analysis.energy_defaults import default_energy_marks, energy_marks_note
 from .build import ReportData
 
 HATCH = colors.HexColor("#333333")

@@ -13,6 +13,7 @@ from reportlab.graphics.shapes import Circle, Drawing, Group, Line, PolyLine, Re
 from reportlab.lib import colors
 from reportlab.pdfbase.pdfmetrics import stringWidth
 
+from ..core.analysis.energy_defaults import DEFAULT_ENERGY_LABEL
 from ..core.units import format_si
 from . import energy_marks
 from .build import ReportData, pdf_text
@@ -264,11 +265,11 @@ def energy_figure(data: ReportData, width: float) -> Drawing:
     cy = _legend(g, ax.x0, height - 14, entries, ax.w, "box")
     if marks.any():
         used = sum(_entry_width(label) for label, _ in entries)  # one legend row holds the three parts
-        x = ax.x0 + used if cy == height - 14 and used + _entry_width(energy_marks.DEFAULT_ENERGY_LABEL) <= ax.w \
+        x = ax.x0 + used if cy == height - 14 and used + _entry_width(DEFAULT_ENERGY_LABEL) <= ax.w \
             else ax.x0
         y = cy if x > ax.x0 else cy - 11
         energy_marks.legend_swatch(g, x, y)
-        g.add(text(x + 13, y, energy_marks.DEFAULT_ENERGY_LABEL, 7))
+        g.add(text(x + 13, y, DEFAULT_ENERGY_LABEL, 7))
     d.add(g)
     return d
 
