@@ -192,7 +192,7 @@ def summary_metrics(analysis: ModelAnalysis, cost: CostResult, energy: EnergyVie
           [_pct(1 - e) if known else "unknown (no matrix-engine data)"
            for e, known in zip(tot.mapping_efficiency, analysis.total_mapping_known)]),
         m("memory_needed", "Memory needed", "B", [tot.memory_bytes] * n, [format_bytes(tot.memory_bytes)] * n),
-        m("memory_capacity", "Memory capacity (as the vendor writes it)", "B", dev.capacity,
+        m("memory_capacity", "Memory capacity", "B", dev.capacity,
           [device_capacity(d) for d in dev.devices]),
         m("fits", "Fits in one unit's memory", "", fits, fits),
         m("price", "Price per unit", "USD", cost.price,
