@@ -49,3 +49,10 @@ def test_levels_a_device_lacks_are_not_marked():
     assert marks.shape == (2, 5)
     assert marks[0, :4].all() and not marks[1, 3]  # the L4 has no fourth level: nothing to mark
     assert np.array_equal(all_defaults(dev, marks), [True, True])
+
+
+def test_the_note_when_every_device_uses_only_defaults():
+    dev = device_arrays([SHIPPED["nvidia-a100-sxm4-80gb"], SHIPPED["nvidia-l4"]], "fp16")
+    note = energy_marks_note(dev, default_energy_marks(dev))
+    assert note.startswith(f"Hatched: {DEFAULT_ENERGY_LABEL}. No device here states its own")
+    assert "do not compare the chips" in note

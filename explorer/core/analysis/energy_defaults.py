@@ -58,6 +58,9 @@ def energy_marks_note(devices: DeviceArrays, marks: np.ndarray) -> str:
     if not marked:
         return ""
     whole = [n for n, w in zip(names, all_defaults(devices, marks)) if w]
+    if len(whole) == len(names) > 1:
+        return (f"Hatched: {DEFAULT_ENERGY_LABEL}. No device here states its own energy figures, so the bars differ "
+                "only through the bytes each moves and do not compare the chips.")
     out = f"Hatched: {DEFAULT_ENERGY_LABEL}, not the device's own figures ({', '.join(marked)})."
     if len(whole) > 1:
         out += (f" {', '.join(whole)} use only defaults, so their bars differ only through the bytes they move and "
