@@ -11,6 +11,7 @@ from explorer.core.workload.layers.moe import ROUTING_ASSUMPTION
 
 from ..core.analysis.evaluate import MODELS, ModelAnalysis, evaluate
 from ..core.analysis.tensor_bytes import formats_of
+from ..core.hardware.capacity import device_capacity
 from ..core.precision import PRECISIONS
 from ..core.units import format_bytes, format_si
 from ..core.workload.model import build_table
@@ -229,7 +230,7 @@ def print_tables(r: ModelAnalysis, model: str = "ideal") -> None:
                   f"energy {format_si(tot.energy[j], 'J')}")
         print(f"-- memory: {format_bytes(tot.memory_bytes)} needed (weights {format_bytes(tot.weight_bytes)}, "
               f"KV cache {format_bytes(tot.kv_cache_bytes)}, activations {format_bytes(tot.activation_peak_bytes)})"
-              f" of {format_bytes(dev.capacity[j])}: {fits}")
+              f" of {device_capacity(dev.devices[j])}: {fits}")
         if dev.precision_notes and dev.precision_notes[j]:
             print(f"-- precision: {dev.precision_notes[j]}")
         if dev.defaults_used[j]:

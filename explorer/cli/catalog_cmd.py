@@ -13,6 +13,7 @@ import math
 import sys
 from pathlib import Path
 
+from explorer.core.hardware.capacity import CAPACITY_NOTE, format_capacity
 from explorer.core.hardware.catalog_files import (
     SYSTEMS_DIR,
     shipped_catalog_dir,
@@ -27,7 +28,7 @@ from explorer.core.hardware.device_file import (
     dump_device_yaml,
 )
 from explorer.core.precision import PRECISIONS
-from explorer.core.units import UnitError, format_bytes, format_si, parse_si
+from explorer.core.units import UnitError, format_si, parse_si
 
 from .common import CliError, print_json
 
@@ -204,7 +205,7 @@ def cmd_list(args) -> int:
                 r.tier or "-",
                 format_si(peak, unit) + (f" {precision}" if math.isfinite(peak) and not args.precision else ""),
                 format_si(r.bandwidth, "B/s"),
-                format_bytes(r.capacity),
+                format_capacity(r.capacity),
                 format_si(r.tdp, "W"),
                 f"{r.price:,.0f} USD" if math.isfinite(r.price) else "\u2014",
                 r.origin_label,
@@ -213,6 +214,7 @@ def cmd_list(args) -> int:
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     for row in table:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+    print(f"MEMORY: {CAPACITY_NOTE}")
     print(f"{len(rows)} device(s)")
     return 0
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..core.hardware.capacity import format_capacity
 from ..core.hardware.system import System
 from ..core.hardware.system_file import SystemFileError, load_system_file
 from ..core.money import parse_usd
@@ -245,7 +246,7 @@ def print_system(r: SystemAnalysis, chosen: int, order, objective, options: Opti
     why = f"best {objective}" if objective else "as given"
     print(f"-- chosen ({why}): {r.layouts[k].label()}: per device weights {format_bytes(r.weight_bytes[k])}, KV cache "
           f"{format_bytes(r.kv_bytes[k])}, activations {format_bytes(r.activation_bytes[k])} of "
-          f"{format_bytes(r.capacity)}")
+          f"{format_capacity(r.capacity)}")
     ladder = ", ".join(f"{name} {format_bytes(b)}" for name, b in zip(r.level_names, r.level_bytes[k]))
     if ladder:
         print(f"-- bytes each device sends per step: {ladder}")

@@ -110,13 +110,15 @@ def write_report(data: ReportData, path: str | Path, fmt: str | None = None,
 
 def export_report(analysis: ModelAnalysis, assumptions: CostAssumptionsLike, path: str | Path,
                   requirements: Requirements | None = None, fmt: str | None = None,
-                  progress: Progress | None = None, systems=None, training=None) -> list[Path]:
+                  progress: Progress | None = None, systems=None, training=None,
+                  title: str | None = None) -> list[Path]:
     """Build and write a report in one call (what the CLI and the GUI's worker run)."""
     format_of(path, fmt)
     check_writable(path)
     report = progress or (lambda fraction, message: None)
     report(0.05, "Collecting results")
-    data = build_report(analysis, assumptions, requirements, **({"systems": systems} if systems else {}),
+    data = build_report(analysis, assumptions, requirements, title=title or None,
+                        **({"systems": systems} if systems else {}),
                         **({"training": training} if training else {}))
     written = write_report(data, path, fmt, progress)
     report(1.0, "Done")

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from explorer.core.hardware.capacity import CAPACITY_NOTE, device_capacity
 from explorer.core.hardware.device import Cited, Device
 
 from .. import __version__
@@ -191,7 +192,8 @@ def summary_metrics(analysis: ModelAnalysis, cost: CostResult, energy: EnergyVie
           [_pct(1 - e) if known else "unknown (no matrix-engine data)"
            for e, known in zip(tot.mapping_efficiency, analysis.total_mapping_known)]),
         m("memory_needed", "Memory needed", "B", [tot.memory_bytes] * n, [format_bytes(tot.memory_bytes)] * n),
-        m("memory_capacity", "Memory capacity", "B", dev.capacity, [format_bytes(c) for c in dev.capacity]),
+        m("memory_capacity", "Memory capacity", "B", dev.capacity,
+          [device_capacity(d) for d in dev.devices]),
         m("fits", "Fits in one unit's memory", "", fits, fits),
         m("price", "Price per unit", "USD", cost.price,
           [format_usd(p) + (" (quote)" if i in quoted else "") for p, i in zip(cost.price, dev.ids)]),
@@ -363,6 +365,7 @@ def _assumptions(data_plan: PlanResult, analysis: ModelAnalysis) -> tuple[tuple[
                              "cheaper": "by the cheaper of buying and renting, per device"}[req.rank_by]))
     rows.append(("Cost per million", COST_PER_MILLION_DEFINITION.format(unit=data_plan.cost.unit)))
     rows.append(("Prices", price_statement(data_plan)))
+    rows.append(("Capacities", CAPACITY_NOTE))
     dev = analysis.devices
     if dev.formats is not None:
         rows.append(("Tensor formats", "; ".join(dev.formats.notes())))
@@ -371,6 +374,13 @@ def _assumptions(data_plan: PlanResult, analysis: ModelAnalysis) -> tuple[tuple[
         if used:
             rows.append((f"Defaults: {device.name}", ", ".join(used)))
     return tuple(rows)
+
+
+def default_title(analysis: ModelAnalysis) -> str:
+    """The title a report gets when none is given: the model and the device count (the GUI prefills it)."""
+    model_name = analysis.model.name if analysis.model is not None else "model"
+    n = len(analysis.devices)
+    return f"{model_name} on {n} accelerator{'s' if n != 1 else ''}"
 
 
 def build_report(analysis: ModelAnalysis, assumptions: CostAssumptionsLike, requirements: Requirements | None = None,
@@ -391,9 +401,8 @@ def build_report(analysis: ModelAnalysis, assumptions: CostAssumptionsLike, requ
     best = result.ranked[0]
     recommendation = (f"{best.name}: {best.reason}." if best.feasible and math.isfinite(best.rank_cost) else
                       "No device meets every requirement with the figures available; see the procurement plan.")
-    model_name = a.model.name if a.model is not None else "model"
     return ReportData(
-        title=title or f"{model_name} on {n} accelerator{'s' if n != 1 else ''}",
+        title=title or default_title(a),
         subtitle="Hardware comparison and procurement plan",
         created=(created or _dt.date.today()).isoformat(), generator=f"Hardware Explorer {__version__}",
         workload=_workload(a), analysis=a, cost=cost, plan=result, roofline=roofline, energy=energy, tiling=tiling,

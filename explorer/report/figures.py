@@ -13,7 +13,9 @@ from reportlab.graphics.shapes import Circle, Drawing, Group, Line, PolyLine, Re
 from reportlab.lib import colors
 from reportlab.pdfbase.pdfmetrics import stringWidth
 
+from ..core.analysis.energy_defaults import DEFAULT_ENERGY_LABEL
 from ..core.units import format_si
+from . import energy_marks
 from .build import ReportData, pdf_text
 
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#7F7F7F", "#332288")
@@ -238,9 +240,9 @@ def _short(s: str, n: int) -> str:
 def energy_caption(data: ReportData) -> str:
     out = ("Energy of data movement across off-chip and on-chip memory and of arithmetic, per "
            f"{data.energy.unit}.")
-    if any(data.analysis.devices.defaults_used):
-        out += (" Figures a device file lacks use Horowitz's 45 nm energies (listed under Assumptions); devices "
-                "that share those defaults differ only through the bytes they move.")
+    note = energy_marks.caption_note(data)
+    if note:
+        out += " " + note + " The defaults are listed under Assumptions."
     return out
 
 
@@ -257,7 +259,17 @@ def energy_figure(data: ReportData, width: float) -> Drawing:
     ax.frame(g, f"Energy per {data.energy.unit} [{unit}]", "", lambda v: f"{v:g}", None, yticks=False)
     labels = [f"{format_si(t, 'J', 3)}" for t in total]
     _hbars(g, ax, names, parts / factor, [colors.HexColor(c) for _, c in ENERGY_PARTS], labels, None)
-    _legend(g, ax.x0, height - 14, [(label, colors.HexColor(c)) for label, c in ENERGY_PARTS], ax.w, "box")
+    marks = energy_marks.energy_part_marks(data)
+    energy_marks.hatch_bars(g, ax, parts / factor, marks)  # the parts resting on default energies (issue 23)
+    entries = [(label, colors.HexColor(c)) for label, c in ENERGY_PARTS]
+    cy = _legend(g, ax.x0, height - 14, entries, ax.w, "box")
+    if marks.any():
+        used = sum(_entry_width(label) for label, _ in entries)  # one legend row holds the three parts
+        x = ax.x0 + used if cy == height - 14 and used + _entry_width(DEFAULT_ENERGY_LABEL) <= ax.w \
+            else ax.x0
+        y = cy if x > ax.x0 else cy - 11
+        energy_marks.legend_swatch(g, x, y)
+        g.add(text(x + 13, y, DEFAULT_ENERGY_LABEL, 7))
     d.add(g)
     return d
 

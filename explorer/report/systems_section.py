@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ..core.analysis.procurement import format_usd
+from ..core.hardware.capacity import format_capacity
 from ..core.parallel.compare import SystemResult
 from ..core.parallel.link_energy import link_energy
 from ..core.parallel.sizing import NOT_PRICED, SystemPlan
@@ -48,7 +49,7 @@ def layout_rows(section: SystemsSection) -> list[list[str]]:
             continue
         r, k = res.analysis, res.chosen
         rows.append([s.name, who, r.layouts[k].label() + ("" if res.objective is None else f" (best {res.objective})"),
-                     "yes" if r.fits[k] else "NO", f"{format_bytes(r.memory_bytes[k])} of {format_bytes(r.capacity)}",
+                     "yes" if r.fits[k] else "NO", f"{format_bytes(r.memory_bytes[k])} of {format_capacity(r.capacity)}",
                      _ms(r.step_time[k]), _ms(r.compute_time[k]), _ms(r.comm_time[k]), _ms(r.bubble_time[k]),
                      _ms(r.send_time[k]), f"{100 * r.comm_share[k]:.3g} %",
                      f"{r.throughput_per_device[k]:.4g} {r.throughput_unit}"])

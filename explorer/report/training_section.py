@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..core.analysis.procurement import format_usd
+from ..core.hardware.capacity import format_capacity
 from ..core.training.compare import TrainingResult
 from ..core.training.step import PRECISION, STEP_PARTS
 from ..core.units import format_bytes, format_si
@@ -92,7 +93,7 @@ def memory_rows(section: TrainingSection) -> list[list[str]]:
         a, k = res.analysis, res.chosen
         rows.append([short_name(res.system.name), *[format_bytes(getattr(a, f)[k]) for _, f in MEMORY_PARTS],
                      format_bytes(a.memory_bytes[k]),
-                     f"{format_bytes(a.capacity)}: {'fits' if a.fits[k] else 'does NOT fit'}"])
+                     f"{format_capacity(a.capacity)}: {'fits' if a.fits[k] else 'does NOT fit'}"])
     return rows
 
 

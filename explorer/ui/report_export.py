@@ -10,9 +10,17 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, QTimer, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
-from PySide6.QtWidgets import QFileDialog, QMessageBox, QProgressDialog, QWidget
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QInputDialog,
+    QLineEdit,
+    QMessageBox,
+    QProgressDialog,
+    QWidget,
+)
 
 from explorer import report as report_pkg
+from explorer.report.build import default_title
 
 _RUNNING: set = set()  # dialogs of exports in flight, kept alive until their job ends
 FILTERS = {"PDF report (*.pdf)": ".pdf", "HTML report, self-contained (*.html)": ".html",
@@ -47,12 +55,13 @@ class ExportJob(QObject):
 
 class _Worker(QRunnable):
     def __init__(self, job: ExportJob, analysis, assumptions, path: Path, requirements, systems=None,
-                 training=None):
+                 training=None, title: str | None = None):
         super().__init__()
         self.job, self.analysis, self.assumptions, self.path, self.requirements = (job, analysis, assumptions, path,
                                                                                     requirements)
         self.systems = systems
         self.training = training
+        self.title = title
         self.setAutoDelete(True)
 
     def run(self) -> None:
@@ -60,7 +69,7 @@ class _Worker(QRunnable):
             written = report_pkg.export_report(
                 self.analysis, self.assumptions, self.path, self.requirements,
                 progress=lambda fraction, message: self.job.progress.emit(int(round(100 * fraction)), message),
-                systems=self.systems, training=self.training)
+                systems=self.systems, training=self.training, title=self.title)
         except Exception as exc:  # noqa: BLE001 - any failure becomes a message in the GUI thread
             self.job.failed.emit(str(exc) if isinstance(exc, (ValueError, OSError)) else
                                  f"{type(exc).__name__}: {exc}")
@@ -68,7 +77,8 @@ class _Worker(QRunnable):
         self.job.finished.emit([str(p) for p in written])
 
 
-def start_export(workspace, path: str | Path, requirements=None, pool: QThreadPool | None = None) -> ExportJob:
+def start_export(workspace, path: str | Path, requirements=None, pool: QThreadPool | None = None,
+                 title: str | None = None) -> ExportJob:
     """Write the report of ``workspace``'s current analysis to ``path`` in a worker thread (started when the event
     loop next runs); returns its signals.
     Problems known before any work (no devices, unwritable path, unknown format) raise ReportError/ValueError."""
@@ -79,7 +89,7 @@ def start_export(workspace, path: str | Path, requirements=None, pool: QThreadPo
     report_pkg.check_writable(path)
     job = ExportJob()
     worker = _Worker(job, analysis, workspace.assumptions, Path(path), requirements,
-                     _systems_section(workspace, requirements), _training_section(workspace))
+                     _systems_section(workspace, requirements), _training_section(workspace), title)
     # start on the next turn of the event loop, so the caller connects to the job's signals first
     QTimer.singleShot(0, job, lambda: (pool or QThreadPool.globalInstance()).start(worker))
     return job
@@ -109,15 +119,30 @@ def _training_section(workspace):
     return build_section(results, by_hand=workspace.state.training.layout is not None)
 
 
+def ask_title(parent: QWidget | None, workspace) -> str | None:
+    """Ask for the report's title, prefilled with the one it would get (the model and the device count);
+    None if cancelled. An emptied field keeps that default."""
+    analysis = workspace.analysis
+    default = default_title(analysis) if analysis is not None else ""
+    title, ok = QInputDialog.getText(parent, "Export report", "Report title:", QLineEdit.EchoMode.Normal, default)
+    if not ok:
+        return None
+    return title.strip() or default
+
+
 def export_report(parent: QWidget | None, workspace, requirements=None) -> ExportJob | None:
-    """Ask for a file (PDF, HTML or CSV) and export the report with a progress dialog; None if cancelled."""
+    """Ask for a title and a file (PDF, HTML or CSV) and export the report with a progress dialog; when it is
+    written, offer to open the file or its folder. None if cancelled."""
+    title = ask_title(parent, workspace)
+    if title is None:
+        return None
     name = (workspace.model.name or "report").split(" (")[0].replace(" ", "-").lower()
     path, chosen = QFileDialog.getSaveFileName(parent, "Export report", f"{name}-report.pdf", ";;".join(FILTERS))
     if not path:
         return None
     if not Path(path).suffix:
         path += FILTERS.get(chosen, ".pdf")
-    return run_with_progress(parent, workspace, path, requirements)
+    return run_with_progress(parent, workspace, path, requirements, title=title)
 
 
 def confirm_written(parent: QWidget, paths: list[str]) -> QMessageBox:
@@ -134,9 +159,10 @@ def confirm_written(parent: QWidget, paths: list[str]) -> QMessageBox:
     return box
 
 
-def run_with_progress(parent: QWidget | None, workspace, path: str | Path, requirements=None) -> ExportJob | None:
+def run_with_progress(parent: QWidget | None, workspace, path: str | Path, requirements=None,
+                      title: str | None = None) -> ExportJob | None:
     try:
-        job = start_export(workspace, path, requirements)
+        job = start_export(workspace, path, requirements, title=title)
     except ValueError as exc:
         QMessageBox.warning(parent, "Export report", str(exc))
         return None

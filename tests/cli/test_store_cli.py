@@ -44,6 +44,9 @@ def test_list_filters_and_table(db, capsys):
     out = capsys.readouterr().out.splitlines()
     gpus = [d for d in load_shipped_devices() if d.kind == "gpu"]
     assert out[0].startswith("ID") and out[-1] == f"{len(gpus)} device(s)"
+    mi300x = next(line for line in out if line.startswith("amd-mi300x"))
+    assert " 192 GiB " in mi300x and "206" not in mi300x  # as AMD writes it, not converted to decimal GB
+    assert "GiB = 2^30 B" in out[-2]
 
 
 def test_list_rejects_a_wrong_unit_with_exit_2(db, capsys):

@@ -51,7 +51,7 @@ def shown_ids(dock: CatalogDock) -> list[str]:
 def test_headers_carry_units_at_the_workspace_precision(dock, workspace):
     headers = [dock.model.headerData(i, Qt.Orientation.Horizontal) for i in range(len(COLUMNS))]
     assert headers[:5] == ["Compare", "Name", "Vendor", "Kind", "Tier"]
-    for expected in ("Peak FP16 [TFLOP/s]", "Bandwidth [GB/s]", "Memory [GB]", "Ridge FP16 [FLOP/B]",
+    for expected in ("Peak FP16 [TFLOP/s]", "Bandwidth [GB/s]", "Memory [GB | GiB]", "Ridge FP16 [FLOP/B]",
                      "TDP [W]", "Price [USD]", "Cloud [USD/h]"):
         assert expected in headers
     workspace.set_assumptions(precision="int8")
@@ -87,7 +87,9 @@ def test_cells_show_vendor_figures_in_header_units_and_dash_for_unknown(dock, wo
     assert cell(dock, H100, "name") == "NVIDIA H100 SXM5 80GB"
     assert cell(dock, H100, "peak") == "989.5"  # 989.5 TFLOP/s dense FP16
     assert cell(dock, H100, "bandwidth") == "3,350"  # 3.35 TB/s in GB/s
-    assert cell(dock, H100, "capacity") == "80"  # 80 GB decimal
+    assert cell(dock, H100, "capacity") == "80 GB"  # decimal, as NVIDIA writes it
+    assert cell(dock, "amd-mi300x", "capacity") == "192 GiB"  # binary, as AMD's ROCm table writes it (not "206 GB")
+    assert cell(dock, "amd-mi300x", "capacity", SORT_ROLE) == 192 * 2**30  # bytes for sorting and arithmetic
     assert cell(dock, H100, "ridge") == "295.4"  # 989.5e12 / 3.35e12 FLOP/B
     assert cell(dock, H100, "tdp") == "700"
     assert cell(dock, H100, "price") == "25,000"  # a reported street price in USD (NVIDIA publishes no list price)

@@ -29,6 +29,7 @@ from typing import Mapping
 
 import numpy as np
 
+from ..hardware.capacity import format_capacity
 from ..units import UnitError, format_bytes, format_si, parse_si
 from .cost import SECONDS_PER_YEAR, CostAssumptions, CostAssumptionsLike, CostResult, compute_cost
 from .evaluate import ModelAnalysis
@@ -181,8 +182,10 @@ def memory_check(weight_bytes: float, kv_bytes: float, activation_bytes: float, 
               f"{format_bytes(activation_bytes)} = {format_bytes(need)}")
     if known:
         gap = capacity - need
-        detail += (f" of {format_bytes(capacity)}: headroom {format_bytes(gap)}" if gap >= 0
-                   else f" of {format_bytes(capacity)}: short by {format_bytes(-gap)}")
+        written = format_capacity(capacity)  # as the vendor writes it; a binary figure also in decimal GB
+        written += f" ({format_bytes(capacity)})" if "iB" in written else ""
+        detail += (f" of {written}: headroom {format_bytes(gap)}" if gap >= 0
+                   else f" of {written}: short by {format_bytes(-gap)}")
     return Check("memory", "Memory capacity", need, capacity, "B", _status(need <= capacity, known), detail,
                  "" if known else "memory capacity")
 

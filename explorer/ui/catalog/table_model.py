@@ -15,6 +15,7 @@ from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, QPersistentModelIndex, Qt, Signal
 
+from explorer.core.hardware.capacity import format_capacity
 from explorer.core.session.commands import SelectDevices
 from explorer.core.session.workspace import Workspace
 from explorer.store.query import DeviceRow
@@ -34,6 +35,7 @@ class Column:
     value: Callable[[DeviceRow, str], Any]  # (row, precision) -> SI float, text or None
     scale: float = 1.0  # displayed = SI value / scale
     numeric: bool = True
+    text: Callable[[float], str] | None = None  # writes the SI value itself (capacities: "80 GB", "192 GiB")
 
 
 def _text(attr: str) -> Callable[[DeviceRow, str], Any]:
@@ -61,8 +63,8 @@ COLUMNS: tuple[Column, ...] = (
            "1 TFLOP/s = 10^12 FLOP/s", lambda r, p: r.peak_at(p), 1e12),
     Column("bandwidth", "Bandwidth [GB/s]", "Main (off-chip) memory bandwidth in GB/s, 1 GB/s = 10^9 B/s",
            _text("bandwidth"), 1e9),
-    Column("capacity", "Memory [GB]", "Off-chip memory capacity in decimal GB (10^9 bytes)",
-           _text("capacity"), 1e9),
+    Column("capacity", "Memory [GB | GiB]", "Off-chip memory capacity in the unit its vendor writes: GB = 10^9 B (decimal), "
+           "GiB = 2^30 B (binary)", _text("capacity"), text=format_capacity),
     Column("ridge", "Ridge {precision} [FLOP/B]",
            "Roofline ridge point I_ridge = peak / bandwidth, in FLOP per byte", _ridge),
     Column("tdp", "TDP [W]", "Thermal design power in watts", _text("tdp")),
@@ -176,6 +178,8 @@ class CatalogTableModel(QAbstractTableModel):
             return "" if raw is None else str(raw).lower()
         if role == Qt.ItemDataRole.DisplayRole:
             if column.numeric:
+                if column.text is not None:
+                    return column.text(math.nan if raw is None else raw)
                 return format_number(raw / column.scale if raw is not None else math.nan)
             return DASH if raw in (None, "") else str(raw)
         if role == Qt.ItemDataRole.TextAlignmentRole and column.numeric:
@@ -190,6 +194,8 @@ class CatalogTableModel(QAbstractTableModel):
             return f"{row.name} ({row.id}): {header} = {DASH if raw in (None, '') else raw}"
         if raw is None or not math.isfinite(raw):
             return f"{row.name}: {header} unknown"
+        if column.text is not None:
+            return f"{row.name}: {header} = {column.text(raw)} ({column.tooltip})"
         return f"{row.name}: {header} = {format_number(raw / column.scale)}"
 
     def setData(self, index: Index, value: Any, role: int = Qt.ItemDataRole.EditRole) -> bool:

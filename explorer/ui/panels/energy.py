@@ -26,10 +26,12 @@ from PySide6.QtWidgets import (
     QTableWidgetItem,
 )
 
+from explorer.core.analysis.energy_defaults import DEFAULT_ENERGY_LABEL, default_energy_marks
 from explorer.core.analysis.energy_view import with_energy
 from explorer.core.units import UnitError, parse_si
 
 from ..plot_items.bars import Bars
+from ..plot_items.hatch import HatchOverlay
 from ..plot_items.stacked_bars import StackedBars
 from .base import AnalysisPanel
 from .plotting import (
@@ -51,6 +53,7 @@ from .plotting import (
 LEVEL_COLORS = ("#d62728", "#ff7f0e", "#e7ba52", "#9edae5", "#c5b0d5")  # outermost (off-chip) first
 COMPUTE_COLOR = "#1f77b4"
 LADDER_BASE = -2.0  # log10 pJ where ladder bars start (0.01 pJ)
+DEFAULT_KEY = ("#444444", f"hatched: {DEFAULT_ENERGY_LABEL}")  # the key entry of the hatched (default) segments
 
 
 @functools.cache
@@ -129,6 +132,11 @@ class EnergyPanel(AnalysisPanel):
         g.ci.layout.setRowStretchFactor(1, 1)
         self.layer_stack = _Stack(self.per_layer)
         self.total_stack = _Stack(self.totals)
+        self.layer_hatch = HatchOverlay(self.layer_stack)  # the segments whose energies are defaults (issue 23)
+        self.per_layer.addItem(self.layer_hatch, ignoreBounds=True)
+        self.total_hatch = HatchOverlay(self.total_stack)
+        self.totals.addItem(self.total_hatch, ignoreBounds=True)
+        self.marks = np.zeros((0, 0), dtype=bool)
         self.ladder_bars = Bars(x0=[], y=[], width=[], height=0.7)
         self.ladder.addItem(self.ladder_bars)
         self.focus_bars = Bars(x0=[], y=[], width=[], height=0.9, brush=None, pen=BAR_OUTLINE)
@@ -173,6 +181,8 @@ class EnergyPanel(AnalysisPanel):
             self.view = None
             self.layer_stack.set(np.zeros((0, 0)), [])
             self.total_stack.set(np.zeros((0, 0)), [])
+            self.layer_hatch.set(np.zeros((0, 0)))
+            self.total_hatch.set(np.zeros((0, 0)))
             self.ladder_bars.setOpts(x0=[], y=[], width=[])
             self.focus_bars.setOpts(x0=[], y=[], width=[])
             forget(self.focus_bars)
@@ -183,9 +193,13 @@ class EnergyPanel(AnalysisPanel):
         names, segments = self._bars()
         colors = [level_color(j) for j in range(len(v.level_names))] + [COMPUTE_COLOR]
         self.layer_stack.set(segments, colors)
+        marks = self.marks = default_energy_marks(analysis.devices)
+        mine = np.r_[marks[d, : len(v.level_names)], marks[d, -1:]]
+        self.layer_hatch.set(np.broadcast_to(mine, segments.shape))
         set_ticks(self.per_layer.getAxis("left"), _ticks(names, label_rows(self.per_layer)))
         # no precision in the key (the ladder and the table name it): a precision change keeps the title as set
         key = [(level_color(j), n) for j, n in enumerate(v.level_names)] + [(COMPUTE_COLOR, "arithmetic (MACs)")]
+        key += [DEFAULT_KEY] if mine.any() else []
         set_title(
             self.per_layer,
             f"Energy {self.grouping.currentText()} on {v.device_name} "
@@ -200,8 +214,9 @@ class EnergyPanel(AnalysisPanel):
         depth = v.device_levels.shape[1]
         totals = np.column_stack([v.device_levels, v.device_compute])
         self.total_stack.set(totals, [level_color(j) for j in range(depth)] + [COMPUTE_COLOR], height=0.6)
+        self.total_hatch.set(marks)
         set_ticks(self.totals.getAxis("left"), [[(i, elide(n, 24)) for i, n in enumerate(v.device_names)]])
-        set_title(self.totals, f"Energy per {v.unit}, by device")
+        set_title(self.totals, f"Energy per {v.unit}, by device", [DEFAULT_KEY] if marks.any() else [])
         set_range(
             self.totals,
             (0, nice_ceil(float(np.nanmax(v.device_total, initial=0.0)))),
@@ -324,12 +339,17 @@ class EnergyPanel(AnalysisPanel):
 
     def _describe_device(self, i) -> str:
         v = self.view
-        parts = [f"{n}: {si(e, 'J')}" for n, e in zip(v.device_level_names[i], v.device_levels[i])]
-        parts.append(f"arithmetic: {si(v.device_compute[i], 'J')}")
+        marks = self.marks[i] if i < len(self.marks) else np.zeros(len(v.device_level_names[i]) + 1, bool)
+        tag = " (default)"
+        parts = [f"{n}: {si(e, 'J')}{tag if m else ''}"
+                 for n, e, m in zip(v.device_level_names[i], v.device_levels[i], marks)]
+        parts.append(f"arithmetic: {si(v.device_compute[i], 'J')}{tag if marks[-1] else ''}")
+        note = f"\nhatched parts: {DEFAULT_ENERGY_LABEL}, not this device's own figures" if marks.any() else ""
         return (
             f"{v.device_names[i]}, per {v.unit}\n"
             + "\n".join(parts)
             + f"\ntotal {si(v.device_total[i], 'J')}"
+            + note
         )
 
     def _describe_ladder(self, i) -> str:
