@@ -38,7 +38,7 @@ from explorer.core.analysis.cost import (
 )
 from explorer.core.analysis.device_arrays import device_arrays
 from explorer.core.analysis.evaluate import evaluate
-from explorer.core.analysis.tensor_bytes import formats_of, resident_bytes
+from explorer.core.analysis.tensor_bytes import formats_of, resident_bytes  # noqa: F401 (_footprints mirrors it)
 from explorer.core.formats import TensorFormats
 from explorer.core.hardware.device import Device
 from explorer.core.workload.layers import Context
@@ -65,6 +65,7 @@ COLUMNS = (
 )
 NAMES = tuple(c[0] for c in COLUMNS)
 DEFAULT_ASSUMPTIONS = CostAssumptions()
+SOURCES = np.array(["", "list price", "cloud price"], dtype=object)  # cost_source by code
 
 
 @dataclass(frozen=True, eq=False)
@@ -106,6 +107,21 @@ def _stack(tables: Sequence[LayerTable]) -> LayerTable:
     )
 
 
+def _footprints(c: Mapping[str, np.ndarray], starts: np.ndarray, fm: TensorFormats) -> np.ndarray:
+    """(C,) bytes resident per context of a stacked table: :func:`resident_bytes` (weights + KV cache + the
+    largest row's activations) with the sums taken per block of rows."""
+    count = c["count"]
+
+    def per(x):
+        return np.add.reduceat(x * count, starts)
+
+    weights = fm.weights.nbytes(per(c["params"]), tensors=per((c["params"] > 0).astype(float)))
+    kv = fm.kv_cache.nbytes(per(c["kv_cache_elems"]), tensors=per((c["kv_cache_elems"] > 0).astype(float)))
+    peak = np.maximum.reduceat(c["input_elems"] + c["output_elems"], starts)
+    act = fm.activations.nbytes(peak, tensors=np.where(peak > 0, 2.0, 0.0))
+    return np.asarray(weights + kv + act, dtype=float)
+
+
 def contexts_of(model: Model, grid: Grid) -> list[Context]:
     seqs = grid.seq_lens or (None,)
     return [Context(batch=b, seq_len=s, phase=ph, attention=grid.attention, lm_head=grid.lm_head)
@@ -145,8 +161,7 @@ def sweep(model: Model, devices: Sequence[Device], grid: Grid,
         r = evaluate(stacked, dev, precision, Context(attention=grid.attention), model=model)
         t_c = np.add.reduceat(r.count[:, None] * r.time, starts, axis=0)  # (C, D) s per step
         e_c = np.add.reduceat(r.count[:, None] * r.energy, starts, axis=0)  # (C, D) J per step
-        fm = formats_of(dev)
-        mem = np.array([sum(resident_bytes(t.columns, fm)) for t in tables])  # (C,)
+        mem = _footprints(stacked.columns, starts, formats_of(dev))  # (C,)
         with np.errstate(invalid="ignore", divide="ignore"):
             thr = tokens / t_c
             tco = dev.price + dev.tdp * util * pue * seconds / JOULES_PER_KWH * usd_per_kwh  # (D,)
@@ -155,8 +170,7 @@ def sweep(model: Model, devices: Sequence[Device], grid: Grid,
         priced = np.isfinite(tco) & (dev.price > 0)
         clouded = np.isfinite(dev.cloud_price) & (dev.cloud_price > 0)
         cost.append(np.where(priced[None, :], by_price, np.where(clouded[None, :], by_cloud, math.nan)))
-        source.append(np.broadcast_to(np.where(priced, "list price", np.where(clouded, "cloud price", "")),
-                                      (n_ctx, n_dev)))
+        source.append(np.broadcast_to(np.where(priced, 1, np.where(clouded, 2, 0)).astype(np.int8), (n_ctx, n_dev)))
         lat.append(t_c)
         energy.append(e_c / tokens)
         memory.append(np.broadcast_to(mem[:, None], (n_ctx, n_dev)))
@@ -183,7 +197,7 @@ def sweep(model: Model, devices: Sequence[Device], grid: Grid,
         "latency_s": np.stack(lat).reshape(-1),
         "throughput_per_device_tok_s": None,
         "cost_per_million_tokens_usd": np.stack(cost).reshape(-1),
-        "cost_source": np.where(np.isfinite(np.stack(cost)), np.stack(source), "").astype(object).reshape(-1),
+        "cost_source": SOURCES[np.where(np.isfinite(np.stack(cost)), np.stack(source), 0).reshape(-1)],
         "energy_per_token_j": np.stack(energy).reshape(-1),
         "memory_bytes": np.stack(memory).reshape(-1).astype(float),
         "fits": np.stack(fits).reshape(-1),
