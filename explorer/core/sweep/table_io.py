@@ -48,14 +48,15 @@ def check_output(path: str | Path) -> str:
     return suffix[1:]
 
 
-def _cell(name: str, value) -> str:
+def _cells(name: str, values: np.ndarray) -> list[str]:
+    """One column of a chunk as CSV cells (floats in their shortest round-trip form, unknown empty)."""
     if name in BOOLS:
-        return "true" if value else "false"
+        return ["true" if v else "false" for v in values.tolist()]
     if name in TEXT:
-        return spreadsheet_safe(str(value))
+        return [spreadsheet_safe(str(v)) for v in values.tolist()]
     if name in INTS:
-        return str(int(value))
-    return "" if not math.isfinite(value) else repr(float(value))
+        return [str(v) for v in values.astype(int).tolist()]
+    return [repr(v) if math.isfinite(v) else "" for v in values.astype(float).tolist()]
 
 
 def write(result: SweepResult, path: str | Path, progress: Callable[[int, int], None] | None = None) -> None:
@@ -82,8 +83,7 @@ def write(result: SweepResult, path: str | Path, progress: Callable[[int, int], 
             writer = csv.writer(f, lineterminator="\n")
             writer.writerow(NAMES)
             for start in range(0, total, CHUNK):
-                writer.writerows([_cell(n, v) for n, v in zip(NAMES, row)]
-                                 for row in result.rows(start, start + CHUNK))
+                writer.writerows(zip(*(_cells(n, result.columns[n][start:start + CHUNK]) for n in NAMES)))
                 if progress:
                     progress(min(start + CHUNK, total), total)
             f.flush()
