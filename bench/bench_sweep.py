@@ -22,16 +22,17 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 from _common import report, samples
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from explorer.core.sweep.grid import Grid, parse_values  # noqa: E402
-from explorer.core.sweep.run import sweep  # noqa: E402
-from explorer.core.workload.model import build_table  # noqa: E402
-from explorer.core.workload.templates import get_template  # noqa: E402
-from explorer.store.engine import open_catalog  # noqa: E402
+from explorer.core.sweep.grid import Grid, parse_values
+from explorer.core.sweep.run import sweep
+from explorer.core.workload.model import build_table
+from explorer.core.workload.templates import get_template
+from explorer.store.engine import open_catalog
 
 BATCH, SEQ, PRECISIONS = "1,2,4..256", "512..32768", "fp16,fp8,int8"
 
@@ -59,6 +60,25 @@ def main() -> None:
             sweep(model, devices, grid)
 
         report("sweep: API, the same, work tables rebuilt", samples(cold, args.runs), 0.050)
+        # for scale: a plain numpy roofline over the same (row, device) cells, max(FLOP/peak, bytes/BW) summed
+        # per context, no efficiencies, levels, mapping, energy or cost (a lower bound on the work)
+        from explorer.core.analysis.device_arrays import device_arrays
+        from explorer.core.sweep.run import _stack, contexts_of
+
+        stacked = _stack([build_table(model, c) for c in contexts_of(model, grid)])
+        sizes = np.array([len(build_table(model, c)) for c in contexts_of(model, grid)])
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        arrays = [device_arrays(devices, p) for p in grid.precisions]
+        flops, count = stacked.flops, stacked.columns["count"]
+        elems = stacked.columns["input_elems"] + stacked.columns["output_elems"] + stacked.columns["weight_elems"]
+
+        def roofline():
+            for dev in arrays:
+                t = np.maximum(flops[:, None] / dev.peak[None, :],
+                               (elems * dev.bytes_per_element)[:, None] / dev.bandwidth[None, :])
+                np.add.reduceat(count[:, None] * t, starts, axis=0)
+
+        report("sweep: for scale, a plain numpy roofline over the same cells", samples(roofline, args.runs), 0.050)
         out = Path(tmp) / "results.csv"
         cmd = [sys.executable, "-m", "explorer", "--db", db, "sweep", "llama2-7b", "--device", "all",
                "--batch", BATCH, "--seq-len", SEQ, "--precision", PRECISIONS, "--out", str(out)]
