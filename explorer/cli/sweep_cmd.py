@@ -12,7 +12,8 @@ import numpy as np
 from ..core.precision import PRECISIONS
 from ..core.sweep.grid import PHASES, Grid, parse_names, parse_values
 from ..core.sweep.pareto import OBJECTIVES
-from ..core.sweep.run import COLUMNS, SweepResult, sweep
+from ..core.sweep.run import COLUMNS, SweepResult, combine, sweep
+from ..core.sweep.systems import sweep_systems
 from ..core.sweep.table_io import OutputError, check_output, write
 from ..core.workload.layers import ATTENTION
 from .common import CliError, is_path, print_json, text_table
@@ -27,8 +28,11 @@ def add_parser(sub) -> None:
                     "throughput per device, cost per million tokens, energy per token) printed. Lists: comma-"
                     "separated; a..b doubles from a up to b (1,2,4..256 is 1, 2, 4, 8, ..., 256).")
     p.add_argument("model", metavar="MODEL", help="a template id (e.g. llama2-7b) or a model file (.json)")
-    p.add_argument("--device", "-d", action="append", metavar="DEV", required=True,
+    p.add_argument("--device", "-d", action="append", metavar="DEV", default=[],
                    help="a catalog device id or a device file (repeatable); 'all': every catalog device")
+    p.add_argument("--system", "-s", action="append", metavar="SYS", default=[],
+                   help="a catalog system id or a system file (repeatable), each at its best layout by throughput "
+                        "per device (one system pass per point: slower than devices)")
     p.add_argument("--batch", default="1", metavar="LIST", help="batch sizes, e.g. 1,2,4..256 (default 1)")
     p.add_argument("--seq-len", default=None, metavar="LIST",
                    help="sequence lengths in tokens, e.g. 512..32768 (prefill: prompt tokens; decode: KV-cache "
@@ -46,8 +50,9 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _devices(specs: list[str], db_url: str | None):
-    """Device files and catalog ids, the catalog opened once; 'all' is every catalog device."""
+def _devices(specs: list[str], db_url: str | None, extra: tuple[str, ...] = ()):
+    """Device files and catalog ids, the catalog opened once; 'all' is every catalog device. ``extra``: ids
+    fetched in the same opening (systems' devices), returned apart as {id: device}."""
     from explorer.core.hardware.device_file import DeviceFileError, load_device_file
     from explorer.store.engine import open_catalog
     from explorer.store.errors import UnknownDeviceError
@@ -63,20 +68,24 @@ def _devices(specs: list[str], db_url: str | None):
             files[spec] = load_device_file(spec)
         except (DeviceFileError, UnitError, ValueError) as exc:
             raise CliError(f"--device {spec}: {exc}") from None
-    found = {}
-    if ids:
+    found, others = {}, {}
+    if ids or extra:
         with open_catalog(db_url) as repo:
             try:
-                catalog = repo.devices(None if "all" in ids else ids)
+                catalog = repo.devices(None if "all" in ids else ids) if ids else ()
             except UnknownDeviceError as exc:
                 raise CliError(f"--device: {exc}") from None
+            try:
+                others = {d.id: d for d in repo.devices(list(dict.fromkeys(extra)))} if extra else {}
+            except UnknownDeviceError as exc:
+                raise CliError(f"--system: {exc}") from None
         found = {d.id: d for d in catalog}
     devices = [*files.values(), *(found.values() if "all" in ids else (found[i] for i in ids))]
     seen = [d.id for d in devices]
     dup = sorted({i for i in seen if seen.count(i) > 1})
     if dup:
         raise CliError(f"--device: {', '.join(dup)} given more than once")
-    return devices
+    return devices, others
 
 
 def _grid(args, phase_default: str) -> Grid:
@@ -108,9 +117,9 @@ def _f(x: float, scale: float = 1.0, digits: int = 4) -> str:
 
 def front_table(r: SweepResult) -> str:
     c = r.columns
-    headers = ["device", "precision", "phase", "batch", "seq_len [tokens]", "latency [ms]",
+    headers = ["device", "layout", "precision", "phase", "batch", "seq_len [tokens]", "latency [ms]",
                "throughput [tokens/s/device]", "cost [USD/1M tokens]", "energy [mJ/token]", "memory [GB]"]
-    rows = [[str(c["device"][i]), str(c["precision"][i]), str(c["phase"][i]), str(c["batch"][i]),
+    rows = [[str(c["device"][i]), str(c["layout"][i]) or "\u2014", str(c["precision"][i]), str(c["phase"][i]), str(c["batch"][i]),
              str(c["seq_len"][i]), _f(c["latency_s"][i], 1e3), _f(c["throughput_per_device_tok_s"][i]),
              _f(c["cost_per_million_tokens_usd"][i]) + ("" if c["cost_source"][i] != "cloud price" else " (cloud)"),
              _f(c["energy_per_token_j"][i], 1e3), _f(c["memory_bytes"][i], 1e-9)] for i in r.front]
@@ -124,9 +133,23 @@ def run(args) -> int:
         raise CliError(f"--out: {exc}") from None
     model, phase_default = load_model_arg(args.model)
     grid = _grid(args, phase_default)
-    devices = _devices(args.device, getattr(args, "db", None))
+    if not args.device and not args.system:
+        raise CliError("--device: give at least one --device DEV or --system SYS")
+    db = getattr(args, "db", None)
+    systems = []
+    if args.system:
+        from .system_cmd import resolve_system
+
+        systems = [resolve_system(spec, 1, db) for spec in args.system]
+        ids = [s.id for s in systems]
+        if len(set(ids)) < len(ids):
+            raise CliError(f"--system: {', '.join(sorted({i for i in ids if ids.count(i) > 1}))} given more than once")
+    devices, system_devices = _devices(args.device, db, tuple(s.device_id for s in systems))
     try:
-        result = sweep(model, devices, grid)
+        parts = [sweep(model, devices, grid)] if devices else []
+        if systems:
+            parts.append(sweep_systems(model, [(s, system_devices[s.device_id]) for s in systems], grid))
+        result = parts[0] if len(parts) == 1 else combine(parts)
     except ValueError as exc:
         raise CliError(str(exc)) from None
     try:
@@ -139,7 +162,8 @@ def run(args) -> int:
             "model": model.name, "out": str(args.out), "points": len(result), "passes": result.passes,
             "grid": {"batch": list(grid.batches), "seq_len": sorted(set(c["seq_len"].tolist())),
                      "phase": list(grid.phases), "precision": list(grid.precisions),
-                     "devices": [d.id for d in devices], "attention": grid.attention},
+                     "devices": [d.id for d in devices], "systems": [s.id for s in systems],
+                     "attention": grid.attention},
             "columns": [{"name": n, "unit": u, "doc": d} for n, u, d in COLUMNS],
             "objectives": [{"name": n, "minimize": m} for n, m in OBJECTIVES],
             "notes": list(result.notes),
@@ -148,8 +172,8 @@ def run(args) -> int:
         })
         return 0
     print(f"{model.name}: {len(result)} points ({len(grid.precisions)} precision(s) x "
-          f"{len(result) // len(grid.precisions) // len(devices)} contexts x {len(devices)} device(s)) in "
-          f"{result.passes} analysis pass(es), written to {args.out}")
+          f"{len(result) // len(grid.precisions) // (len(devices) + len(systems))} contexts x {len(devices)} "
+          f"device(s) and {len(systems)} system(s)) in {result.passes} analysis pass(es), written to {args.out}")
     for note in result.notes:
         print(f"note: {note}")
     n_fit = int(np.count_nonzero(result.columns["fits"]))

@@ -67,7 +67,7 @@ def test_csv_header_and_empty_unknowns(tmp_path, capsys):
     assert run(capsys, *ARGS, "--out", out)[0] == 0
     lines = out.read_text().splitlines()
     assert lines[0] == ",".join(NAMES)
-    xeon = [ln for ln in lines if ln.startswith("intel-xeon-8480plus,fp16,")]
+    xeon = [ln for ln in lines if ln.startswith("intel-xeon-8480plus,,fp16,")]
     assert xeon and all(",," in ln for ln in xeon)  # no fp16 peak: latency unknown is an empty cell, not 0
 
 
@@ -102,3 +102,19 @@ def test_parquet_without_pyarrow(tmp_path, capsys, monkeypatch):
     code, _, err = run(capsys, *ARGS, "--out", tmp_path / "r.parquet")
     assert code == 2 and err.count("\n") == 1
     assert "--out: writing .parquet needs pyarrow (pip install 'hwexplorer[sweep]')" in err
+
+
+def test_systems_and_devices_in_one_sweep(tmp_path, capsys):
+    out = tmp_path / "r.csv"
+    code, text, err = run(capsys, "sweep", "llama2-7b", "--system", "nvidia-dgx-h100", "--device", "nvidia-h100-sxm5",
+                          "--batch", "1,64", "--seq-len", "1024", "--precision", "fp8", "--out", out)
+    assert code == 0, err
+    read = table_io.read(out)
+    assert sorted(set(read["device"].tolist())) == ["nvidia-dgx-h100", "nvidia-h100-sxm5"]
+    assert all(read["layout"][read["device"] == "nvidia-dgx-h100"]) and not any(
+        read["layout"][read["device"] == "nvidia-h100-sxm5"])
+    assert "TP" in text.split("Pareto front", 1)[1]
+    code, _, err = run(capsys, "sweep", "llama2-7b", "--system", "no-such-system", "--out", tmp_path / "x.csv")
+    assert code == 2 and err.startswith("hwexplorer: error: --system") and err.count("\n") == 1
+    code, _, err = run(capsys, "sweep", "llama2-7b", "--out", tmp_path / "x.csv")
+    assert code == 2 and err.startswith("hwexplorer: error: --device")

@@ -166,3 +166,41 @@ def test_parse_names_and_grid_checks():
         Grid(batches=(0,))
     with pytest.raises(ValueError, match="precisions"):
         Grid(precisions=("fp17",))
+
+
+# ------------------------------------------------------------------------------------------------ systems
+def test_system_points_are_the_best_layout_of_the_system_pass(devices):
+    from explorer.core.parallel.compare import size_on_systems
+    from explorer.core.sweep.run import combine
+    from explorer.core.sweep.systems import sweep_systems
+    from explorer.store.resolve import resolve_system
+
+    model = get_template("llama2-7b").build()
+    system = resolve_system("nvidia-dgx-h100")
+    h100 = next(d for d in devices if d.id == system.device_id)
+    grid = Grid(batches=(1, 64), seq_lens=(1024,), phases=("prefill", "decode"), precisions=("fp16", "fp8"))
+    res = sweep_systems(model, [(system, h100)], grid)
+    c = res.columns
+    assert len(res) == 8 and set(c["device"]) == {"nvidia-dgx-h100"} and all(c["layout"])
+    for i in range(len(res)):
+        ctx = Context(batch=int(c["batch"][i]), seq_len=1024, phase=c["phase"][i])
+        (one,) = size_on_systems(model, [(system, h100)], c["precision"][i], ctx, objective="throughput",
+                                 costs=CostAssumptions())
+        r, k = one.analysis, one.chosen
+        per_token = 1024 if ctx.phase == "prefill" else 1
+        assert c["layout"][i] == r.layouts[k].label()
+        assert c["latency_s"][i] == pytest.approx(r.step_time[k], rel=1e-12)
+        assert c["throughput_per_device_tok_s"][i] == pytest.approx(r.throughput_per_device[k] * per_token,
+                                                                    rel=1e-12)
+        assert c["cost_per_million_tokens_usd"][i] == pytest.approx(one.cost.cost_per_million[k] / per_token,
+                                                                    rel=1e-12)
+        # one decode step makes `batch` tokens on the whole system: energy of its 8 devices / tokens
+        assert c["energy_per_token_j"][i] == pytest.approx(
+            r.device_energy[k] * system.devices / (ctx.batch * per_token), rel=1e-12)
+    # with the single devices, one front over both
+    both = combine([sweep(model, [h100], grid), res])
+    assert len(both) == 16 and both.columns["pareto"].any()
+    fit = np.flatnonzero(both.columns["fits"])
+    vals = np.column_stack([both.columns[n] for n in ("latency_s", "throughput_per_device_tok_s",
+                                                      "cost_per_million_tokens_usd", "energy_per_token_j")])[fit]
+    np.testing.assert_array_equal(both.columns["pareto"][fit], _brute_force(vals.astype(float), MIN))

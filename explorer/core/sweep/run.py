@@ -49,7 +49,8 @@ from .pareto import OBJECTIVES, pareto_mask
 
 #: The columns of a sweep, in file order: (name, unit, meaning). Public: the CSV/Parquet header and --json.
 COLUMNS = (
-    ("device", "", "device id"),
+    ("device", "", "device id, or system id"),
+    ("layout", "", "a system's chosen layout (TPn PPn [EPn] DPn); empty for a single device"),
     ("precision", "", "numeric precision of the pass"),
     ("phase", "", "prefill or decode"),
     ("batch", "sequences", "sequences per step"),
@@ -190,6 +191,7 @@ def sweep(model: Model, devices: Sequence[Device], grid: Grid,
 
     cols = {
         "device": per_point(np.array([d.id for d in devices], dtype=object)[None, None, :]),
+        "layout": per_point(np.array("", dtype=object)),
         "precision": per_point(np.array(grid.precisions, dtype=object)[:, None, None]),
         "phase": per_point(np.array([c.phase for c in contexts], dtype=object)[None, :, None]),
         "batch": per_point(batch.astype(int)[None, :, None]),
@@ -204,13 +206,28 @@ def sweep(model: Model, devices: Sequence[Device], grid: Grid,
     }
     with np.errstate(invalid="ignore", divide="ignore"):
         cols["throughput_per_device_tok_s"] = per_point(tokens[None, :, :]) / cols["latency_s"]
-    objectives = np.column_stack([cols[name] for name, _ in OBJECTIVES])
+    cols["pareto"] = np.zeros(len(cols["device"]), dtype=bool)
+    return with_front(SweepResult(model_name=model.name, columns=cols, passes=n_prec,
+                                  notes=tuple(f"{why}: {', '.join(ids)}" for why, ids in notes.items())))
+
+
+def with_front(result: SweepResult) -> SweepResult:
+    """``result`` with its ``pareto`` column computed over the points that fit (columns made read-only)."""
+    cols = dict(result.columns)
+    objectives = np.column_stack([np.asarray(cols[name], dtype=float) for name, _ in OBJECTIVES])
     pareto = np.zeros(len(cols["device"]), dtype=bool)
-    candidates = np.flatnonzero(cols["fits"])
+    candidates = np.flatnonzero(np.asarray(cols["fits"], dtype=bool))
     if len(candidates):
         pareto[candidates] = pareto_mask(objectives[candidates], tuple(m for _, m in OBJECTIVES))
     cols["pareto"] = pareto
     for a in cols.values():
         a.setflags(write=False)
-    return SweepResult(model_name=model.name, columns=cols, passes=n_prec,
-                       notes=tuple(f"{why}: {', '.join(ids)}" for why, ids in notes.items()))
+    return SweepResult(model_name=result.model_name, columns=cols, notes=result.notes, passes=result.passes)
+
+
+def combine(results: Sequence[SweepResult]) -> SweepResult:
+    """Several sweeps of one model (devices, systems) as one, the Pareto front taken over all their points."""
+    cols = {n: np.concatenate([np.asarray(r.columns[n]) for r in results]) for n in NAMES}
+    return with_front(SweepResult(model_name=results[0].model_name, columns=cols,
+                                  notes=tuple(n for r in results for n in r.notes),
+                                  passes=sum(r.passes for r in results)))

@@ -22,7 +22,7 @@ from explorer.core.files import atomic_write_bytes, spreadsheet_safe
 from .run import COLUMNS, NAMES, SweepResult
 
 SUFFIXES = (".csv", ".parquet")
-TEXT = {"device", "precision", "phase", "cost_source"}
+TEXT = {"device", "layout", "precision", "phase", "cost_source"}
 INTS = {"batch", "seq_len"}
 BOOLS = {"fits", "pareto"}
 CHUNK = 4096  # points per write (and per progress report)
