@@ -204,3 +204,22 @@ def test_system_points_are_the_best_layout_of_the_system_pass(devices):
     vals = np.column_stack([both.columns[n] for n in ("latency_s", "throughput_per_device_tok_s",
                                                       "cost_per_million_tokens_usd", "energy_per_token_j")])[fit]
     np.testing.assert_array_equal(both.columns["pareto"][fit], _brute_force(vals.astype(float), MIN))
+
+
+def test_fused_attention_points_equal_the_single_analysis(devices):
+    """The fused-attention K/V re-reads depend on each row's attention shape: they survive the stacking."""
+    model = get_template("llama2-7b").build()
+    res = sweep(model, devices[:3], Grid(batches=(2, 32), seq_lens=(2048, 16384), phases=("prefill", "decode"),
+                                         precisions=("fp16",), attention="fused"))
+    c = res.columns
+    for i in range(len(res)):
+        dev = next(d for d in devices if d.id == c["device"][i])
+        ctx = Context(batch=int(c["batch"][i]), seq_len=int(c["seq_len"][i]), phase=c["phase"][i],
+                      attention="fused")
+        r = evaluate(model, [dev], "fp16", ctx)
+        np.testing.assert_allclose(c["latency_s"][i], r.totals.time[0], rtol=1e-12)
+        tokens = ctx.batch if ctx.phase == "decode" else ctx.batch * ctx.seq_len
+        np.testing.assert_allclose(c["energy_per_token_j"][i], r.totals.energy[0] / tokens, rtol=1e-12)
+    naive = sweep(model, devices[:3], Grid(batches=(2, 32), seq_lens=(2048, 16384), phases=("prefill", "decode"),
+                                           precisions=("fp16",)))
+    assert not np.allclose(naive.columns["latency_s"], c["latency_s"])  # the setting reaches the pass
