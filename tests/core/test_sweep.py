@@ -223,3 +223,18 @@ def test_fused_attention_points_equal_the_single_analysis(devices):
     naive = sweep(model, devices[:3], Grid(batches=(2, 32), seq_lens=(2048, 16384), phases=("prefill", "decode"),
                                            precisions=("fp16",)))
     assert not np.allclose(naive.columns["latency_s"], c["latency_s"])  # the setting reaches the pass
+
+
+def test_blocks_of_contexts_give_the_same_points(devices, monkeypatch):
+    """A grid too big for one pass is split into blocks of contexts: the same points, more passes."""
+    from explorer.core.sweep import run as run_mod
+
+    model = get_template("gpt2").build()
+    grid = Grid(batches=(1, 2, 8), seq_lens=(128, 512), phases=("prefill", "decode"), precisions=("fp16", "fp8"))
+    whole = sweep(model, devices, grid)
+    monkeypatch.setattr(run_mod, "MAX_CELLS", 1)  # every context its own pass
+    split = run_mod.sweep(model, devices, grid)
+    assert whole.passes == 2 and split.passes == 2 * 12
+    for name in ("latency_s", "energy_per_token_j", "memory_bytes", "cost_per_million_tokens_usd"):
+        np.testing.assert_allclose(split.columns[name], whole.columns[name], rtol=1e-12, equal_nan=True)
+    np.testing.assert_array_equal(split.columns["pareto"], whole.columns["pareto"])

@@ -66,6 +66,7 @@ COLUMNS = (
 )
 NAMES = tuple(c[0] for c in COLUMNS)
 DEFAULT_ASSUMPTIONS = CostAssumptions()
+MAX_CELLS = 4_000_000  # (row, device) cells per analysis pass: ~100 MB per (L, D, level) array
 SOURCES = np.array(["", "list price", "cloud price"], dtype=object)  # cost_source by code
 
 
@@ -77,7 +78,7 @@ class SweepResult:
     model_name: str
     columns: Mapping[str, np.ndarray]
     notes: tuple[str, ...]
-    passes: int  # analysis passes run (one per precision)
+    passes: int  # analysis passes run (one per precision and block of contexts)
 
     def __len__(self) -> int:
         return len(self.columns["device"])
@@ -144,9 +145,16 @@ def sweep(model: Model, devices: Sequence[Device], grid: Grid,
             raise ValueError(f"batch {ctx.batch}, seq_len {ctx.seq_len}, {ctx.phase}: layer {i}: {msg}")
         if not len(t):
             raise ValueError(f"model: {model.name} has no work to analyze")
+    # contexts in blocks of at most MAX_CELLS (row, device) cells per pass, so a huge grid stays in memory
     sizes = np.array([len(t) for t in tables])
-    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    stacked = _stack(tables)
+    blocks, first, cells = [], 0, 0
+    for k, size in enumerate(sizes):
+        if cells and cells + size * len(devices) > MAX_CELLS:
+            blocks.append((first, k))
+            first, cells = k, 0
+        cells += size * len(devices)
+    blocks.append((first, len(tables)))
+    stacks = [(_stack(tables[a:b]), np.concatenate([[0], np.cumsum(sizes[a:b])[:-1]])) for a, b in blocks]
     n_ctx, n_dev = len(contexts), len(devices)
     default_seq = model.default_seq_len()
     seq = np.array([c.seq_len or default_seq or 1 for c in contexts], dtype=float)
@@ -159,10 +167,13 @@ def sweep(model: Model, devices: Sequence[Device], grid: Grid,
     seconds = years * SECONDS_PER_YEAR
     for precision in grid.precisions:
         dev = device_arrays(devices, precision, formats)
-        r = evaluate(stacked, dev, precision, Context(attention=grid.attention), model=model)
-        t_c = np.add.reduceat(r.count[:, None] * r.time, starts, axis=0)  # (C, D) s per step
-        e_c = np.add.reduceat(r.count[:, None] * r.energy, starts, axis=0)  # (C, D) J per step
-        mem = _footprints(stacked.columns, starts, formats_of(dev))  # (C,)
+        t_parts, e_parts, m_parts = [], [], []
+        for stacked, starts in stacks:
+            r = evaluate(stacked, dev, precision, Context(attention=grid.attention), model=model)
+            t_parts.append(np.add.reduceat(r.count[:, None] * r.time, starts, axis=0))  # (C, D) s per step
+            e_parts.append(np.add.reduceat(r.count[:, None] * r.energy, starts, axis=0))  # (C, D) J per step
+            m_parts.append(_footprints(stacked.columns, starts, formats_of(dev)))  # (C,)
+        t_c, e_c, mem = np.concatenate(t_parts), np.concatenate(e_parts), np.concatenate(m_parts)
         with np.errstate(invalid="ignore", divide="ignore"):
             thr = tokens / t_c
             tco = dev.price + dev.tdp * util * pue * seconds / JOULES_PER_KWH * usd_per_kwh  # (D,)
@@ -207,7 +218,7 @@ def sweep(model: Model, devices: Sequence[Device], grid: Grid,
     with np.errstate(invalid="ignore", divide="ignore"):
         cols["throughput_per_device_tok_s"] = per_point(tokens[None, :, :]) / cols["latency_s"]
     cols["pareto"] = np.zeros(len(cols["device"]), dtype=bool)
-    return with_front(SweepResult(model_name=model.name, columns=cols, passes=n_prec,
+    return with_front(SweepResult(model_name=model.name, columns=cols, passes=n_prec * len(stacks),
                                   notes=tuple(f"{why}: {', '.join(ids)}" for why, ids in notes.items())))
 
 
