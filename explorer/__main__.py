@@ -25,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
         plan_cmd,
         report_cmd,
         serve_cmd,
+        sweep_cmd,
         tiling_cmd,
         train_cmd,
     )
@@ -39,7 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--db", metavar="URL", help="catalog database URL (default: SQLite in the user data "
                         "folder; or $HWEXPLORER_DB), e.g. postgresql+psycopg://user@host/db")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module in (analyze_cmd, tiling_cmd, catalog_cmd, plan_cmd, report_cmd, train_cmd, calibrate_cmd, serve_cmd):
+    for module in (analyze_cmd, tiling_cmd, catalog_cmd, plan_cmd, report_cmd, train_cmd, calibrate_cmd, serve_cmd,
+                   sweep_cmd):
         module.add_parser(sub)
     parser.commands = tuple(sub.choices)  # the subcommands' names (a project path is none of them)
     return parser

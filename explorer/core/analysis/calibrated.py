@@ -79,17 +79,29 @@ def calibrated_times(flops: np.ndarray, nbytes: np.ndarray, is_matrix: np.ndarra
     curve (else ``ideal_model_time`` is kept). ``flops`` (L, D) includes device-side conversions, ``nbytes`` (L,)
     or (L, D)."""
     mc, vc = device_curves(dev)
-    F = np.asarray(flops, float)
+    shape = np.broadcast_shapes(np.shape(flops), np.shape(ideal_model_time), (1, len(dev.peak)))
+    F = np.broadcast_to(np.asarray(flops, float), shape)
+    out_time = np.array(np.broadcast_to(ideal_model_time, shape), dtype=float)
+    out_ok = np.zeros(F.shape, dtype=bool)
+    # only the devices with a curve are computed (most have none: their time is the ideal model's)
+    sel = np.flatnonzero(mc.present | vc.present)
+    if not len(sel):
+        return out_time, out_ok
     B = np.asarray(nbytes, float)
-    B = np.broadcast_to(B[:, None] if B.ndim == 1 else B, F.shape)
-    peak, bw = dev.peak[None, :], dev.bandwidth[None, :]
-    mem_fraction = np.where(vc.present, vc.fraction, 1.0)[None, :]
-    t_matrix = matrix_time(F, B, peak, bw, mapping, mc.fraction[None, :], mc.latency[None, :],
-                           mc.sharpness[None, :], mem_fraction)
-    t_vector = vector_time(F, B, peak, bw, vc.fraction[None, :], vc.latency[None, :], vc.sharpness[None, :])
+    B = np.broadcast_to(B[:, None] if B.ndim == 1 else B, F.shape)[:, sel]
+    F = F[:, sel]
+    mapping = np.broadcast_to(np.asarray(mapping, float), out_time.shape)[:, sel]
+    peak, bw = dev.peak[sel][None, :], dev.bandwidth[sel][None, :]
+    mem_fraction = np.where(vc.present, vc.fraction, 1.0)[sel][None, :]
+    t_matrix = matrix_time(F, B, peak, bw, mapping, mc.fraction[sel][None, :], mc.latency[sel][None, :],
+                           mc.sharpness[sel][None, :], mem_fraction)
+    t_vector = vector_time(F, B, peak, bw, vc.fraction[sel][None, :], vc.latency[sel][None, :],
+                           vc.sharpness[sel][None, :])
     rows_matrix = np.asarray(is_matrix, bool)[:, None]
-    present = np.where(rows_matrix, mc.present[None, :], vc.present[None, :])
+    present = np.where(rows_matrix, mc.present[sel][None, :], vc.present[sel][None, :])
     t = np.where(rows_matrix, t_matrix, t_vector)
     t = np.where((F > 0) | (B > 0), t, 0.0)  # a row with no work (a reshape, a view) launches no kernel
     ok = present & np.isfinite(t)
-    return np.where(ok, t, ideal_model_time), ok
+    out_time[:, sel] = np.where(ok, t, out_time[:, sel])
+    out_ok[:, sel] = ok
+    return out_time, out_ok

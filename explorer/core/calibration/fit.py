@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import least_squares
 
 from .model import MATRIX, VECTOR, Curve, Fit, matrix_time, vector_time
 
@@ -58,6 +57,8 @@ def fit_curve(kind: str, flops, nbytes, measured, peak: float, bandwidth: float,
 
     def residual(x):
         return np.log(predict(kind, x, flops, nbytes, peak, bandwidth, mapping, memory_fraction) / measured)
+
+    from scipy.optimize import least_squares  # here: scipy.optimize costs ~0.5 s to import
 
     res = least_squares(residual, x0, bounds=(LOWER, UPPER), x_scale=np.array([0.1, max(x0[1], 1.0), 1.0]))
     x = res.x

@@ -16,7 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import least_squares
 
 from explorer.core.hardware.system import Domain, System
 
@@ -98,6 +97,8 @@ def fit_link(op: str, size, time, ranks: int, algorithm: str = "ring", min_size:
     big = np.argmax(n)
     guess = np.array([float(t.min()) * 1e6 / (2 * (p - 1)), float(busbw[big]) / 1e9])
     x0 = np.clip(guess, _LOWER + 0.01, _UPPER * 0.999)  # inside the bounds, whatever a table claims
+    from scipy.optimize import least_squares  # here: scipy.optimize costs ~0.5 s to import
+
     res = least_squares(lambda x: np.log(model(x) / t), x0, bounds=(_LOWER, _UPPER),
                         x_scale=np.array([max(x0[0], 0.1), x0[1]]))
     x = res.x

@@ -1,0 +1,244 @@
+"""One sweep: every context of a :class:`Grid` on every device, in one analysis pass per precision.
+
+What changes the work table is the context (batch, sequence length, phase); the precision changes only the
+bytes and the peak, i.e. the device arrays. So the sweep builds each context's table once (``build_table``,
+cached per model and context), stacks all of them into one table (the context becomes a block of rows), and runs
+the single-device pass :func:`explorer.core.analysis.evaluate.evaluate` once per precision over that stacked
+table and every device; the per-context totals are segment sums of the per-row results (``count x time``,
+``count x energy``), exactly what ``evaluate`` sums for one context.
+
+Per point (device, precision, phase, batch, seq_len), SI units:
+
+* ``latency_s``: the time of one step: a decode step (one new token per sequence) or one prefill of the batch
+* ``throughput_per_device_tok_s``: tokens per second on one device = tokens per step / latency, where a decode
+  step makes ``batch`` tokens and a prefill processes ``batch x seq_len`` tokens (a model without tokens, e.g. a
+  CNN: one inference counts as one token)
+* ``cost_per_million_tokens_usd``: from the catalog purchase price when known (the cost panel's TCO: price +
+  electricity at TDP x utilization x PUE over the years owned, :mod:`explorer.core.analysis.cost`), else from
+  the cloud hourly price; NaN when neither is known (or there is no TDP for the TCO and no cloud price), with
+  ``cost_source`` "" and a note saying so
+* ``energy_per_token_j``: the pass's energy (memory levels + compute) / tokens per step
+* ``memory_bytes`` and ``fits``: the footprint (weights + KV cache + peak activations) against device memory
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from explorer.core.analysis.cost import (
+    JOULES_PER_KWH,
+    SECONDS_PER_YEAR,
+    CostAssumptions,
+    CostAssumptionsLike,
+    _checked,  # the cost panel's checks of the ownership assumptions
+)
+from explorer.core.analysis.device_arrays import device_arrays
+from explorer.core.analysis.evaluate import evaluate
+from explorer.core.analysis.tensor_bytes import formats_of, resident_bytes  # noqa: F401 (_footprints mirrors it)
+from explorer.core.formats import TensorFormats
+from explorer.core.hardware.device import Device
+from explorer.core.workload.layers import Context
+from explorer.core.workload.model import LayerTable, Model, build_table
+
+from .grid import Grid
+from .pareto import OBJECTIVES, pareto_mask
+
+#: The columns of a sweep, in file order: (name, unit, meaning). Public: the CSV/Parquet header and --json.
+COLUMNS = (
+    ("device", "", "device id, or system id"),
+    ("layout", "", "a system's chosen layout (TPn PPn [EPn] DPn); empty for a single device"),
+    ("precision", "", "numeric precision of the pass"),
+    ("phase", "", "prefill or decode"),
+    ("batch", "sequences", "sequences per step"),
+    ("seq_len", "tokens", "prefill: tokens per sequence; decode: KV-cache positions attended"),
+    ("latency_s", "s", "time of one step (a decode step or one prefill of the batch)"),
+    ("throughput_per_device_tok_s", "tokens/s", "tokens per second per device"),
+    ("cost_per_million_tokens_usd", "USD per 10^6 tokens", "from the purchase price (TCO) or the cloud price"),
+    ("cost_source", "", "'list price', 'cloud price', or '' when unknown"),
+    ("energy_per_token_j", "J/token", "energy of the step per token"),
+    ("memory_bytes", "B", "weights + KV cache + peak activations"),
+    ("fits", "", "the footprint fits the device memory"),
+    ("pareto", "", "on the Pareto front (fitting points only)"),
+)
+NAMES = tuple(c[0] for c in COLUMNS)
+DEFAULT_ASSUMPTIONS = CostAssumptions()
+MAX_CELLS = 4_000_000  # (row, device) cells per analysis pass: ~100 MB per (L, D, level) array
+SOURCES = np.array(["", "list price", "cloud price"], dtype=object)  # cost_source by code
+
+
+@dataclass(frozen=True, eq=False)
+class SweepResult:
+    """Column arrays of N points (order: precision, phase, batch, seq_len, device), SI units; ``notes``: what is
+    unknown and why."""
+
+    model_name: str
+    columns: Mapping[str, np.ndarray]
+    notes: tuple[str, ...]
+    passes: int  # analysis passes run (one per precision and block of contexts)
+
+    def __len__(self) -> int:
+        return len(self.columns["device"])
+
+    @property
+    def front(self) -> np.ndarray:
+        """Indices of the Pareto-front points, fastest first."""
+        idx = np.flatnonzero(self.columns["pareto"])
+        return idx[np.argsort(self.columns["latency_s"][idx], kind="stable")]
+
+    def rows(self, start: int = 0, stop: int | None = None):
+        """The points as tuples in :data:`COLUMNS` order (plain Python values; NaN where unknown)."""
+        cols = [self.columns[n].tolist() for n in NAMES]
+        return list(zip(*(c[start:stop] for c in cols)))
+
+
+def _stack(tables: Sequence[LayerTable]) -> LayerTable:
+    """One table whose rows are every table's rows in turn (only what the analysis pass reads)."""
+    cols = tables[0].columns
+    return LayerTable(
+        names=sum((t.names for t in tables), ()),
+        kinds=sum((t.kinds for t in tables), ()),
+        layer_index=np.concatenate([t.layer_index for t in tables]),
+        gemm=np.concatenate([t.gemm for t in tables]),
+        gemm_count=np.concatenate([t.gemm_count for t in tables]),
+        columns={c: np.concatenate([t.columns[c] for t in tables]) for c in cols},
+        attention=sum((t.attention for t in tables), ()),
+    )
+
+
+def _footprints(c: Mapping[str, np.ndarray], starts: np.ndarray, fm: TensorFormats) -> np.ndarray:
+    """(C,) bytes resident per context of a stacked table: :func:`resident_bytes` (weights + KV cache + the
+    largest row's activations) with the sums taken per block of rows."""
+    count = c["count"]
+
+    def per(x):
+        return np.add.reduceat(x * count, starts)
+
+    weights = fm.weights.nbytes(per(c["params"]), tensors=per((c["params"] > 0).astype(float)))
+    kv = fm.kv_cache.nbytes(per(c["kv_cache_elems"]), tensors=per((c["kv_cache_elems"] > 0).astype(float)))
+    peak = np.maximum.reduceat(c["input_elems"] + c["output_elems"], starts)
+    act = fm.activations.nbytes(peak, tensors=np.where(peak > 0, 2.0, 0.0))
+    return np.asarray(weights + kv + act, dtype=float)
+
+
+def contexts_of(model: Model, grid: Grid) -> list[Context]:
+    seqs = grid.seq_lens or (None,)
+    return [Context(batch=b, seq_len=s, phase=ph, attention=grid.attention, lm_head=grid.lm_head)
+            for ph in grid.phases for b in grid.batches for s in seqs]
+
+
+def sweep(model: Model, devices: Sequence[Device], grid: Grid,
+          assumptions: CostAssumptionsLike = DEFAULT_ASSUMPTIONS, formats: TensorFormats | None = None) -> SweepResult:
+    """Every point of ``grid`` on every device; raises ValueError (naming the context) where the model does not
+    take a context (a layer's shape error)."""
+    if not devices:
+        raise ValueError("devices: give at least one device")
+    years, usd_per_kwh, pue, util = _checked(assumptions)
+    contexts = contexts_of(model, grid)
+    tables = [build_table(model, c) for c in contexts]
+    for ctx, t in zip(contexts, tables):
+        if t.errors:
+            i, msg = t.errors[0]
+            raise ValueError(f"batch {ctx.batch}, seq_len {ctx.seq_len}, {ctx.phase}: layer {i}: {msg}")
+        if not len(t):
+            raise ValueError(f"model: {model.name} has no work to analyze")
+    # contexts in blocks of at most MAX_CELLS (row, device) cells per pass, so a huge grid stays in memory
+    sizes = np.array([len(t) for t in tables])
+    blocks, first, cells = [], 0, 0
+    for k, size in enumerate(sizes):
+        if cells and cells + size * len(devices) > MAX_CELLS:
+            blocks.append((first, k))
+            first, cells = k, 0
+        cells += size * len(devices)
+    blocks.append((first, len(tables)))
+    stacks = [(_stack(tables[a:b]), np.concatenate([[0], np.cumsum(sizes[a:b])[:-1]])) for a, b in blocks]
+    n_ctx, n_dev = len(contexts), len(devices)
+    default_seq = model.default_seq_len()
+    seq = np.array([c.seq_len or default_seq or 1 for c in contexts], dtype=float)
+    batch = np.array([c.batch for c in contexts], dtype=float)
+    decode = np.array([c.phase == "decode" for c in contexts])
+    tokens = np.where(decode | (default_seq is None), batch, batch * seq)[:, None]  # (C, 1) tokens per step
+
+    lat, energy, memory, fits, cost, source = [], [], [], [], [], []
+    notes: dict[str, dict[str, None]] = {}  # reason -> the devices it holds for
+    seconds = years * SECONDS_PER_YEAR
+    for precision in grid.precisions:
+        dev = device_arrays(devices, precision, formats)
+        t_parts, e_parts, m_parts = [], [], []
+        for stacked, starts in stacks:
+            r = evaluate(stacked, dev, precision, Context(attention=grid.attention), model=model)
+            t_parts.append(np.add.reduceat(r.count[:, None] * r.time, starts, axis=0))  # (C, D) s per step
+            e_parts.append(np.add.reduceat(r.count[:, None] * r.energy, starts, axis=0))  # (C, D) J per step
+            m_parts.append(_footprints(stacked.columns, starts, formats_of(dev)))  # (C,)
+        t_c, e_c, mem = np.concatenate(t_parts), np.concatenate(e_parts), np.concatenate(m_parts)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            thr = tokens / t_c
+            tco = dev.price + dev.tdp * util * pue * seconds / JOULES_PER_KWH * usd_per_kwh  # (D,)
+            by_price = tco[None, :] / (thr * util * seconds) * 1e6
+            by_cloud = dev.cloud_price[None, :] / (thr * util) * 1e6
+        priced = np.isfinite(tco) & (dev.price > 0)
+        clouded = np.isfinite(dev.cloud_price) & (dev.cloud_price > 0)
+        cost.append(np.where(priced[None, :], by_price, np.where(clouded[None, :], by_cloud, math.nan)))
+        source.append(np.broadcast_to(np.where(priced, 1, np.where(clouded, 2, 0)).astype(np.int8), (n_ctx, n_dev)))
+        lat.append(t_c)
+        energy.append(e_c / tokens)
+        memory.append(np.broadcast_to(mem[:, None], (n_ctx, n_dev)))
+        fits.append(mem[:, None] <= dev.capacity[None, :])
+        for j, d in enumerate(devices):
+            if not (priced[j] or clouded[j]):
+                notes.setdefault("cost unknown (no list price with a TDP, no cloud price in the catalog)",
+                                 {})[d.id] = None
+            if not (np.isfinite(dev.peak[j]) and dev.peak[j] > 0):
+                notes.setdefault(f"no {precision} peak (latency unknown at {precision})", {})[d.id] = None
+
+    n_prec = len(grid.precisions)
+    shape = (n_prec, n_ctx, n_dev)
+
+    def per_point(values) -> np.ndarray:
+        return np.broadcast_to(np.asarray(values), shape).reshape(-1)
+
+    cols = {
+        "device": per_point(np.array([d.id for d in devices], dtype=object)[None, None, :]),
+        "layout": per_point(np.array("", dtype=object)),
+        "precision": per_point(np.array(grid.precisions, dtype=object)[:, None, None]),
+        "phase": per_point(np.array([c.phase for c in contexts], dtype=object)[None, :, None]),
+        "batch": per_point(batch.astype(int)[None, :, None]),
+        "seq_len": per_point(seq.astype(int)[None, :, None]),
+        "latency_s": np.stack(lat).reshape(-1),
+        "throughput_per_device_tok_s": None,
+        "cost_per_million_tokens_usd": np.stack(cost).reshape(-1),
+        "cost_source": SOURCES[np.where(np.isfinite(np.stack(cost)), np.stack(source), 0).reshape(-1)],
+        "energy_per_token_j": np.stack(energy).reshape(-1),
+        "memory_bytes": np.stack(memory).reshape(-1).astype(float),
+        "fits": np.stack(fits).reshape(-1),
+    }
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cols["throughput_per_device_tok_s"] = per_point(tokens[None, :, :]) / cols["latency_s"]
+    cols["pareto"] = np.zeros(len(cols["device"]), dtype=bool)
+    return with_front(SweepResult(model_name=model.name, columns=cols, passes=n_prec * len(stacks),
+                                  notes=tuple(f"{why}: {', '.join(ids)}" for why, ids in notes.items())))
+
+
+def with_front(result: SweepResult) -> SweepResult:
+    """``result`` with its ``pareto`` column computed over the points that fit (columns made read-only)."""
+    cols = dict(result.columns)
+    objectives = np.column_stack([np.asarray(cols[name], dtype=float) for name, _ in OBJECTIVES])
+    pareto = np.zeros(len(cols["device"]), dtype=bool)
+    candidates = np.flatnonzero(np.asarray(cols["fits"], dtype=bool))
+    if len(candidates):
+        pareto[candidates] = pareto_mask(objectives[candidates], tuple(m for _, m in OBJECTIVES))
+    cols["pareto"] = pareto
+    for a in cols.values():
+        a.setflags(write=False)
+    return SweepResult(model_name=result.model_name, columns=cols, notes=result.notes, passes=result.passes)
+
+
+def combine(results: Sequence[SweepResult]) -> SweepResult:
+    """Several sweeps of one model (devices, systems) as one, the Pareto front taken over all their points."""
+    cols = {n: np.concatenate([np.asarray(r.columns[n]) for r in results]) for n in NAMES}
+    return with_front(SweepResult(model_name=results[0].model_name, columns=cols,
+                                  notes=tuple(n for r in results for n in r.notes),
+                                  passes=sum(r.passes for r in results)))

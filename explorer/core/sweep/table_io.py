@@ -1,0 +1,126 @@
+"""A sweep's points to and from a file: CSV (always) or Parquet (with the optional ``pyarrow``, extra ``[sweep]``).
+
+CSV: one header line of the column names of :data:`.run.COLUMNS` (each name ends in its unit: ``_s``,
+``_tok_s``, ``_usd``, ``_j``, ``_bytes``), one line per point; an unknown number is an empty cell, ``fits`` and
+``pareto`` are ``true``/``false``. Written as a stream to a temporary file beside the target, then renamed over
+it (a failed or interrupted write leaves the previous file intact).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from explorer.core.files import atomic_write_bytes, spreadsheet_safe
+
+from .run import COLUMNS, NAMES, SweepResult
+
+SUFFIXES = (".csv", ".parquet")
+TEXT = {"device", "layout", "precision", "phase", "cost_source"}
+INTS = {"batch", "seq_len"}
+BOOLS = {"fits", "pareto"}
+CHUNK = 4096  # points per write (and per progress report)
+
+
+class OutputError(ValueError):
+    """The output cannot be written (its suffix, its folder, a missing optional library)."""
+
+
+def check_output(path: str | Path) -> str:
+    """The format of ``path`` ("csv" or "parquet"), or OutputError naming what is wrong."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in SUFFIXES:
+        raise OutputError(f"cannot write {suffix or 'a file without a suffix'}: expected {' or '.join(SUFFIXES)}")
+    if not path.parent.is_dir():
+        raise OutputError(f"no such folder: {path.parent}")
+    if suffix == ".parquet":
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            raise OutputError("writing .parquet needs pyarrow (pip install 'hwexplorer[sweep]'), or use .csv") from None
+    return suffix[1:]
+
+
+def _cells(name: str, values: np.ndarray) -> list[str]:
+    """One column of a chunk as CSV cells (floats in their shortest round-trip form, unknown empty)."""
+    if name in BOOLS:
+        return ["true" if v else "false" for v in values.tolist()]
+    if name in TEXT:
+        return [spreadsheet_safe(str(v)) for v in values.tolist()]
+    if name in INTS:
+        return [str(v) for v in values.astype(int).tolist()]
+    return [repr(v) if math.isfinite(v) else "" for v in values.astype(float).tolist()]
+
+
+def write(result: SweepResult, path: str | Path, progress: Callable[[int, int], None] | None = None) -> None:
+    """Write every point of ``result`` to ``path`` (.csv or .parquet), atomically; ``progress(done, total)``
+    after each chunk."""
+    fmt = check_output(path)
+    path = Path(path)
+    total = len(result)
+    if fmt == "parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = pa.table({n: pa.array(list(result.columns[n]) if n in TEXT else np.asarray(result.columns[n]))
+                          for n in NAMES})
+        sink = pa.BufferOutputStream()
+        pq.write_table(table, sink)
+        atomic_write_bytes(path, sink.getvalue().to_pybytes())
+        if progress:
+            progress(total, total)
+        return
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            writer = csv.writer(f, lineterminator="\n")
+            writer.writerow(NAMES)
+            for start in range(0, total, CHUNK):
+                writer.writerows(zip(*(_cells(n, result.columns[n][start:start + CHUNK]) for n in NAMES)))
+                if progress:
+                    progress(min(start + CHUNK, total), total)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read(path: str | Path) -> dict[str, np.ndarray]:
+    """The columns of a sweep file written by :func:`write` (text as object arrays, NaN where empty)."""
+    path = Path(path)
+    if path.suffix.lower() == ".parquet":
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(path)
+        return {n: np.array(table.column(n).to_pylist(), dtype=object if n in TEXT else None) for n in NAMES}
+    with open(path, encoding="utf-8", newline="") as f:
+        rows = list(csv.reader(f))
+    header, body = rows[0], rows[1:]
+    if tuple(header) != NAMES:
+        raise ValueError(f"{path}: header: expected {', '.join(NAMES)}")
+    out = {}
+    for k, name in enumerate(NAMES):
+        cells = [r[k] for r in body]
+        if name in TEXT:
+            out[name] = np.array(cells, dtype=object)
+        elif name in BOOLS:
+            out[name] = np.array([c == "true" for c in cells], dtype=bool)
+        elif name in INTS:
+            out[name] = np.array([int(c) for c in cells], dtype=int)
+        else:
+            out[name] = np.array([float(c) if c else math.nan for c in cells], dtype=float)
+    return out
+
+
+def units_header() -> str:
+    """One line: each column with its unit (for --help and docs)."""
+    return ", ".join(f"{n} [{u}]" if u else n for n, u, _ in COLUMNS)
