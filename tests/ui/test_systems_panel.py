@@ -58,7 +58,7 @@ def _choose_in_combo(qtbot, combo, text: str) -> None:
 
 
 def test_the_panel_is_listed():
-    assert PANELS[-1] is SystemsPanel and SystemsPanel.title == "Systems"
+    assert SystemsPanel in PANELS and SystemsPanel.title == "Systems"
 
 
 def test_choosing_two_systems_through_the_widgets_and_undoing_it(qtbot):

@@ -9,10 +9,12 @@ from .cost import CostPanel
 from .energy import EnergyPanel
 from .fidelity import FidelityPanel
 from .roofline import RooflinePanel
+from .serving import ServingPanel
 from .systems import SystemsPanel
 from .tiling import TilingPanel
 
-PANELS = (RooflinePanel, EnergyPanel, TilingPanel, CostPanel, FidelityPanel, SystemsPanel)
+PANELS = (RooflinePanel, EnergyPanel, TilingPanel, CostPanel, FidelityPanel, SystemsPanel, ServingPanel)
 
-__all__ = ["PANELS", "AnalysisControls", "CostPanel", "EnergyPanel", "FidelityPanel", "RooflinePanel", "SystemsPanel",
+__all__ = ["PANELS", "AnalysisControls", "CostPanel", "EnergyPanel", "FidelityPanel", "RooflinePanel", "ServingPanel",
+           "SystemsPanel",
            "TilingPanel"]
