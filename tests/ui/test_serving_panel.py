@@ -57,7 +57,7 @@ def test_a_control_edit_is_one_undo_step(qtbot, panel):
     settle(qtbot, panel)
     assert ws.state.serving.rate == 3.5 and len(ws.stack._done) == depth + 1
     assert panel.answers[0].estimate.rate == 3.5
-    ttft_box, pct = panel.controls.slos["ttft"]
+    ttft_box, _pct = panel.controls.slos["ttft"]
     ttft_box.setValue(250.0)
     assert ws.state.serving.ttft == pytest.approx(0.25) and len(ws.stack._done) == depth + 2
     ws.undo()
@@ -77,7 +77,7 @@ def test_the_curves_are_the_cores_numbers(qtbot, panel):
         x, y = panel.lines["curve"][i].getData()
         np.testing.assert_allclose(x, core.curve.per_user[ok], rtol=1e-12)
         np.testing.assert_allclose(y, core.curve.throughput_per_device[ok], rtol=1e-12)
-        rx, ry = panel.lines["ttft"][i].getData()
+        _rx, ry = panel.lines["ttft"][i].getData()
         np.testing.assert_allclose(ry, core.curve.ttft[ok] * 1e3, rtol=1e-12)
         row = panel.table.item(i, 2).text().replace(",", "")
         assert float(row) == pytest.approx(core.curve.capacity, rel=1e-3)

@@ -41,7 +41,7 @@ class ServingChoice:
     memory_utilization: float = 0.9
     block_size: int = 16
 
-    def checked(self) -> "ServingChoice":
+    def checked(self) -> ServingChoice:
         if isinstance(self.rate, bool) or not isinstance(self.rate, (int, float)) or not (
                 math.isfinite(self.rate) and self.rate > 0):
             raise ValueError(f"rate: must be > 0 requests/s, got {self.rate!r}")
@@ -59,7 +59,7 @@ class ServingChoice:
             if pct not in PERCENTILES:
                 raise ValueError(f"{name}_pct: expected one of {', '.join(PERCENTILES)}, got {pct!r}")
         if not isinstance(self.chunked, bool):
-            raise ValueError(f"chunked: expected true or false, got {self.chunked!r}")
+            raise ValueError(f"chunked: expected true or false, got {self.chunked!r}")  # noqa: TRY004 - the project reader reports ValueErrors
         u = self.memory_utilization
         if isinstance(u, bool) or not isinstance(u, (int, float)) or not 0 < u <= 1:
             raise ValueError(f"memory_utilization: must be in (0, 1], got {u!r}")
@@ -92,9 +92,9 @@ class ServingChoice:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
     @classmethod
-    def from_dict(cls, data, where: str = "serving") -> "ServingChoice":
+    def from_dict(cls, data, where: str = "serving") -> ServingChoice:
         if not isinstance(data, dict):
-            raise ValueError(f"{where}: expected an object, got {data!r:.40}")
+            raise ValueError(f"{where}: expected an object, got {data!r:.40}")  # noqa: TRY004
         unknown = sorted(set(data) - {f.name for f in fields(cls)})
         if unknown:
             raise ValueError(f"{where}: unknown keys {names(unknown)}")

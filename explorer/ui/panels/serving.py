@@ -22,7 +22,7 @@ from PySide6.QtWidgets import QProgressBar, QPushButton, QSplitter
 
 from ..plot_items.dots import Dots
 from .base import AnalysisPanel
-from .plotting import BarPicker, DASH, device_color, empty_state, new_plot, set_range, set_title
+from .plotting import DASH, BarPicker, device_color, empty_state, new_plot, set_range, set_title
 from .serving_controls import ServingControls
 from .serving_sim import Simulator
 from .serving_table import ServingTable, table_rows

@@ -19,11 +19,12 @@ NUMBERS = (
     ("input_tokens", "Input", 1, 1_000_000, None, " tok", "Prompt length of every request [tokens]"),
     ("output_tokens", "Output", 1, 1_000_000, None, " tok", "Answer length of every request [tokens]"),
     ("max_batch", "Max batch", 1, 65536, None, "", "Sequences in one step (vLLM max_num_seqs) [sequences]"),
-    ("memory_utilization", "Mem. util.", 0.05, 1.0, 2, "", "Share of device memory the engine uses for weights, "
-     "activations and KV cache (vLLM gpu_memory_utilization) [fraction 0-1]"),
+    ("memory_utilization", "Mem. util.", 0.05, 1.0, 2, "", ("Share of device memory the engine uses for weights, "
+                                                           "activations and KV cache (vLLM gpu_memory_utilization) "
+                                                           "[fraction 0-1]")),
     ("block_size", "Block", 1, 4096, None, " tok", "KV-cache block size [tokens per block]"),
-    ("chunk", "Chunk", 1, 1_000_000, None, " tok", "Tokens in a chunked-prefill step, decode tokens included "
-     "[tokens]"),
+    ("chunk", "Chunk", 1, 1_000_000, None, " tok", ("Tokens in a chunked-prefill step, decode tokens "
+                                                            "included [tokens]")),
 )
 SLOS = (("ttft", "TTFT", "Time to first token service level [ms] at the percentile beside it (0: no target)"),
         ("tpot", "TPOT", "Time per output token service level [ms] at the percentile beside it (0: no target)"))
