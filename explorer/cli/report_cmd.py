@@ -5,6 +5,8 @@ from __future__ import annotations
 from .analyze_cmd import add_workload_args
 from .common import CliError
 from .plan_cmd import add_requirement_args, prepare
+from .report_serving import add_args as add_serving_args
+from .report_serving import choice_from_args, section_from_args
 
 
 def add_parser(sub) -> None:
@@ -18,6 +20,7 @@ def add_parser(sub) -> None:
                         "and communication breakdown, and with --target the fleet sized on it; without --device the "
                         "systems' devices are compared")
     add_requirement_args(p, target_required=False)
+    add_serving_args(p)
     p.add_argument("--out", "-o", required=True, metavar="FILE",
                    help="report.pdf, report.html or report.csv (CSV also writes FILE-layers.csv)")
     p.add_argument("--format", choices=("pdf", "html", "csv"), default=None,
@@ -34,6 +37,7 @@ def run(args) -> int:
         check_writable(args.out)
     except ReportError as exc:
         raise CliError(str(exc)) from None
+    choice_from_args(args)  # bad serving options: refused before any work
     systems = []
     if args.system:
         from .system_cmd import resolve_system
@@ -43,9 +47,10 @@ def run(args) -> int:
             args.device = list(dict.fromkeys(s.device_id for s in systems))
     analysis, req, costs = prepare(args)
     section = _systems_section(systems, analysis, req) if systems else None
+    serving = section_from_args(args, analysis)
     try:
         data = build_report(analysis, costs, req, title=args.title,
-                            **({"systems": section} if section else {}))
+                            **({"systems": section} if section else {}), **({"serving": serving} if serving else {}))
         written = write_report(data, args.out, fmt)
     except ReportError as exc:
         raise CliError(str(exc)) from None

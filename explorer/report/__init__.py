@@ -84,28 +84,34 @@ def write_report(data: ReportData, path: str | Path, fmt: str | None = None,
         report(0.4, "Writing the HTML")
         _write(path, render_html(data))
         return [path]
-    from .csv_export import layers_csv, layers_path, sibling_path, summary_csv, systems_csv
+    from .csv_export import layers_csv, layers_path, serving_csv, sibling_path, summary_csv, systems_csv
 
     report(0.4, "Writing the CSV tables")
     layers = check_writable(layers_path(path))
     systems = check_writable(sibling_path(path, "systems")) if data.systems else None
+    serving = check_writable(sibling_path(path, "serving")) if data.serving else None
     _write(path, summary_csv(data))
     _write(layers, layers_csv(data))
+    written = [path, layers]
     if systems is not None:
         _write(systems, systems_csv(data))
-        return [path, layers, systems]
-    return [path, layers]
+        written.append(systems)
+    if serving is not None:
+        _write(serving, serving_csv(data))
+        written.append(serving)
+    return written
 
 
 def export_report(analysis: ModelAnalysis, assumptions: CostAssumptionsLike, path: str | Path,
                   requirements: Requirements | None = None, fmt: str | None = None,
-                  progress: Progress | None = None, systems=None) -> list[Path]:
+                  progress: Progress | None = None, systems=None, serving=None) -> list[Path]:
     """Build and write a report in one call (what the CLI and the GUI's worker run)."""
     format_of(path, fmt)
     check_writable(path)
     report = progress or (lambda fraction, message: None)
     report(0.05, "Collecting results")
-    data = build_report(analysis, assumptions, requirements, **({"systems": systems} if systems else {}))
+    data = build_report(analysis, assumptions, requirements, **({"systems": systems} if systems else {}),
+                        **({"serving": serving} if serving else {}))
     written = write_report(data, path, fmt, progress)
     report(1.0, "Done")
     return written

@@ -24,6 +24,7 @@ from ..core.analysis.roofline_view import RooflineResult
 from ..core.analysis.tiling_view import TilingView, default_row
 from ..core.session.results import Results
 from ..core.units import format_bytes, format_si
+from .serving_section import ServingSection
 from .systems_section import SystemsSection
 
 _PDF_MAP = str.maketrans({"\u2264": "<=", "\u2265": ">=", "\u2308": "ceil(", "\u2309": ")", "\u03b7": "eta",
@@ -75,6 +76,7 @@ class ReportData:
     method: tuple[tuple[str, str], ...]
     recommendation: str
     systems: SystemsSection = SystemsSection()  # the model on systems of many devices (empty: none chosen)
+    serving: ServingSection = ServingSection()  # serving under load (empty: no serving part)
 
     @property
     def device_names(self) -> tuple[str, ...]:
@@ -276,7 +278,8 @@ def _assumptions(data_plan: PlanResult, analysis: ModelAnalysis) -> tuple[tuple[
 
 def build_report(analysis: ModelAnalysis, assumptions: CostAssumptionsLike, requirements: Requirements | None = None,
                  *, title: str | None = None, created: _dt.date | None = None,
-                 systems: SystemsSection = SystemsSection()) -> ReportData:
+                 systems: SystemsSection = SystemsSection(),
+                 serving: ServingSection = ServingSection()) -> ReportData:
     """Everything the report shows, for the analysis's model and devices."""
     if analysis is None or not len(analysis.devices):
         raise ValueError("devices: select at least one device for a report")
@@ -299,4 +302,5 @@ def build_report(analysis: ModelAnalysis, assumptions: CostAssumptionsLike, requ
         workload=_workload(a), analysis=a, cost=cost, plan=result, roofline=roofline, energy=energy, tiling=tiling,
         summary=summary_metrics(a, cost, energy, frozenset(req.price)), assumptions=_assumptions(result, a),
         sources=figure_sources(a, req), method=METHOD, recommendation=recommendation, systems=systems,
+        serving=serving,
     )

@@ -46,11 +46,12 @@ class ExportJob(QObject):
 
 
 class _Worker(QRunnable):
-    def __init__(self, job: ExportJob, analysis, assumptions, path: Path, requirements, systems=None):
+    def __init__(self, job: ExportJob, analysis, assumptions, path: Path, requirements, systems=None, serving=None):
         super().__init__()
         self.job, self.analysis, self.assumptions, self.path, self.requirements = (job, analysis, assumptions, path,
                                                                                     requirements)
         self.systems = systems
+        self.serving = serving  # a function making the Serving section (its simulation runs here, off the GUI)
         self.setAutoDelete(True)
 
     def run(self) -> None:
@@ -58,7 +59,7 @@ class _Worker(QRunnable):
             written = report_pkg.export_report(
                 self.analysis, self.assumptions, self.path, self.requirements,
                 progress=lambda fraction, message: self.job.progress.emit(int(round(100 * fraction)), message),
-                systems=self.systems)
+                systems=self.systems, serving=self.serving() if self.serving is not None else None)
         except Exception as exc:  # noqa: BLE001 - any failure becomes a message in the GUI thread
             self.job.failed.emit(str(exc) if isinstance(exc, (ValueError, OSError)) else
                                  f"{type(exc).__name__}: {exc}")
@@ -77,7 +78,8 @@ def start_export(workspace, path: str | Path, requirements=None, pool: QThreadPo
     report_pkg.check_writable(path)
     job = ExportJob()
     worker = _Worker(job, analysis, workspace.assumptions, Path(path), requirements, _systems_section(workspace,
-                                                                                                     requirements))
+                                                                                                     requirements),
+                     _serving_section(workspace))
     # start on the next turn of the event loop, so the caller connects to the job's signals first
     QTimer.singleShot(0, job, lambda: (pool or QThreadPool.globalInstance()).start(worker))
     return job
@@ -95,6 +97,17 @@ def _systems_section(workspace, requirements):
     req = requirements if requirements is not None else workspace.requirements
     plans = size_fleet(results, req.target, req.latency, req.price) if req.target is not None else ()
     return build_section(results, plans)
+
+
+def _serving_section(workspace):
+    """A function making the Serving section of the state's serving part (None when it has none)."""
+    choice, a = workspace.state.serving, workspace.assumptions
+    if choice is None:
+        return None
+    from explorer.report.serving_section import build_serving_section
+
+    model, devices = workspace.model, workspace.devices
+    return lambda: build_serving_section(model, devices, choice, a.precision, a.tensor_formats)
 
 
 def export_report(parent: QWidget | None, workspace, requirements=None) -> ExportJob | None:

@@ -127,3 +127,14 @@ def test_the_project_round_trip_keeps_the_serving_part(qtbot, tmp_path):
 def _reset_args(project):
     return (project.model, project.device_ids, project.assumptions, project.trace, project.requirements,
             project.system, project.serving)
+
+
+def test_the_apps_report_export_has_the_serving_section(qtbot, tmp_path):
+    from explorer.ui.report_export import start_export
+
+    ws = _ws("nvidia-h100-sxm5")
+    out = tmp_path / "r.csv"
+    job = start_export(ws, out)
+    qtbot.waitUntil(lambda: job.done, timeout=60000)
+    assert job.error is None and (tmp_path / "r-serving.csv").exists()
+    assert "analytic at knee" in (tmp_path / "r-serving.csv").read_text()
