@@ -47,8 +47,6 @@ class ServingPanel(AnalysisPanel):
         self.progress.setMaximumWidth(140)
         self.progress.setFormat("simulating %v/%m")
         self.progress.hide()
-        header.addWidget(self.simulate)
-        header.addWidget(self.progress)
         self.simulator = Simulator(self)
         self.simulator.progress.connect(self._sim_progress)
         self.simulator.done.connect(self._sim_done)
@@ -57,11 +55,15 @@ class ServingPanel(AnalysisPanel):
     def build(self, layout) -> None:
         self.answers: tuple = ()
         self.names: list[str] = []
+        self.short: list[str] = []
         self.simulated: tuple = ()  # per device: Simulated, after "Simulate" (dropped when the inputs change)
         self.sim_error = ""
         self.core_error = ""
         self._drawn = None
         self.layout().insertWidget(1, self.controls.row)
+        self.controls.engine_row.addStretch(1)
+        self.controls.engine_row.addWidget(self.simulate)
+        self.controls.engine_row.addWidget(self.progress)
         g = self.graphics
         self.curve = new_plot()
         self.curve.setLabel("bottom", "per-user speed (tokens/s)")
@@ -70,7 +72,7 @@ class ServingPanel(AnalysisPanel):
         for plot, what in ((self.ttft_plot, "TTFT"), (self.tpot_plot, "TPOT")):
             plot.setLabel("bottom", "arrival rate (requests/s)")
             plot.setLabel("left", f"{what} (ms)")
-        self.ttft_hist, self.tpot_hist = new_plot(), new_plot()
+        self.ttft_hist, self.tpot_hist = new_plot(log_x=True), new_plot(log_x=True)
         for plot, what in ((self.ttft_hist, "TTFT"), (self.tpot_hist, "TPOT")):
             plot.setLabel("bottom", f"{what} (ms)")
             plot.setLabel("left", "requests (%)")
@@ -112,13 +114,13 @@ class ServingPanel(AnalysisPanel):
             BarPicker(plot, lambda x, y, key=key: self.locate(key, x, y), lambda k, key=key: self.describe(key, k))
 
         self.table = ServingTable()
-        self.table.setMinimumHeight(90)
+        self.table.setMinimumHeight(150)
         self.splitter = QSplitter(Qt.Orientation.Vertical)
         index = layout.indexOf(self.graphics)
         layout.removeWidget(self.graphics)
         self.splitter.addWidget(self.graphics)
         self.splitter.addWidget(self.table)
-        self.splitter.setStretchFactor(0, 4)
+        self.splitter.setStretchFactor(0, 3)
         self.splitter.setStretchFactor(1, 1)
         self.splitter.setChildrenCollapsible(False)
         layout.insertWidget(index, self.splitter, 1)
@@ -146,6 +148,7 @@ class ServingPanel(AnalysisPanel):
             self.simulated = ()
         self.answers = answers
         self.names = [d.name for d in ws.devices][:len(answers)]
+        self.short = [_short(d) for d in ws.devices][:len(answers)]
         self._draw_curves()
         self._draw_latency()
         self._draw_histograms()
@@ -193,8 +196,8 @@ class ServingPanel(AnalysisPanel):
                 knees.append((i, c.per_user[c.knee], c.throughput_per_device[c.knee]))
         self._clear_extra("curve", len(self.answers))
         self._marks("curve", ops, knees, pts, xy)
-        set_title(self.curve, "Load curve: throughput per device against per-user speed",
-                  [(device_color(i), n) for i, n in enumerate(self.names)])
+        set_title(self.curve, "Throughput against per-user speed",
+                  [(device_color(i), n) for i, n in enumerate(self.short)])
         empty_state(self.curve, not pts, "nothing to plot: no device selected" if not self.answers else
                     "no stable load", "per-user speed (tokens/s)", ("bottom", "left"))
         self._fit(self.curve, np.array(xy).reshape(-1, 2))
@@ -228,8 +231,7 @@ class ServingPanel(AnalysisPanel):
             self.rate_lines[0 if key == "ttft" else 1].setValue(c.rate)
             self.rate_lines[0 if key == "ttft" else 1].setVisible(bool(self.answers))
             label = (f"{key.upper()} {pct.upper()}" if key == "ttft" else "TPOT (mean)")
-            set_title(plot, f"{label} against the arrival rate" + (
-                f" (dashed: the service level, {getattr(c, f'{key}_pct').upper()})" if target is not None else ""))
+            set_title(plot, f"{label} against the rate" + (" (dashed: target)" if target is not None else ""))
             plot.setLabel("left", f"{key.upper()} (ms)")
             empty_state(plot, not pts, "nothing to plot: no device selected" if not self.answers else
                         "no stable load", "arrival rate (requests/s)", ("bottom", "left"))
@@ -264,21 +266,24 @@ class ServingPanel(AnalysisPanel):
             samples = [getattr(s, key) * 1e3 for s in sims]
             finite = [x[np.isfinite(x)] for x in samples]
             both = np.concatenate(finite) if finite else np.zeros(0)
-            hi = float(np.percentile(both, 99.5)) if len(both) else 1.0
-            edges = np.linspace(0.0, max(hi, 1e-6) * 1.02, 41)
+            both = both[both > 0]
+            # log-spaced bins (the x axis is logarithmic): devices a thousand times apart share one chart
+            lo, hi = (float(both.min()), float(both.max())) if len(both) else (1.0, 10.0)
+            edges = np.geomspace(lo / 1.05, max(hi, lo * 1.01) * 1.05, 49)
             top = 0.0
             for i, x in enumerate(finite):
-                counts, _ = np.histogram(np.minimum(x, edges[-1]), edges)
+                counts, _ = np.histogram(np.clip(x, edges[0], edges[-1]), edges)
                 share = 100.0 * counts / max(len(x), 1)
                 top = max(top, float(share.max()) if len(share) else 0.0)
                 line = self._line("hist_" + key, plot, i)
-                line.setData(edges, share, stepMode="center")
+                line.setData(edges, share, stepMode="center")  # the log-x plot takes log10 itself
             self._clear_extra("hist_" + key, len(finite))
             set_title(plot, f"{key.upper()} distribution (simulated)" if sims else
                       f"{key.upper()} distribution: press Simulate")
             empty_state(plot, not sims, "nothing to plot: not simulated yet" if self.answers else
                         "nothing to plot: no device selected", f"{key.upper()} (ms)", ("bottom", "left"))
-            set_range(plot, (0, edges[-1] if sims else 1), (0, top * 1.1 if top else 1))
+            set_range(plot, (np.log10(edges[0]), np.log10(edges[-1])) if sims else (0, 1),
+                      (0, top * 1.1 if top else 1))
 
     # -- hover
     def locate(self, key: str, x: float, y: float):
@@ -347,6 +352,12 @@ class ServingPanel(AnalysisPanel):
     def csv_table(self):
         self._up_to_date()
         return table_rows(self.names, self.answers, self.simulated)
+
+
+def _short(device) -> str:
+    """A device's name without its vendor's (the charts' keys are narrow)."""
+    name, vendor = device.name, getattr(device, "vendor", "") or ""
+    return name[len(vendor) + 1:] if vendor and name.lower().startswith(vendor.lower() + " ") else name
 
 
 def _same_inputs(a, b) -> bool:

@@ -7,7 +7,16 @@ from __future__ import annotations
 from dataclasses import replace
 
 from PySide6.QtCore import QObject
-from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel, QSpinBox, QWidget
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QHBoxLayout,
+    QLabel,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
 
 from explorer.core.serving.workload import ARRIVALS, PERCENTILES
 from explorer.core.session.commands import SetServing
@@ -37,10 +46,15 @@ class ServingControls(QObject):
         super().__init__(parent)
         self.workspace = workspace
         self.error = ""
-        self.row = QWidget()
-        lay = QHBoxLayout(self.row)
-        lay.setContentsMargins(0, 0, 0, 0)
-        lay.setSpacing(4)
+        self.row = QWidget()  # two lines: the workload and service levels, then the engine's settings
+        rows = QVBoxLayout(self.row)
+        rows.setContentsMargins(0, 0, 0, 0)
+        rows.setSpacing(2)
+        first, self.engine_row = QHBoxLayout(), QHBoxLayout()
+        for line in (first, self.engine_row):
+            line.setSpacing(4)
+            rows.addLayout(line)
+        lay = first
         self.numbers: dict[str, QSpinBox | QDoubleSpinBox] = {}
         for name, label, lo, hi, decimals, suffix, tip in NUMBERS:
             box = QSpinBox() if decimals is None else QDoubleSpinBox()
@@ -53,6 +67,9 @@ class ServingControls(QObject):
             box.valueChanged.connect(lambda v, name=name: self._number(name, v))
             text = QLabel(f"{label}:")
             text.setToolTip(tip)
+            if name == "max_batch":
+                lay.addStretch(1)
+                lay = self.engine_row
             lay.addWidget(text)
             lay.addWidget(box)
             self.numbers[name] = box
@@ -69,7 +86,6 @@ class ServingControls(QObject):
                 self.chunked.setToolTip("Chunk prompts into the decode steps (vLLM enable_chunked_prefill)")
                 self.chunked.toggled.connect(lambda on: self.set(chunked=bool(on), text="chunked prefill"))
                 lay.addWidget(self.chunked)
-        lay.addStretch(1)
         self.sync()
 
     def _slo_widgets(self, lay) -> None:
