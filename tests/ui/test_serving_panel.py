@@ -138,3 +138,30 @@ def test_the_apps_report_export_has_the_serving_section(qtbot, tmp_path):
     qtbot.waitUntil(lambda: job.done, timeout=60000)
     assert job.error is None and (tmp_path / "r-serving.csv").exists()
     assert "analytic at knee" in (tmp_path / "r-serving.csv").read_text()
+
+
+def test_the_planner_sizes_a_serving_fleet_per_device(qtbot):
+    from explorer.core.serving.fleet import size_fleet
+    from explorer.ui.planner.planner_panel import PlannerPanel
+
+    ws = _ws("nvidia-l4", "nvidia-h100-sxm5")
+    ws.execute(SetServing(ServingChoice(rate=40.0)))
+    planner = PlannerPanel(ws)
+    qtbot.addWidget(planner)
+    planner.resize(1200, 900)
+    planner.show()
+    qtbot.waitExposed(planner)
+    box = planner.serving_fleet
+    qtbot.waitUntil(lambda: box.table.rowCount() == 2, timeout=20000)
+    r = ws.results
+    core = size_fleet(r.serving_choice.workload, r.serving_setups, ws.devices, r.serving_choice.slo)
+    assert box.table.item(0, 0).text() == core[0].name == "NVIDIA H100 SXM5 80GB"
+    assert int(box.table.item(0, 2).text()) == core[0].replicas >= 2
+    assert box.table.item(1, 1).text() == "none" and "service levels" in box.table.item(1, 8).text()
+    assert "USD/M tokens" in box.table.horizontalHeaderItem(6).text() and "40 requests/s" in box.caption.text()
+    ws.execute(SetServing(ServingChoice(rate=80.0)))
+    qtbot.waitUntil(lambda: box.table.item(0, 2) is not None and
+                    int(box.table.item(0, 2).text()) == size_fleet(ws.results.serving_choice.workload,
+                                                                   ws.results.serving_setups, ws.devices,
+                                                                   ws.results.serving_choice.slo)[0].replicas,
+                    timeout=20000)

@@ -30,6 +30,7 @@ from explorer.core.parallel.comm_roof import CommRoofView, comm_roof_for
 from explorer.core.parallel.compare import SystemResult, size_on_systems
 from explorer.core.parallel.layout_cost import LayoutCost, layout_cost
 from explorer.core.parallel.system_pass import Options
+from explorer.core.serving.fleet import size_fleet
 from explorer.core.serving.serve import ServingAnswer, answer, device_setup
 
 from .serving_choice import SURFACE_FIELDS, ServingChoice
@@ -60,6 +61,9 @@ DEPENDS: dict[str, tuple[str, ...]] = {
                        "assumptions.kv_cache", *(f"serving.{name}" for name in SURFACE_FIELDS)),
     # per device: the analytic serving answer (estimate at the rate, load curve) under the state's serving part
     "serving": ("serving_setups", *(f"serving.{f.name}" for f in fields(ServingChoice))),
+    # per device: the fewest replicas meeting the serving part's service levels at its rate, and their cost
+    "serving_fleet": ("serving_setups", *(f"serving.{f.name}" for f in fields(ServingChoice)), "requirements.price",
+                      "assumptions.years", "assumptions.electricity_usd_per_kwh", "assumptions.pue"),
     # the same for a workload given as arguments (the command line's, outside a session)
     "serving_for": ("model", "devices", "assumptions.precision", "assumptions.weights", "assumptions.activations",
                     "assumptions.kv_cache", "args"),
@@ -292,6 +296,16 @@ class Results:
         s = self.serving_choice
         setups = self.serving_setups
         return self._get("serving", lambda: tuple(answer(s.workload, setup, s.slo) for setup in setups))
+
+    @property
+    def serving_fleet(self) -> tuple:
+        """Per device, cheapest first: the replicas meeting the serving part's service levels at its rate and their
+        cost (:func:`explorer.core.serving.fleet.size_fleet`); empty without devices."""
+        s, a = self.serving_choice, self.state.assumptions
+        setups = self.serving_setups
+        return self._get("serving_fleet", lambda: size_fleet(
+            s.workload, setups, self.devices, s.slo, self.state.requirements.price, a.years,
+            a.electricity_usd_per_kwh, a.pue))
 
     def serving_for(self, workload, slo, policy=None, device_index: int = 0) -> ServingAnswer | None:
         """The analytic serving answer for a workload, service levels and policy given as arguments (outside the

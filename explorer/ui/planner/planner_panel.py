@@ -37,6 +37,8 @@ from explorer.ui.binding import bind_many
 from explorer.ui.widgets.on_screen import OnScreenUpdate
 from explorer.ui.widgets.quantity_edit import ERROR_STYLE, QuantityEdit
 
+from .serving_fleet import ServingFleetBox
+
 STATUS_COLORS = {"pass": "#1B7F3B", "fail": "#B00020", "n/a": "#6B6B6B", "unknown": "#9A6700"}
 STATUS_FILL = {"pass": "#E6F4EA", "fail": "#FCE8EA", "n/a": "#F1F1F1", "unknown": "#FFF4DB"}
 RESULT_COLUMNS = ("#", "Device", "Units", "Memory", "Latency floor", "Compute", "Capital", "Electricity", "TCO",
@@ -133,6 +135,8 @@ class PlannerPanel(QWidget):
         # columns are fitted once per plan (ResizeToContents would measure the whole column on every cell set)
         self.table.horizontalHeader().setStretchLastSection(True)
         outer.addWidget(self.table, 1)
+        self.serving_fleet = ServingFleetBox(workspace, self)  # the serving rows (explorer/ui/planner/serving_fleet.py)
+        outer.addWidget(self.serving_fleet)
 
         self._edited_field = ""  # the field the user changed since the last commit ('' for none)
         self.target.textChanged.connect(functools.partial(self._edited, "target"))
