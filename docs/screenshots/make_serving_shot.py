@@ -9,7 +9,8 @@ The app is built as ``python -m explorer`` builds it (a fresh catalog in a scrat
 workspace: the Llama-3-8B template at FP16 on the shipped catalog's NVIDIA L4, A100 SXM4 80GB and H100 SXM5; the
 Serving panel's workload 0.8 requests/s (Poisson), 1024 input and 256 output tokens, TTFT P90 <= 500 ms and TPOT P90
 <= 50 ms, the engine's defaults (max batch 256, 90 % of memory, blocks of 16 tokens, no chunked prefill). The
-Simulate button is pressed and the shot taken once the histograms are drawn.
+Simulate button is pressed and the shot taken once the histograms are drawn. With the arguments ``NAME.png planner``
+the procurement planner is shown instead, its serving rows sizing the fleet for that workload at 40 requests/s.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,12 +49,19 @@ def main() -> int:
     ws = window.workspace
     ws.execute(SetModel(get_template("llama3-8b").build()))
     ws.select_devices(DEVICES)
-    ws.execute(SetServing(CHOICE))
+    planner = len(sys.argv) > 2 and sys.argv[2] == "planner"  # the planner's serving rows instead, at 40 req/s
+    ws.execute(SetServing(replace(CHOICE, rate=40.0) if planner else CHOICE))
     panel = next(d.widget() for d in window.panel_docks if isinstance(d.widget(), ServingPanel))
     dock = next(d for d in window.panel_docks if d.widget() is panel)
     # the catalog and layers above take most of the height: give the analysis docks most of it
     window.resizeDocks([dock], [880], Qt.Orientation.Vertical)
     dock.raise_()
+    if planner:
+        QTimer.singleShot(1000, lambda: window.planner.parentWidget().raise_())
+        QTimer.singleShot(1500, lambda: window.planner.serving_fleet.refresh())
+        QTimer.singleShot(6000, lambda: (subprocess.run(["import", "-window", "root", str(OUT)], check=True),
+                                         print(f"wrote {OUT}"), app.quit()))
+        return app.exec()
 
     def simulate():
         panel.flush()

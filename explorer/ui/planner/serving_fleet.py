@@ -36,7 +36,7 @@ def _cell(v) -> str:
         return v
     if not math.isfinite(v):
         return "\u2014"
-    return f"{v:,.4g}" if abs(v) < 1e5 else f"{v:,.0f}"
+    return f"{v:,.4g}" if abs(v) < 1e3 else f"{v:,.0f}"
 
 
 class ServingFleetBox(QGroupBox):
