@@ -165,3 +165,11 @@ def test_the_planner_sizes_a_serving_fleet_per_device(qtbot):
                                                                    ws.results.serving_setups, ws.devices,
                                                                    ws.results.serving_choice.slo)[0].replicas,
                     timeout=20000)
+
+
+def test_a_model_that_leaves_no_kv_cache_says_so(qtbot):
+    ws = Workspace(get_template("llama3-70b").build(), lambda wanted: [DEVICES[i] for i in wanted if i in DEVICES])
+    ws.select_devices(("nvidia-l4",))
+    p = make(qtbot, ServingPanel, ws, (1200, 800))
+    assert p.workspace.results.serving[0].setup.memory.blocks < 1
+    assert "L4 24GB: no stable load (the weights leave no room for a KV cache)" in p.message.text()

@@ -163,6 +163,11 @@ class ServingPanel(AnalysisPanel):
         c = self.workspace.results.serving_choice
         note = (f"Workload: {c.describe()}. Analytic estimate (circle: the workload's rate; star: the highest rate "
                 f"meeting every service level). One replica per device.")
+        none = [f"{n}: no stable load (" + ("the weights leave no room for a KV cache" if a.setup.memory.blocks < 1
+                                          else "not even one request at a time keeps up") + ")"
+                for n, a in zip(self.short, self.answers) if not a.curve.capacity > 0]
+        if none:
+            note += " " + "; ".join(none) + "."
         if self.simulator.running:
             note += " Simulating\u2026"
         elif self.simulated:
