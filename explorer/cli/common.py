@@ -8,6 +8,7 @@ from pathlib import Path
 
 from explorer.core.hardware.device_file import DEVICE_FILE_SUFFIXES
 from explorer.core.importers import suffixes
+from explorer.core.money import parse_money
 from explorer.core.session.project import SUFFIX as PROJECT_SUFFIX
 from explorer.core.units import UnitError, parse_si
 
@@ -55,7 +56,11 @@ def parse_pairs(items: list[str], option: str, kind: str) -> dict[str, float]:
         if not sep or not dev.strip() or not value.strip():
             raise CliError(f"{option}: expected DEV=VALUE, got {item!r}")
         try:
-            out[dev.strip()] = parse_si(value, kind, f"{option} {dev.strip()}")
+            if kind in ("money", "money_rate"):  # one reader for money: "$30k", "1.2M USD", "$4.10/h"
+                out[dev.strip()] = float(parse_money(value, f"{option} {dev.strip()}", rate=kind == "money_rate")
+                                         .to("USD" if kind == "money" else "USD/s").magnitude)
+            else:
+                out[dev.strip()] = parse_si(value, kind, f"{option} {dev.strip()}")
         except UnitError as exc:
             raise CliError(str(exc)) from None
     return out

@@ -3,14 +3,26 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
+from ..core.analysis.batch_search import DEFAULT_CAP, BatchSearch, search_batch
 from ..core.analysis.cost import CostAssumptions
 from ..core.analysis.evaluate import evaluate
-from ..core.analysis.procurement import PlanResult, Requirements, format_usd, parse_latency, parse_rate
+from ..core.analysis.procurement import (
+    RANK_BASES,
+    PlanResult,
+    Requirements,
+    format_usd,
+    parse_latency,
+    parse_rate,
+)
+from ..core.analysis.sensitivity import Sensitivity, sensitivity
+from ..core.money import parse_usd
 from ..core.session.results import Results
 from ..core.units import UnitError, format_si, parse_quantity, parse_si
+from ..report.sensitivity_section import break_even_table, sensitivity_table
 from .analyze_cmd import add_workload_args, workload_from_args
-from .common import CliError, parse_pairs, print_json
+from .common import CliError, parse_pairs, print_json, text_table
 from .tensor_args import formats_from_args
 
 
@@ -24,6 +36,12 @@ def add_parser(sub) -> None:
                    help="size on systems instead of devices: a system id or file (repeatable); each system's "
                         "layouts, the fewest devices that meet the target and the latency limit")
     add_requirement_args(p, target_required=True)
+    p.add_argument("--search-batch", nargs="?", type=int, const=DEFAULT_CAP, default=None, metavar="CAP",
+                   help="instead of --batch, run each device at the power of two up to CAP (default "
+                        f"{DEFAULT_CAP}) that meets --latency at the lowest cost, and say why")
+    p.add_argument("--sensitivity", action="store_true",
+                   help="add how the ranking changes with prices +/-20 %%, utilization 30-90 %%, the electricity "
+                        "price (x0.5, x2) and the horizon (1, 3, 5 years), and the buy vs rent break-even per device")
     p.add_argument("--json", action="store_true", help="print one JSON object (SI units, USD)")
     p.set_defaults(func=run)
 
@@ -46,10 +64,16 @@ def add_requirement_args(p, target_required: bool) -> None:
     p.add_argument("--pue", type=float, default=1.3, help="power usage effectiveness, >= 1 (default 1.3)")
     p.add_argument("--utilization", type=float, default=0.6,
                    help="average duty cycle for energy and cost per million, in (0, 1] (default 0.6)")
-    p.add_argument("--price", action="append", default=[], metavar="DEV=USD",
-                   help='a quote replacing the catalog price, e.g. nvidia-h100-sxm5="30000 USD" (repeatable)')
-    p.add_argument("--cloud-price", action="append", default=[], metavar="DEV=USD/h",
-                   help='cloud price per unit-hour, e.g. nvidia-h100-sxm5="4.10 USD/h" (repeatable)')
+    p.add_argument("--rank", choices=RANK_BASES, default="buy",
+                   help="rank by buy (the TCO of owning), rent (the same units rented around the clock for the "
+                        "horizon) or cheaper (the cheaper of the two per device; a rent-only device is ranked by "
+                        "rent); default buy")
+    p.add_argument("--quote", "--price", dest="price", action="append", default=[], metavar="DEV=USD",
+                   help='a purchase quote replacing the catalog price, e.g. nvidia-h100-sxm5="$30k" or "30000 USD" '
+                        "(repeatable)")
+    p.add_argument("--rent", "--cloud-price", dest="cloud_price", action="append", default=[], metavar="DEV=USD/h",
+                   help='a rent price per unit-hour replacing the catalog cloud price, e.g. nvidia-h100-sxm5="$4.10/h" '
+                        "(repeatable)")
 
 
 def _quantity(text: str | None, kind: str, option: str) -> float | None:
@@ -59,6 +83,34 @@ def _quantity(text: str | None, kind: str, option: str) -> float | None:
         return parse_si(text, kind, option)
     except UnitError as exc:
         raise CliError(str(exc)) from None
+
+
+def _money(text: str | None, option: str) -> float | None:
+    if text is None:
+        return None
+    try:
+        return parse_usd(text, option)
+    except UnitError as exc:
+        raise CliError(str(exc)) from None
+
+
+def with_project_quotes(req: Requirements, model_arg: str, ids: set[str]) -> Requirements:
+    """When MODEL is a project file, its quotes (the one store, with their sources) for the devices given, under
+    the quotes of --quote and --rent, which win."""
+    from pathlib import Path
+
+    from ..core.session.project import SUFFIX, load_project
+
+    if Path(model_arg).suffix.lower() != SUFFIX or not Path(model_arg).exists():
+        return req
+    stored = load_project(model_arg).requirements  # already read once by MODEL: a bad file stopped there
+    fields = {}
+    for name in ("price", "cloud_price"):
+        given = getattr(req, name)
+        quotes = {k: v for k, v in getattr(stored, name).items() if k in ids and k not in given}
+        notes = {k: v for k, v in getattr(stored, f"{name}_source").items() if k in quotes}
+        fields[name], fields[f"{name}_source"] = {**quotes, **given}, notes
+    return replace(req, **fields)
 
 
 def prepare(args):
@@ -81,10 +133,12 @@ def prepare(args):
         costs = CostAssumptions(years=args.years, electricity_usd_per_kwh=electricity, pue=args.pue,
                                 utilization=args.utilization)
         req = Requirements(target=target, target_unit=unit, latency=latency,
-                           budget=_quantity(args.budget, "money", "--budget"), budget_covers=args.budget_covers,
+                           budget=_money(args.budget, "--budget"), budget_covers=args.budget_covers,
                            power_cap=_quantity(args.power_cap, "power", "--power-cap"), power_scope=args.power_scope,
-                           price=parse_pairs(args.price, "--price", "money"),
-                           cloud_price=parse_pairs(args.cloud_price, "--cloud-price", "money_rate"))
+                           price=parse_pairs(args.price, "--quote", "money"),
+                           cloud_price=parse_pairs(args.cloud_price, "--rent", "money_rate"),
+                           rank_by=getattr(args, "rank", "buy"))
+        req = with_project_quotes(req, args.model, {d.id for d in devices})
     except ValueError as exc:
         raise CliError(str(exc)) from None
     analysis = evaluate(model, devices, args.precision, ctx, formats=formats_from_args(args))
@@ -92,7 +146,7 @@ def prepare(args):
         i, msg = analysis.table.errors[0]
         raise CliError(f"layer {i} ({model.layers[i].name or model.layers[i].kind}): {msg}")
     ids = set(analysis.devices.ids)
-    for option, given in (("--price", req.price), ("--cloud-price", req.cloud_price)):
+    for option, given in (("--quote", req.price), ("--rent", req.cloud_price)):
         unknown = sorted(set(given) - ids)
         if unknown:
             raise CliError(f"{option}: {', '.join(unknown)} is not one of the devices ({', '.join(sorted(ids))})")
@@ -105,15 +159,69 @@ def run(args) -> int:
 
         return run_plan_systems(args)
     analysis, req, costs = prepare(args)
+    search = None
     try:
-        result = Results.of_analysis(analysis, costs, req).plan
+        if getattr(args, "search_batch", None) is not None:
+            search = search_batch(analysis.model, analysis.devices, analysis.precision, analysis.ctx, req, costs,
+                                  cap=args.search_batch)
+            result = search.result
+        else:
+            result = Results.of_analysis(analysis, costs, req).plan
     except ValueError as exc:
-        raise CliError(str(exc)) from None
+        raise CliError(str(exc).replace("max_batch:", "--search-batch:")) from None
+    sens = None
+    if getattr(args, "sensitivity", False):
+        if search is not None:
+            raise CliError("--sensitivity: give it without --search-batch (it varies the plan at one batch)")
+        try:
+            sens = sensitivity(analysis, req, costs)
+        except ValueError as exc:
+            raise CliError(str(exc)) from None
     if args.json:
-        print_json(plan_json(result))
+        data = plan_json(result)
+        if search is not None:
+            data["batch_search"] = search_json(search)
+        if sens is not None:
+            data["sensitivity"] = sensitivity_json(sens)
+        print_json(data)
     else:
-        print_plan(result)
+        print_plan(result, search)
+        if sens is not None:
+            print()
+            print_sensitivity(sens)
     return 0
+
+
+def sensitivity_json(s: Sensitivity) -> dict:
+    return {
+        "scenarios": [{"group": x.group, "label": x.label, "best": x.best or None, "order": list(x.order),
+                       "rank_cost_usd": {k: _num(v) for k, v in x.cost.items()}, "changed": x.changed}
+                      for x in s.scenarios],
+        "stable": s.stable,
+        "break_even": [{"id": b.id, "price_usd": _num(b.price), "rent_usd_per_hour": _num(b.rent_per_hour),
+                        "electricity_usd_per_hour": _num(b.electricity_per_hour),
+                        "hours": _num(b.hours), "months": _num(b.months),
+                        "breaks_even": None if math.isnan(b.hours) else math.isfinite(b.hours),
+                        "verdict": b.verdict or None} for b in s.break_even],
+    }
+
+
+def print_sensitivity(s: Sensitivity) -> None:
+    print(f"sensitivity ({s.baseline.requirements.rank_by} ranking; "
+          f"{'the same #1 in every scenario' if s.stable else 'the #1 changes in some scenarios'}):")
+    print(text_table(*sensitivity_table(s)))
+    print()
+    print("buy vs rent break-even (owning is cheaper after price / (rent - electricity) per unit-hour):")
+    print(text_table(*break_even_table(s)))
+
+
+def search_json(s: BatchSearch) -> dict:
+    """The batch search's grid (rows: batches; columns: devices) and its choice per device."""
+    return {"batches": list(s.batches), "device_ids": list(s.ids),
+            "rank_cost_usd": [[_num(x) for x in row] for row in s.rank_cost],
+            "latency_s": [[_num(x) for x in row] for row in s.latency],
+            "feasible": s.feasible.tolist(),
+            "chosen": dict(zip(s.ids, s.chosen)), "why": dict(zip(s.ids, s.why))}
 
 
 def _num(x) -> float | None:
@@ -126,7 +234,7 @@ def plan_json(r: PlanResult) -> dict:
     return {
         "requirements": {"target": req.target, "target_unit": r.unit, "latency_s": req.latency, "budget_usd": req.budget,
                          "budget_covers": req.budget_covers, "power_cap_w": req.power_cap,
-                         "power_scope": req.power_scope},
+                         "power_scope": req.power_scope, "rank_by": req.rank_by},
         "assumptions": {"years": cost.years, "electricity_usd_per_kwh": cost.electricity_usd_per_kwh,
                         "pue": cost.pue, "utilization": cost.utilization,
                         "notes": {topic: text for topic, text in r.assumptions}},
@@ -142,15 +250,20 @@ def plan_json(r: PlanResult) -> dict:
             "breaks_even": None if math.isnan(d.break_even_hours) else math.isfinite(d.break_even_hours),
             "buy_or_rent": d.buy_or_rent or None, "within_budget": d.within_budget, "within_power": d.within_power,
             "missing": list(d.missing),
+            "rank_basis": d.rank_basis or None, "rank_cost_usd": _num(d.rank_cost),
+            "rank_cost_per_million_usd": _num(d.rank_cost_per_million), "lacks": list(d.lacks),
+            "batch": d.batch or r.analysis.ctx.batch,
         } for d in r.ranked],
     }
 
 
-def print_plan(r: PlanResult) -> None:
+def print_plan(r: PlanResult, search: BatchSearch | None = None) -> None:
     req = r.requirements
     a = r.analysis
     target = f"{req.target:,.0f} {r.unit}" if req.target is not None else "none (one replica per device)"
-    print(f"{a.model.name}: {a.ctx.phase}, batch {a.ctx.batch}, {a.precision}; target {target}"
+    batch = (f"batch searched over {search.batches[0]}-{search.batches[-1]} per device" if search is not None
+             else f"batch {a.ctx.batch}")
+    print(f"{a.model.name}: {a.ctx.phase}, {batch}, {a.precision}; target {target}"
           + (f", latency limit {format_si(req.latency, 's', 3)}" if req.latency else "")
           + (f", budget {format_usd(req.budget)} ({req.budget_covers})" if req.budget else "")
           + (f", power cap {format_si(req.power_cap, 'W', 3)} per {req.power_scope}" if req.power_cap else ""))
@@ -171,3 +284,5 @@ def print_plan(r: PlanResult) -> None:
                   f"{format_usd(d.cloud_cost)} over the horizon)")
         if d.missing:
             print(f"   missing: {', '.join(d.missing)}")
+        if d.lacks:
+            print(f"   no {' and no '.join(d.lacks)} (catalog or quote)")

@@ -35,10 +35,10 @@ def run_plan_systems(args) -> int:
                        f"{'tokens/s' if ctx.phase == 'decode' else 'inferences/s'}")
     systems = [resolve_system(spec, 1) for spec in dict.fromkeys(args.system)]
     devices = {d.id: d for d in resolve_devices(sorted({s.device_id for s in systems}), getattr(args, "db", None))}
-    price = parse_pairs(args.price, "--price", "money")
+    price = parse_pairs(args.price, "--quote", "money")
     unknown = sorted(set(price) - set(devices))
     if unknown:
-        raise CliError(f"--price: {', '.join(unknown)} is not the device of any --system ({', '.join(sorted(devices))})")
+        raise CliError(f"--quote: {', '.join(unknown)} is not the device of any --system ({', '.join(sorted(devices))})")
     results = size_on_systems(model, [(s, devices[s.device_id]) for s in systems], args.precision, ctx,
                               formats_from_args(args))
     plans = size_fleet(results, target, latency, price)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from .analyze_cmd import add_workload_args
 from .common import CliError
 from .plan_cmd import add_requirement_args, prepare
+from .report_training import add_training_args, training_section
 from .report_serving import add_args as add_serving_args
 from .report_serving import choice_from_args, section_from_args
 
@@ -19,12 +22,17 @@ def add_parser(sub) -> None:
                    help="add a Systems section: the model on this system (id or file; repeatable), its best layout "
                         "and communication breakdown, and with --target the fleet sized on it; without --device the "
                         "systems' devices are compared")
+    add_training_args(p)
     add_requirement_args(p, target_required=False)
     add_serving_args(p)
     p.add_argument("--out", "-o", required=True, metavar="FILE",
-                   help="report.pdf, report.html or report.csv (CSV also writes FILE-layers.csv)")
-    p.add_argument("--format", choices=("pdf", "html", "csv"), default=None,
+                   help="report.pdf, report.html, report.csv (CSV also writes FILE-layers.csv, and FILE-systems.csv "
+                        "and FILE-training.csv with those sections) or report.xlsx")
+    p.add_argument("--format", choices=("pdf", "html", "csv", "xlsx"), default=None,
                    help="the format when FILE's extension does not say it")
+    p.add_argument("--xlsx", action="store_true",
+                   help="also write an XLSX workbook (one sheet per table) beside FILE, as FILE with the suffix "
+                        ".xlsx (a FILE.xlsx is that workbook alone)")
     p.add_argument("--title", default=None, help="the report's title (default: the model and device count)")
     p.set_defaults(func=run)
 
@@ -34,6 +42,9 @@ def run(args) -> int:
 
     try:
         fmt = format_of(args.out, args.format)
+        xlsx = Path(args.out).with_suffix(".xlsx") if args.xlsx and fmt != "xlsx" else None
+        if xlsx is not None:
+            check_writable(xlsx)
         check_writable(args.out)
     except ReportError as exc:
         raise CliError(str(exc)) from None
@@ -43,15 +54,25 @@ def run(args) -> int:
         from .system_cmd import resolve_system
 
         systems = [resolve_system(spec, 1) for spec in dict.fromkeys(args.system)]
-        if not args.device:
-            args.device = list(dict.fromkeys(s.device_id for s in systems))
+    trained = []
+    if args.train:
+        from .system_cmd import resolve_system
+
+        trained = [resolve_system(spec, 1) for spec in dict.fromkeys(args.train)]
+    if not args.device and (systems or trained):
+        args.device = list(dict.fromkeys(s.device_id for s in (*systems, *trained)))
     analysis, req, costs = prepare(args)
     section = _systems_section(systems, analysis, req) if systems else None
+    training = training_section(trained, analysis, costs, _devices_of(trained, analysis), args) if trained else None
     serving = section_from_args(args, analysis)
     try:
         data = build_report(analysis, costs, req, title=args.title,
-                            **({"systems": section} if section else {}), **({"serving": serving} if serving else {}))
+                            **({"systems": section} if section else {}),
+                            **({"training": training} if training else {}),
+                            **({"serving": serving} if serving else {}))
         written = write_report(data, args.out, fmt)
+        if xlsx is not None:
+            written += write_report(data, xlsx, "xlsx")
     except ReportError as exc:
         raise CliError(str(exc)) from None
     except ValueError as exc:
@@ -59,6 +80,16 @@ def run(args) -> int:
     for path in written:
         print(f"wrote {path}")
     return 0
+
+
+def _devices_of(systems, analysis) -> dict:
+    """The devices of ``systems`` by id: those of the analysis, the others from the catalog."""
+    from .resolve import resolve_devices
+
+    devices = {d.id: d for d in analysis.devices.devices}
+    missing = sorted({s.device_id for s in systems} - set(devices))
+    devices.update({d.id: d for d in resolve_devices(missing, None)} if missing else {})
+    return devices
 
 
 def _systems_section(systems, analysis, req):

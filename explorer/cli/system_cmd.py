@@ -10,6 +10,7 @@ import numpy as np
 
 from ..core.hardware.system import System
 from ..core.hardware.system_file import SystemFileError, load_system_file
+from ..core.money import parse_usd
 from ..core.parallel.collectives import ALGORITHMS
 from ..core.parallel.compare import OBJECTIVES, choose
 from ..core.parallel.layout import Layout, LayoutError, candidates, check, why_none
@@ -22,7 +23,7 @@ from ..core.parallel.system_pass import (
     analyze_system,
     model_shape,
 )
-from ..core.units import UnitError, format_bytes, format_si, parse_si
+from ..core.units import UnitError, format_bytes, format_si
 from .common import CliError, is_path, text_table
 
 DEGREES = ("tp", "pp", "ep", "dp", "microbatches")
@@ -125,7 +126,7 @@ def run_system(args, model, ctx, formats) -> int:
     quotes = {}
     if getattr(args, "price", None) is not None:
         try:
-            usd = parse_si(args.price, "money", "--price")
+            usd = parse_usd(args.price, "--price")  # "$30k", "30000 USD", "1.2M USD"
         except UnitError as exc:
             raise CliError(str(exc)) from None
         if not (math.isfinite(usd) and usd > 0):

@@ -104,6 +104,31 @@ def _normalize(text: str) -> str:
     return out
 
 
+_MULTIPLIER = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "mn": 1e6, "B": 1e9, "bn": 1e9}
+_PERIOD = {"s": "second", "sec": "second", "second": "second", "min": "minute", "minute": "minute", "h": "hour",
+           "hr": "hour", "hour": "hour", "d": "day", "day": "day", "mo": "month", "month": "month", "y": "year",
+           "yr": "year", "year": "year"}
+_MONEY = re.compile(
+    r"(?P<pre>US\$|\$|USD)?\s*(?P<num>[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\s*(?P<mult>bn|mn|[kKMB])?\s*"
+    r"(?P<post>USD|usd|US\$|\$|dollars?)?\s*(?:(?:/|\bper\b)\s*(?P<per>[a-z]+))?")
+
+
+def canonical_money(text: str, bare_unit: str | None = None) -> str | None:
+    """A money or rate text in the forms people write (``"$30,000"``, ``"30k USD"``, ``"1.2M USD"``,
+    ``"$4.10/h"``, ``"4.10 USD per hour"``) rewritten as pint reads it (``"30000.0 USD"``, ``"4.1 USD/hour"``);
+    None when ``text`` is not in those forms. ``k`` = 10^3, ``M`` = 10^6, ``B`` = 10^9. The currency must be
+    written unless ``bare_unit`` (e.g. "USD" or "USD/h") says what a bare number means."""
+    m = _MONEY.fullmatch(str(text).strip().replace(",", ""))
+    if not m or (m["pre"] and m["post"]) or (m["per"] and m["per"] not in _PERIOD):
+        return None
+    amount = float(m["num"]) * _MULTIPLIER[m["mult"] or ""]
+    if m["pre"] or m["post"]:
+        return f"{amount!r} USD" + (f"/{_PERIOD[m['per']]}" if m["per"] else "")
+    if bare_unit is None or m["per"]:
+        return None
+    return f"{amount!r} {bare_unit}"
+
+
 def parse_quantity(value: object, kind: str, field: str) -> pint.Quantity:
     """Parse ``"3.35 TB/s"`` (or a pint Quantity) as a quantity of ``kind``; raise UnitError naming ``field``."""
     expected = KINDS[kind]
@@ -113,6 +138,11 @@ def parse_quantity(value: object, kind: str, field: str) -> pint.Quantity:
         if re.search(r"\dKB\b|\bKB\b", value):
             raise UnitError(field, f"'{value}': 'KB' is ambiguous; write kB (1000 B) or KiB (1024 B)")
         text = _normalize(value)
+        if kind in ("money", "money_rate"):  # "$30k", "1.2M USD", "$4.10/h": see canonical_money
+            canon = canonical_money(value)
+            if canon is None and canonical_money(value, bare_unit="USD") is not None:
+                raise UnitError(field, f"'{value}' has no currency; write it with one, e.g. '{expected.example}'")
+            text = canon or text
         if not text:
             raise UnitError(field, f"is empty; expected a {kind} such as '{expected.example}'")
         try:

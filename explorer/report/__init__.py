@@ -17,7 +17,7 @@ from ..core.analysis.evaluate import ModelAnalysis
 from ..core.analysis.procurement import Requirements
 from .build import ReportData, build_report
 
-FORMATS = {".pdf": "pdf", ".html": "html", ".htm": "html", ".csv": "csv"}
+FORMATS = {".pdf": "pdf", ".html": "html", ".htm": "html", ".csv": "csv", ".xlsx": "xlsx"}
 Progress = Callable[[float, str], None]
 
 __all__ = ["FORMATS", "ReportData", "ReportError", "build_report", "check_writable", "export_report", "format_of",
@@ -30,12 +30,12 @@ class ReportError(ValueError):
 
 def format_of(path: str | Path, fmt: str | None = None) -> str:
     if fmt is not None:
-        if fmt not in ("pdf", "html", "csv"):
-            raise ReportError(f"format: expected pdf, html or csv, got {fmt!r}")
+        if fmt not in ("pdf", "html", "csv", "xlsx"):
+            raise ReportError(f"format: expected pdf, html, csv or xlsx, got {fmt!r}")
         return fmt
     suffix = Path(path).suffix.lower()
     if suffix not in FORMATS:
-        raise ReportError(f"{path}: unknown report format '{suffix or '(none)'}'; use .pdf, .html or .csv")
+        raise ReportError(f"{path}: unknown report format '{suffix or '(none)'}'; use .pdf, .html, .csv or .xlsx")
     return FORMATS[suffix]
 
 
@@ -78,17 +78,24 @@ def write_report(data: ReportData, path: str | Path, fmt: str | None = None,
         report(0.4, "Laying out the PDF")
         _write(path, render_pdf(data))
         return [path]
+    if fmt == "xlsx":
+        from .xlsx_export import render_xlsx
+
+        report(0.4, "Writing the XLSX workbook")
+        _write(path, render_xlsx(data))
+        return [path]
     if fmt == "html":
         from .html import render_html
 
         report(0.4, "Writing the HTML")
         _write(path, render_html(data))
         return [path]
-    from .csv_export import layers_csv, layers_path, serving_csv, sibling_path, summary_csv, systems_csv
+    from .csv_export import layers_csv, layers_path, serving_csv, sibling_path, summary_csv, systems_csv, training_csv
 
     report(0.4, "Writing the CSV tables")
     layers = check_writable(layers_path(path))
     systems = check_writable(sibling_path(path, "systems")) if data.systems else None
+    training = check_writable(sibling_path(path, "training")) if data.training else None
     serving = check_writable(sibling_path(path, "serving")) if data.serving else None
     _write(path, summary_csv(data))
     _write(layers, layers_csv(data))
@@ -96,6 +103,9 @@ def write_report(data: ReportData, path: str | Path, fmt: str | None = None,
     if systems is not None:
         _write(systems, systems_csv(data))
         written.append(systems)
+    if training is not None:
+        _write(training, training_csv(data))
+        written.append(training)
     if serving is not None:
         _write(serving, serving_csv(data))
         written.append(serving)
@@ -104,14 +114,14 @@ def write_report(data: ReportData, path: str | Path, fmt: str | None = None,
 
 def export_report(analysis: ModelAnalysis, assumptions: CostAssumptionsLike, path: str | Path,
                   requirements: Requirements | None = None, fmt: str | None = None,
-                  progress: Progress | None = None, systems=None, serving=None) -> list[Path]:
+                  progress: Progress | None = None, systems=None, training=None, serving=None) -> list[Path]:
     """Build and write a report in one call (what the CLI and the GUI's worker run)."""
     format_of(path, fmt)
     check_writable(path)
     report = progress or (lambda fraction, message: None)
     report(0.05, "Collecting results")
     data = build_report(analysis, assumptions, requirements, **({"systems": systems} if systems else {}),
-                        **({"serving": serving} if serving else {}))
+                        **({"training": training} if training else {}), **({"serving": serving} if serving else {}))
     written = write_report(data, path, fmt, progress)
     report(1.0, "Done")
     return written

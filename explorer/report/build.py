@@ -21,11 +21,13 @@ from ..core.analysis.energy_view import EnergyView, energy_table
 from ..core.analysis.evaluate import ModelAnalysis
 from ..core.analysis.procurement import PlanResult, Requirements, format_usd
 from ..core.analysis.roofline_view import RooflineResult
+from ..core.analysis.sensitivity import Sensitivity, sensitivity
 from ..core.analysis.tiling_view import TilingView, default_row
 from ..core.session.results import Results
 from ..core.units import format_bytes, format_si
 from .serving_section import ServingSection
 from .systems_section import SystemsSection
+from .training_section import TrainingSection
 
 _PDF_MAP = str.maketrans({"\u2264": "<=", "\u2265": ">=", "\u2308": "ceil(", "\u2309": ")", "\u03b7": "eta",
                           "\u2192": "->", "\u2212": "-", "\u2009": " ", "\u202f": " ", "\u2248": "~"})
@@ -76,6 +78,8 @@ class ReportData:
     method: tuple[tuple[str, str], ...]
     recommendation: str
     systems: SystemsSection = SystemsSection()  # the model on systems of many devices (empty: none chosen)
+    sensitivity: Sensitivity | None = None  # the ranking under changed prices, utilization, electricity, horizon
+    training: TrainingSection = TrainingSection()  # the model trained on systems (empty: none asked for)
     serving: ServingSection = ServingSection()  # serving under load (empty: no serving part)
 
     @property
@@ -105,8 +109,59 @@ def memory_bound_share(analysis: ModelAnalysis) -> np.ndarray:
     return np.sum(np.where(analysis.memory_bound & analysis.bound_known, share, 0.0), axis=0)
 
 
+def plan_metrics(plan_result: PlanResult, ids: tuple[str, ...]) -> tuple[Metric, ...]:
+    """The configuration the plan recommends per device: units (and the split), the latency of the split replica,
+    the fleet's cost on the ranking's basis and the one cost per million the report uses."""
+    plans = [plan_result.by_id(i) for i in ids]
+    unit = plan_result.unit.split("/")[0].removesuffix("s")
+    years = plan_result.cost.years
+    phase = "decode step" if plan_result.unit == "tokens/s" else "inference"
+
+    def units(p):
+        if not p.units:
+            return "\u2014"
+        text = f"{p.units} unit{'s' if p.units != 1 else ''}"
+        if p.shards > 1:
+            text += f" ({p.units // p.shards} \u00d7 split over {p.shards} units)"
+        return text + (f", batch {p.batch}" if p.batch else "")
+
+    def latency(p):
+        if not math.isfinite(p.latency):
+            return "\u2014"
+        return _fmt(p.latency, "s") + (f" (split over {p.shards} units)" if p.shards > 1 else "")
+
+    def fleet(p):
+        if not math.isfinite(p.rank_cost):
+            return "not costed: no " + " or ".join(p.lacks) if p.lacks else "\u2014"
+        return f"{format_usd(p.rank_cost)} ({'buy TCO' if p.rank_basis == 'buy' else 'rent'})"
+
+    def per_million(p):
+        return f"${p.rank_cost_per_million:.3g}" if math.isfinite(p.rank_cost_per_million) else "\u2014"
+
+    verdicts = tuple(f"#{p.rank}, " + {True: "feasible", False: "infeasible", None: "incomplete"}[p.feasible]
+                     for p in plans)
+    return (
+        Metric("plan_rank", "Plan: rank", "", tuple(p.rank for p in plans), verdicts),
+        Metric("plan_units", "Plan: units", "", tuple(p.units or math.nan for p in plans),
+               tuple(units(p) for p in plans)),
+        Metric("plan_latency", f"Plan: latency per {phase}", "s", tuple(p.latency for p in plans),
+               tuple(latency(p) for p in plans)),
+        Metric("plan_cost", f"Plan: fleet cost, {years:g} years", "USD", tuple(p.rank_cost for p in plans),
+               tuple(fleet(p) for p in plans)),
+        Metric("plan_cost_per_million", f"Plan: cost per million {unit}s", "USD",
+               tuple(p.rank_cost_per_million for p in plans), tuple(per_million(p) for p in plans)),
+    )
+
+
+COST_PER_MILLION_DEFINITION = (
+    "the plan's fleet cost on the ranking's basis (buy: purchase price + electricity of all its "
+    "units; rent: the same units rented around the clock) over the horizon, divided by the {unit}s served at the "
+    "target throughput times the utilization over the horizon, times 10^6")
+
+
 def summary_metrics(analysis: ModelAnalysis, cost: CostResult, energy: EnergyView,
-                    quoted: frozenset[str] = frozenset()) -> tuple[Metric, ...]:
+                    quoted: frozenset[str] = frozenset(), plan_result: PlanResult | None = None
+                    ) -> tuple[Metric, ...]:
     tot, dev = analysis.totals, analysis.devices
     unit = cost.unit
     n = len(dev)
@@ -115,18 +170,22 @@ def summary_metrics(analysis: ModelAnalysis, cost: CostResult, energy: EnergyVie
     bound = tuple(("memory" if s >= 0.5 else "compute") if k else "\u2014" for s, k in zip(mem_share, known_bound))
     bound_disp = tuple(f"{b} ({100 * (s if b == 'memory' else 1 - s):.0f}% of time)" if k else "\u2014"
                        for b, s, k in zip(bound, mem_share, known_bound))
-    fits = tuple("\u2014" if not math.isfinite(c) else "yes" if f else "no" for f, c in zip(tot.fits, dev.capacity))
+    shards = [plan_result.by_id(i).shards if plan_result is not None else 1 for i in dev.ids]
+    fits = tuple("\u2014" if not math.isfinite(c) else "yes" if f else
+                 f"no: split over {s} units" if s > 1 else "no" for f, c, s in zip(tot.fits, dev.capacity, shards))
     per_tflops = 1e12
 
     def m(key, label, unit_, values, display):
         return Metric(key, label, unit_, tuple(values), tuple(display))
 
     latency_label = "Latency per decode step" if analysis.ctx.phase == "decode" else "Latency per inference"
-    return (
-        m("latency", latency_label, "s", tot.time, [_fmt(t, "s") for t in tot.time]),
+    plan_rows = plan_metrics(plan_result, dev.ids) if plan_result is not None else ()
+    return plan_rows + (
+        m("latency", latency_label + " (one unit)", "s", tot.time, [_fmt(t, "s") for t in tot.time]),
         m("throughput", "Throughput (one unit)", tot.throughput_unit, tot.throughput,
           [f"{x:,.0f} {tot.throughput_unit}" if math.isfinite(x) else "\u2014" for x in tot.throughput]),
-        m("energy", f"Energy per {unit}", "J", energy.device_total, [_fmt(e, "J") for e in energy.device_total]),
+        m("energy", f"Energy per {unit} (one unit)", "J", energy.device_total,
+          [_fmt(e, "J") for e in energy.device_total]),
         m("bound", "Bound (share of time)", "", bound, bound_disp),
         m("utilization", "Utilization of peak", "fraction", tot.utilization, [_pct(u) for u in tot.utilization]),
         m("fringe_tax", "Fringe tax (mapping loss)", "fraction",
@@ -135,7 +194,7 @@ def summary_metrics(analysis: ModelAnalysis, cost: CostResult, energy: EnergyVie
            for e, known in zip(tot.mapping_efficiency, analysis.total_mapping_known)]),
         m("memory_needed", "Memory needed", "B", [tot.memory_bytes] * n, [format_bytes(tot.memory_bytes)] * n),
         m("memory_capacity", "Memory capacity", "B", dev.capacity, [format_bytes(c) for c in dev.capacity]),
-        m("fits", "Fits in memory", "", fits, fits),
+        m("fits", "Fits in one unit's memory", "", fits, fits),
         m("price", "Price per unit", "USD", cost.price,
           [format_usd(p) + (" (quote)" if i in quoted else "") for p, i in zip(cost.price, dev.ids)]),
         m("price_per_peak", f"Price per peak TFLOP/s ({dev.precision})", "USD/(TFLOP/s)",
@@ -143,8 +202,6 @@ def summary_metrics(analysis: ModelAnalysis, cost: CostResult, energy: EnergyVie
         m("price_per_sustained", "Price per sustained TFLOP/s", "USD/(TFLOP/s)", cost.price_per_sustained * per_tflops,
           [format_usd(v * per_tflops) for v in cost.price_per_sustained]),
         m("tco", f"TCO per unit ({cost.years:g} years)", "USD", cost.tco, [format_usd(v) for v in cost.tco]),
-        m("cost_per_million", f"Cost per million {unit}s", "USD", cost.cost_per_million,
-          [f"${v:.3g}" if math.isfinite(v) else "\u2014" for v in cost.cost_per_million]),
     )
 
 
@@ -180,18 +237,24 @@ def figure_sources(analysis: ModelAnalysis, requirements: Requirements) -> tuple
         rows.append(_cited_row(device, "TDP", device.tdp))
         if device.id in requirements.price:
             rows.append(SourceRow(device.name, "price", format_usd(requirements.price[device.id]),
-                                  "quote entered for this plan", "", ""))
+                                  "quote entered for this plan" + _quote_note(requirements.price_source, device.id),
+                                  "", ""))
         else:
             rows.append(_cited_row(device, "price", device.price))
         if device.id in requirements.cloud_price:
             rows.append(SourceRow(device.name, "cloud price", f"${requirements.cloud_price[device.id] * 3600:.2f}/h",
-                                  "cloud price entered for this plan", "", ""))
+                                  "cloud price entered for this plan"
+                                  + _quote_note(requirements.cloud_price_source, device.id), "", ""))
         else:
             rows.append(_cited_row(device, "cloud price", device.cloud_price))
         if device.efficiency_compute != 1.0 or device.efficiency_memory != 1.0:
             rows.append(SourceRow(device.name, "efficiency factors", f"compute {device.efficiency_compute:g}, "
                                   f"memory {device.efficiency_memory:g}", "device file (assumed)", "", ""))
     return tuple(r for r in rows if r is not None)
+
+
+def _quote_note(notes, device_id: str) -> str:
+    return f": {notes[device_id]}" if device_id in notes else ""
 
 
 def references(sources) -> tuple[tuple[tuple[int, SourceRow], ...], dict[tuple[str, str, str], int]]:
@@ -228,11 +291,42 @@ METHOD = (
                       "budget (30 FPS -> 33.3 ms)."),
     ("Units", "units = replica \u00d7 ceil(target / (replica \u00d7 throughput per unit)), replica = ceil(M_req / capacity)."),
     ("Cost", "price per peak TFLOP/s = price / peak; per sustained = price / achieved FLOP/s; electricity = TDP \u00d7 "
-             "utilization \u00d7 PUE \u00d7 hours \u00d7 price per kWh; TCO = price + electricity; cost per million = TCO / "
-             "(throughput \u00d7 utilization \u00d7 seconds) \u00d7 10^6."),
+             "utilization \u00d7 PUE \u00d7 hours \u00d7 price per kWh; TCO = price + electricity (per unit, as in the Summary's per-unit rows). "
+             "Cost per million: the plan's fleet cost on the ranking's basis / (target \u00d7 utilization \u00d7 "
+             "seconds) \u00d7 10^6, the only cost per million this report shows."),
     ("Buy versus rent", "break-even hours = price / (cloud price per hour - electricity per hour); buy when the "
                         "break-even falls inside the horizon."),
 )
+
+
+def summary_caption(data) -> str:
+    """What the Summary's rows mean: the plan's rows for the fleet, the others for one unit."""
+    c = data.cost
+    return (f"The rows marked \"Plan\" describe the configuration the procurement plan sizes for each device (its "
+            f"units, split and fleet cost over {c.years:g} years); the other rows are one unit of each device "
+            "running the workload above. Cost per million: " + COST_PER_MILLION_DEFINITION.format(unit=c.unit)
+            + f" ({c.utilization:.0%} utilization). \u2014 marks a figure the catalog does not give (see Sources).")
+
+
+def model_statement(analysis: ModelAnalysis) -> str:
+    """The model as a committee reads it: name, parameters, the format of each tensor, phase and lengths."""
+    t, ctx = analysis.table, analysis.ctx
+    params = t.total("params")
+    fm = analysis.devices.formats
+    tensors = (f"weights, activations and KV cache in {analysis.precision.upper()}" if fm is None
+               else fm.label())
+    seq = ctx.seq_len or (analysis.model.default_seq_len() if analysis.model is not None else None)
+    lengths = (f"{'context' if ctx.phase == 'decode' else 'sequence'} {seq} tokens, " if seq else "")
+    name = analysis.model.name if analysis.model is not None else "model"
+    size = (f"{params / 1e9:.4g} billion" if params >= 1e9 else f"{params / 1e6:.4g} million" if params >= 1e6
+            else f"{params:,.0f}")
+    return f"{name}: {size} parameters; {tensors}; {ctx.phase}, {lengths}batch {ctx.batch}"
+
+
+def price_statement(result: PlanResult) -> str:
+    """Which device lacks which price (neither the catalog nor a quote gives it)."""
+    lacking = [f"{d.name}: no {' and no '.join(d.lacks)}" for d in result.devices if d.lacks]
+    return "; ".join(lacking) if lacking else "every device has a purchase and a rent price"
 
 
 def _workload(analysis: ModelAnalysis) -> str:
@@ -254,7 +348,8 @@ def _assumptions(data_plan: PlanResult, analysis: ModelAnalysis) -> tuple[tuple[
     req = data_plan.requirements
     t = analysis.table
     params, active = t.total("params"), t.total("active_params")
-    rows = [("Workload", _workload(analysis)),
+    rows = [("Model", model_statement(analysis)),
+            ("Workload", _workload(analysis)),
             ("Parameters", format_si(params, "params", 4) + (f", {format_si(active, 'params', 4)} active per token"
                                                            if active != params else ""))]
     if req.target is not None:
@@ -266,6 +361,10 @@ def _assumptions(data_plan: PlanResult, analysis: ModelAnalysis) -> tuple[tuple[
     if req.power_cap is not None:
         rows.append(("Power cap", f"{format_si(req.power_cap, 'W', 3)} per {req.power_scope}"))
     rows += list(data_plan.assumptions)
+    rows.append(("Ranking", {"buy": "by the TCO of buying the plan's units", "rent": "by renting the plan's units",
+                             "cheaper": "by the cheaper of buying and renting, per device"}[req.rank_by]))
+    rows.append(("Cost per million", COST_PER_MILLION_DEFINITION.format(unit=data_plan.cost.unit)))
+    rows.append(("Prices", price_statement(data_plan)))
     dev = analysis.devices
     if dev.formats is not None:
         rows.append(("Tensor formats", "; ".join(dev.formats.notes())))
@@ -279,6 +378,7 @@ def _assumptions(data_plan: PlanResult, analysis: ModelAnalysis) -> tuple[tuple[
 def build_report(analysis: ModelAnalysis, assumptions: CostAssumptionsLike, requirements: Requirements | None = None,
                  *, title: str | None = None, created: _dt.date | None = None,
                  systems: SystemsSection = SystemsSection(),
+                 training: TrainingSection = TrainingSection(),
                  serving: ServingSection = ServingSection()) -> ReportData:
     """Everything the report shows, for the analysis's model and devices."""
     if analysis is None or not len(analysis.devices):
@@ -292,7 +392,7 @@ def build_report(analysis: ModelAnalysis, assumptions: CostAssumptionsLike, requ
     energy = results.energy(0)
     tiling = tuple(results.tiling(default_row(a, -1, d), d) for d in range(n))
     best = result.ranked[0]
-    recommendation = (f"{best.name}: {best.reason}." if best.feasible else
+    recommendation = (f"{best.name}: {best.reason}." if best.feasible and math.isfinite(best.rank_cost) else
                       "No device meets every requirement with the figures available; see the procurement plan.")
     model_name = a.model.name if a.model is not None else "model"
     return ReportData(
@@ -300,7 +400,8 @@ def build_report(analysis: ModelAnalysis, assumptions: CostAssumptionsLike, requ
         subtitle="Hardware comparison and procurement plan",
         created=(created or _dt.date.today()).isoformat(), generator=f"Hardware Explorer {__version__}",
         workload=_workload(a), analysis=a, cost=cost, plan=result, roofline=roofline, energy=energy, tiling=tiling,
-        summary=summary_metrics(a, cost, energy, frozenset(req.price)), assumptions=_assumptions(result, a),
+        summary=summary_metrics(a, cost, energy, frozenset(req.price), result), assumptions=_assumptions(result, a),
         sources=figure_sources(a, req), method=METHOD, recommendation=recommendation, systems=systems,
-        serving=serving,
+        sensitivity=sensitivity(analysis, req, assumptions) if req.target is not None else None,
+        training=training, serving=serving,
     )

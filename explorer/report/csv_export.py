@@ -2,7 +2,7 @@
 
 ``report.csv`` holds the summary and the plan; ``report-layers.csv`` (next to it) every operator on every device.
 Numbers are plain SI floats at full precision so a spreadsheet or a script reads them without parsing units.
-XLSX is not offered: it would need another dependency (openpyxl) for what a spreadsheet opens from CSV anyway.
+The same tables as one XLSX workbook: xlsx_export.py.
 """
 
 from __future__ import annotations
@@ -37,10 +37,9 @@ def summary_csv(data: ReportData) -> str:
     out = io.StringIO()
     w = SafeCsvWriter(out)
     metrics = data.summary
-    unit = data.plan.unit
     header = ["device_id", "device"] + [f"{m.label} [{m.unit}]" if m.unit else m.label for m in metrics]
     header += ["rank", "units", "capital [USD]", "electricity over horizon [USD]", "fleet TCO [USD]",
-               f"fleet cost per million {unit.split('/')[0]} [USD]", "break-even [months]", "buy or rent", "feasible",
+               "rent over horizon [USD]", "rank basis", "break-even [months]", "buy or rent", "feasible",
                "memory check", "memory needed [B]", "latency floor check", "latency floor [s]", "compute check",
                "compute time [s]", "reason", "missing figures"]
     w.writerow(header)
@@ -48,8 +47,8 @@ def summary_csv(data: ReportData) -> str:
         p = data.plan.by_id(dev_id)
         mem, bw, comp = p.checks
         row = [dev_id, name] + [_num(m.values[i]) for m in metrics]
-        row += [p.rank, p.units or "", _num(p.capital), _num(p.energy_cost), _num(p.tco), _num(p.cost_per_million),
-                _num(p.break_even_months), p.buy_or_rent, {True: "yes", False: "no", None: "unknown"}[p.feasible],
+        row += [p.rank, p.units or "", _num(p.capital), _num(p.energy_cost), _num(p.tco), _num(p.cloud_cost),
+                p.rank_basis, _num(p.break_even_months), p.buy_or_rent, {True: "yes", False: "no", None: "unknown"}[p.feasible],
                 mem.status, _num(mem.value), bw.status, _num(bw.value), comp.status, _num(comp.value), p.reason,
                 "; ".join(p.missing)]
         w.writerow(row)
@@ -82,6 +81,17 @@ def systems_csv(data: ReportData) -> str:
     out = io.StringIO()
     w = SafeCsvWriter(out)
     for row in csv_rows(data.systems):
+        w.writerow([_num(x) if isinstance(x, float) else x for x in row])
+    return out.getvalue()
+
+
+def training_csv(data: ReportData) -> str:
+    """The Training section: each system's chosen training layout, its step, memory, MFU and cost to train."""
+    from .training_section import csv_rows
+
+    out = io.StringIO()
+    w = SafeCsvWriter(out)
+    for row in csv_rows(data.training):
         w.writerow([_num(x) if isinstance(x, float) else x for x in row])
     return out.getvalue()
 

@@ -314,35 +314,41 @@ def cost_figure(data: ReportData, width: float) -> Drawing:
     height = 80 + 24 * n
     d = Drawing(width, height)
     half = width / 2
-    # (a) TCO per unit: capital + electricity
+    # (a) the plan's fleet TCO: capital + electricity for all its units (the ranking table's figures)
+    plans = [data.plan.by_id(i) for i in data.device_ids]
+    tco = np.array([p.tco for p in plans], dtype=float)
     g = Group()
-    stacks = np.column_stack([cost.price, cost.energy_cost])
-    known = np.isfinite(cost.tco)
-    vmax = float(np.nanmax(np.where(known, cost.tco, np.nan))) if known.any() else 1.0
+    stacks = np.column_stack([[p.capital for p in plans], [p.energy_cost for p in plans]])
+    known = np.isfinite(tco)
+    vmax = float(np.nanmax(np.where(known, tco, np.nan))) if known.any() else 1.0
     ax = _bar_axes(n, half - 8, height, 112, vmax * 1.3)
-    ax.frame(g, f"TCO per unit over {cost.years:g} years [USD]", "", _usd_tick, None, yticks=False)
-    labels = [_usd(t) if k else _missing(cost.reason("tco", i)) for i, (t, k) in enumerate(zip(cost.tco, known))]
+    ax.frame(g, f"Fleet TCO over {cost.years:g} years (the plan's units) [USD]", "", _usd_tick, None, yticks=False)
+    labels = [_usd(t) if k else _missing(("no " + " or ".join(p.lacks)) if p.lacks else cost.reason("tco", i))
+              for i, (t, k, p) in enumerate(zip(tco, known, plans))]
     _hbars(g, ax, names, np.where(known[:, None], stacks, 0.0), [colors.HexColor(c) for _, c in COST_PARTS],
            labels, None)
     _legend(g, ax.x0 - 100, height - 14, [(label, colors.HexColor(c)) for label, c in COST_PARTS], half, "box")
     d.add(g)
-    # (b) cost per million inferences or tokens, one unit at the assumed utilization
+    # (b) cost per million inferences or tokens: the plan's one definition (its ranked cost over the units served)
     g2 = Group()
-    cpm = cost.cost_per_million
+    cpm = np.array([p.rank_cost_per_million for p in plans], dtype=float)
     known2 = np.isfinite(cpm)
     vmax2 = float(np.nanmax(np.where(known2, cpm, np.nan))) if known2.any() else 1.0
-    ax2 = _bar_axes(n, half, height, 24, vmax2 * 1.3)
+    ax2 = _bar_axes(n, half, height, 24, vmax2 * 1.7)  # room for the label "(rent, infeasible)"
     ax2.x0 += half
-    ax2.frame(g2, f"Cost per million {cost.unit}s [USD]", "", lambda v: f"{v:g}", None, yticks=False)
+    ax2.frame(g2, f"Cost per million {cost.unit}s (the plan's basis) [USD]", "", lambda v: f"{v:g}", None,
+              yticks=False)
     bar = min(16.0, ax2.h / max(n, 1) * 0.6)
     for i in range(n):
         yc = ax2.y0 + ax2.h * (n - i - 0.5) / n
         if known2[i]:
             g2.add(Rect(ax2.x0, yc - bar / 2, ax2.x(float(cpm[i])) - ax2.x0, bar, fillColor=device_color(i),
                         strokeColor=None))
-            g2.add(text(ax2.x(float(cpm[i])) + 4, yc - 2.5, f"${float(cpm[i]):.3g}", 7))
+            note = plans[i].rank_basis + (", infeasible" if plans[i].feasible is False else "")
+            g2.add(text(ax2.x(float(cpm[i])) + 4, yc - 2.5, f"${float(cpm[i]):.3g} ({note})", 7))
         else:
-            g2.add(text(ax2.x0 + 4, yc - 2.5, _missing(cost.reason("cost_per_million", i)), 7, color=MUTED))
+            g2.add(text(ax2.x0 + 4, yc - 2.5, _missing(", ".join(plans[i].missing) or "not feasible"), 7,
+                        color=MUTED))
     d.add(g2)
     return d
 

@@ -20,7 +20,18 @@ from .systems_section import (
     plan_rows,
     system_sources,
 )
-from .build import ReportData, references
+from .build import ReportData, model_statement, references, summary_caption
+from .training_figures import training_figure
+from .training_section import (
+    MEMORY_HEADERS,
+    STEP_HEADERS,
+    SUMMARY_HEADERS,
+    assumptions,
+    memory_rows,
+    step_rows,
+    summary_rows,
+    training_sources,
+)
 from .figures import cost_figure, energy_caption, energy_figure, roofline_figure, tiling_figure
 
 FIGURE_WIDTH = 700.0
@@ -63,9 +74,11 @@ def _table(head, rows, label_first=True) -> str:
     return "".join(out)
 
 
-def _status(c) -> str:
+def _status(c, shards: int = 1) -> str:
     label = "MISSING" if c.status == "unknown" else c.status.upper()
     cls = {"n/a": "na"}.get(c.status, c.status)
+    if c.name == "memory" and c.status == "fail" and shards > 1:  # the plan splits it: not a failure
+        label, cls = f"SPLIT OVER {shards} UNITS", "na"
     return f'<span class="{cls}">{label}</span> {escape(c.detail or "no " + c.missing)}'
 
 
@@ -75,13 +88,12 @@ def render_html(data: ReportData) -> str:
     parts = [f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{e(data.title)}</title>",
              f"<meta name=\"generator\" content=\"{e(data.generator)}\"><style>{CSS}</style></head><body>",
              f"<h1>{e(data.title)}</h1><p class=\"subtitle\">{e(data.subtitle)}</p>",
-             f"<p class=\"meta\">Prepared {e(data.created)} with {e(data.generator)}. Workload: {e(data.workload)}. "
+             f"<p class=\"meta\">Prepared {e(data.created)} with {e(data.generator)}. Model: {e(model_statement(data.analysis))}. "
              f"Devices: {e(', '.join(data.device_names))}.</p>",
              f"<div class=\"box\"><b>Recommendation.</b> {e(data.recommendation)}</div>", "<h2>Summary</h2>"]
     parts.append(_table(["Metric", *data.device_names],
                         [[e(m.label), *(e(v) for v in m.display)] for m in data.summary]))
-    parts.append(f"<p class=\"caption\">One unit of each device. \u2014 marks a figure the catalog does not give. TCO "
-                 f"and cost per million: {cost.years:g} years at {cost.utilization:.0%} utilization.</p>")
+    parts.append(f"<p class=\"caption\">{e(summary_caption(data))}</p>")
     req = p.requirements
     parts.append("<h2>Procurement plan</h2>")
     target = f"{req.target:,.0f} {req.target_unit}" if req.target is not None else "none (one replica per device)"
@@ -98,17 +110,29 @@ def render_html(data: ReportData) -> str:
         verdict = {True: '<span class="pass">feasible</span>', False: '<span class="fail">infeasible</span>',
                    None: '<span class="na">incomplete</span>'}[d.feasible]
         rows.append([str(d.rank), e(d.name), str(d.units) if d.units else "\u2014", e(format_usd(d.capital)),
-                     e(format_usd(d.energy_cost)), e(format_usd(d.tco)),
-                     f"${d.cost_per_million:.3g}" if math.isfinite(d.cost_per_million) else "\u2014", e(br),
-                     verdict, e(d.reason)])
+                     e(format_usd(d.energy_cost)), e(format_usd(d.cloud_cost)), e(br), verdict, e(d.reason)])
     parts.append("<h3>Ranking</h3>")
-    parts.append(_table(["#", "Device", "Units", "Capital", "Electricity", "TCO", f"Cost / M {cost.unit}s",
-                         "Buy or rent", "Verdict", "Reason"], rows, label_first=False))
+    parts.append(_table(["#", "Device", "Units", "Capital (USD)", f"Electricity, {cost.years:g} y (USD)",
+                         f"Rent, {cost.years:g} y (USD)", "Buy or rent", "Verdict", "Reason"], rows,
+                        label_first=False))
     parts.append("<h3>Can you run it? The chapter's three checks</h3>")
     parts.append(_table(["Device", "Memory capacity", "Latency floor (bandwidth)", "Compute time"],
-                        [[e(d.name), *(_status(c) for c in d.checks)] for d in p.ranked]))
+                        [[e(d.name), *(_status(c, d.shards) for c in d.checks)] for d in p.ranked]))
+    if data.sensitivity is not None:
+        from .sensitivity_section import break_even_table, sensitivity_table
+
+        head, rows = sensitivity_table(data.sensitivity)
+        parts.append("<h3>Sensitivity</h3>")
+        parts.append(_table(head, [[e(c) for c in r] for r in rows]))
+        head, rows = break_even_table(data.sensitivity)
+        parts.append("<h3>Buy vs rent break-even</h3>")
+        parts.append(_table(head, [[e(c) for c in r] for r in rows]))
+        parts.append("<p class=\"caption\">Each scenario changes one input from the baseline and plans again; "
+                     "owning is cheaper after price / (rent - electricity) per unit-hour.</p>")
     if data.systems:
         parts.extend(_systems_html(data))
+    if data.training:
+        parts.extend(_training_html(data))
     if data.serving:
         parts.extend(_serving_html(data))
     parts.append("<h2>Analysis</h2>")
@@ -117,7 +141,7 @@ def render_html(data: ReportData) -> str:
                                           "the model's operators, sized by their share of time."),
             (f"Energy per {data.energy.unit}", energy_figure, energy_caption(data)),
             ("Fringe tax (tiling)", tiling_figure, "Mapping efficiency of the worst-mapped GEMM on each device."),
-            ("Cost", cost_figure, f"TCO per unit over {cost.years:g} years and cost per million {cost.unit}s."))):
+            ("Cost", cost_figure, f"Fleet TCO of the plan's units over {cost.years:g} years and the Summary's cost per million {cost.unit}s."))):
         parts.append(f"<h3>{e(title)}</h3><figure>{svg(fig(data, FIGURE_WIDTH), f'fig{k + 1}')}"
                      f"<figcaption class=\"caption\">{e(caption)}</figcaption></figure>")
     parts.append("<h2>Assumptions</h2>")
@@ -162,6 +186,36 @@ def _systems_html(data: ReportData) -> list[str]:
     if sources:
         out += ["<h3>System figures and their sources</h3>",
                 _table(["System", "Figure", "Value as written", "Source"],
+                       [[e(a), e(b), e(c), (f'<a href="{e(u)}">{e(t)}</a>' if u else e(t)) + (f" ({e(d)})" if d else "")]
+                        for a, b, c, t, u, d in sources])]
+    return out
+
+
+def _training_html(data: ReportData) -> list[str]:
+    e = escape
+    sec = data.training
+
+    def table(head, rows):
+        return _table(list(head), [[e(c) for c in r] for r in rows])
+
+    out = ["<h2>Training</h2>", "<p>Time and cost to train on each system side by side, under its chosen layout.</p>",
+           table(SUMMARY_HEADERS, summary_rows(sec))]
+    steps = step_rows(sec)
+    if steps:
+        out += ["<h3>Step time and memory per device</h3>",
+                (f"<figure>{svg(training_figure(sec, FIGURE_WIDTH), 'figtrain')}<figcaption class=\"caption\">"
+                 "The chosen layout's step stacked part by part, and memory per device stacked against the device's "
+                 "capacity (red tick).</figcaption></figure>"),
+                "<h3>Step time of the chosen layout, part by part</h3>", table(STEP_HEADERS, steps),
+                ("<p class=\"caption\">Forward and backward include their exposed tensor- and context-parallel "
+                 "communication; data parallel is the exposed gradient reduction; per optimizer step.</p>"),
+                "<h3>Memory per device</h3>", table(MEMORY_HEADERS, memory_rows(sec))]
+    out += ["<h3>Training assumptions</h3>", _table(["Assumption", "Value"], [[e(k), e(v)] for k, v in
+                                                                             assumptions(sec)])]
+    sources = training_sources(sec)
+    if sources:
+        out += ["<h3>Device figures of the Training section and their sources</h3>",
+                _table(["Device", "Figure", "Value as written", "Source"],
                        [[e(a), e(b), e(c), (f'<a href="{e(u)}">{e(t)}</a>' if u else e(t)) + (f" ({e(d)})" if d else "")]
                         for a, b, c, t, u, d in sources])]
     return out

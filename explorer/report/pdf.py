@@ -26,7 +26,7 @@ from reportlab.platypus import (
 
 from ..core.analysis.procurement import format_usd
 from ..core.units import format_si
-from .build import ReportData, pdf_text, references
+from .build import ReportData, model_statement, pdf_text, references, summary_caption
 from .systems_section import (
     LADDER_HEADERS,
     NOT_PRICED,
@@ -36,6 +36,16 @@ from .systems_section import (
     layout_rows,
     plan_rows,
     system_sources,
+)
+from .training_figures import training_figure
+from .training_section import (
+    MEMORY_HEADERS,
+    STEP_HEADERS,
+    assumptions,
+    memory_rows,
+    step_rows,
+    summary_rows,
+    training_sources,
 )
 from .figures import cost_figure, energy_caption, energy_figure, roofline_figure, tiling_figure
 
@@ -144,9 +154,9 @@ def _summary_table(data: ReportData) -> Table:
 
 def _ranking_table(data: ReportData) -> Table:
     p = data.plan
-    head = ["#", "Device", "Units", "Capital", "Electricity", "TCO", f"Cost / M {data.cost.unit}s", "Buy or rent",
-            "Verdict"]
-    widths = [16, 92, 34, 48, 50, 48, 50, 52, CONTENT_W - 390]
+    head = ["#", "Device", "Units", "Capital (USD)", f"Electricity, {data.cost.years:g} y (USD)",
+            f"Rent, {data.cost.years:g} y (USD)", "Buy or rent", "Verdict"]
+    widths = [16, 100, 34, 56, 62, 56, 62, CONTENT_W - 386]
     rows = [[P(h, "head") for h in head]]
     for d in p.ranked:
         verdict = {True: ("feasible", PASS), False: ("infeasible", FAIL), None: ("incomplete", NA)}[d.feasible]
@@ -155,8 +165,7 @@ def _ranking_table(data: ReportData) -> Table:
             br = (f"{d.buy_or_rent} ({d.break_even_months:.1f} mo)" if math.isfinite(d.break_even_months)
                   else "rent (never pays off)")
         rows.append([P(str(d.rank)), P(d.name, "cellb"), P(str(d.units) if d.units else "\u2014"),
-                     P(format_usd(d.capital)), P(format_usd(d.energy_cost)), P(format_usd(d.tco)),
-                     P(f"${d.cost_per_million:.3g}" if math.isfinite(d.cost_per_million) else "\u2014"), P(br),
+                     P(format_usd(d.capital)), P(format_usd(d.energy_cost)), P(format_usd(d.cloud_cost)), P(br),
                      P(f'<font color="#{verdict[1].hexval()[2:]}"><b>{verdict[0]}</b></font>', raw=True)])
     return grid_table(rows, widths)
 
@@ -170,6 +179,8 @@ def _checks_table(data: ReportData) -> Table:
         for c in d.checks:
             color = STATUS_COLOR[c.status].hexval()[2:]
             label = c.status.upper() if c.status != "unknown" else "MISSING"
+            if c.name == "memory" and c.status == "fail" and d.shards > 1:  # the plan splits it: not a failure
+                color, label = NA.hexval()[2:], f"SPLIT OVER {d.shards} UNITS"
             body = esc(c.detail if c.detail else f"no {c.missing}")
             cells.append(P(f'<font color="#{color}"><b>{label}</b></font> {body}', raw=True))
         rows.append(cells)
@@ -218,7 +229,7 @@ def story(data: ReportData) -> list:
     s.append(Spacer(1, 2))
     s.append(P(data.subtitle, "subtitle"))
     s.append(Spacer(1, 4))
-    s.append(P(f"Prepared {data.created} with {data.generator}. Workload: {data.workload}. Devices: "
+    s.append(P(f"Prepared {data.created} with {data.generator}. Model: {model_statement(data.analysis)}. Devices: "
                f"{', '.join(data.device_names)}.", "meta"))
     s.append(Spacer(1, 8))
     box = Table([[P("<b>Recommendation.</b> " + esc(data.recommendation), "box", raw=True)]], colWidths=[CONTENT_W])
@@ -228,10 +239,7 @@ def story(data: ReportData) -> list:
     s.append(box)
     s.append(P("Summary", "h1"))
     s.append(_summary_table(data))
-    s.append(P("One unit of each device running the workload above. \u2014 marks a figure the catalog does not give "
-               "(see Sources). Prices per TFLOP/s divide the unit price by the dense peak, or by the FLOP/s this "
-               f"model achieves (sustained). TCO and cost per million: {data.cost.years:g} years at "
-               f"{data.cost.utilization:.0%} utilization.", "caption"))
+    s.append(P(summary_caption(data), "caption"))
     s.append(CondPageBreak(260))
     s.append(P("Procurement plan", "h1"))
     req = data.plan.requirements
@@ -243,10 +251,9 @@ def story(data: ReportData) -> list:
                "body"))
     s.append(P("Ranking", "h2"))
     s.append(_ranking_table(data))
-    s.append(P(f"Units reach the target; capital and electricity are for all of them over "
-               f"{data.cost.years:g} years; cost per million is that TCO over the {data.cost.unit}s served at the "
-               f"target times {data.cost.utilization:.0%} utilization. Buy or rent: months until buying is cheaper "
-               f"than renting the same units.", "caption"))
+    s.append(P(f"Units reach the target; capital, electricity and rent are for all of them over "
+               f"{data.cost.years:g} years (the fleet's cost and cost per million are in the Summary). Buy or rent: "
+               f"months until buying is cheaper than renting the same units.", "caption"))
     for d in data.plan.ranked:
         s.append(P(f"<b>#{d.rank} {esc(d.name)}</b> \u2014 {esc(d.reason)}.", "cell", raw=True))
     checks_note = ("Memory: weights + KV cache + activations against the main memory. Latency floor: bytes moved "
@@ -255,8 +262,12 @@ def story(data: ReportData) -> list:
                    "given.")
     s.append(KeepTogether([P("Can you run it? The chapter's three checks", "h2"), _checks_table(data),
                            P(checks_note, "caption")]))
+    if data.sensitivity is not None:
+        s.extend(_sensitivity_story(data))
     if data.systems:
         s.extend(_systems_story(data))
+    if data.training:
+        s.extend(_training_story(data))
     if data.serving:
         s.extend(_serving_story(data))
     s.append(CondPageBreak(340))
@@ -272,8 +283,9 @@ def story(data: ReportData) -> list:
                      "swept across the dimension that maps worst; dashed lines are whole multiples of the array or "
                      "tile, the circle is the model's current size."))
     s.append(_figure("Cost", cost_figure(data, CONTENT_W),
-                     f"Left: purchase plus electricity for one unit over {data.cost.years:g} years. Right: that TCO "
-                     f"per million {data.cost.unit}s served at {data.cost.utilization:.0%} utilization."))
+                     f"Left: purchase plus electricity for all the plan's units over {data.cost.years:g} years (fleet "
+                     f"TCO). Right: the Summary's cost per million {data.cost.unit}s, on the ranking's basis (buy or "
+                     f"rent)."))
     s.append(CondPageBreak(220))
     s.append(P("Assumptions", "h1"))
     s.append(_requirements_table(data))
@@ -287,6 +299,29 @@ def story(data: ReportData) -> list:
     s.append(Spacer(1, 4))
     s.extend(_sources_tables(data))
     return s
+
+
+def _sensitivity_story(data: ReportData) -> list:
+    from .sensitivity_section import break_even_table, sensitivity_table
+
+    sens = data.sensitivity
+    head, rows = sensitivity_table(sens)
+    table = grid_table([[P(h, "head") for h in head]] + [[P(c) for c in r] for r in rows],
+                       [118, 92, 72, CONTENT_W - 330, 48])
+    head2, rows2 = break_even_table(sens)
+    table2 = grid_table([[P(h, "head") for h in head2]] + [[P(c) for c in r] for r in rows2],
+                        [CONTENT_W - 330, 60, 66, 70, 70, 64])
+    verdict = ("the first-ranked device is the same in every scenario" if sens.stable else
+               "the first-ranked device changes in the scenarios marked")
+    return [CondPageBreak(200), P("Sensitivity", "h2"), table,
+            P(f"Each row changes one input from the baseline and plans again ({sens.baseline.requirements.rank_by} "
+              f"ranking): prices scale every purchase and rent price; utilization moves electricity, not the units "
+              f"(sized at peak); a device leaves the ranking where it breaks a requirement (the budget over a longer "
+              f"horizon, say); {verdict}.", "caption"),
+            KeepTogether([P("Buy vs rent break-even", "h2"), table2,
+                          P("Owning is cheaper after price / (rent - electricity) per unit-hour; electricity at the "
+                            "baseline's utilization, PUE and price. No price: the device lacks a purchase or a rent "
+                            "price.", "caption")])]
 
 
 def _systems_story(data: ReportData) -> list:
@@ -319,6 +354,44 @@ def _systems_story(data: ReportData) -> list:
         rows = [[P(h, "head") for h in ("System", "Figure", "Value", "Source")]]
         rows += [[P(a), P(b), P(c), P(f"{t} {u} ({d})" if u else t)] for a, b, c, t, u, d in sources]
         out.append(grid_table(rows, [90, 120, 70, CONTENT_W - 280]))
+    return out
+
+
+FIGURE_NOTE = ("Per system, the chosen layout's step stacked part by part, and memory per device stacked against the "
+               "device's capacity (red tick), as the Training panel draws them.")
+
+
+def _training_story(data: ReportData) -> list:
+    sec = data.training
+
+    def table(head, rows, widths):
+        return grid_table([[P(h, "head") for h in head]] + [[P(c) for c in r] for r in rows],
+                          widths + [CONTENT_W - sum(widths)])
+
+    rows = summary_rows(sec)
+    out = [CondPageBreak(260), P("Training", "h1"),
+           P("Time and cost to train on each system side by side, under its chosen layout.", "body"),
+           table(("System", "Devices", "Chosen layout", "Fits", "Step", "Tokens/s", "MFU"),
+                 [r[:7] for r in rows], [100, 80, 96, 26, 50, 60]),
+           Spacer(1, 4),
+           table(("System", "Time to train", "Device-hours", "Energy", "Electricity", "Rent", "TCO share"),
+                 [[r[0], *r[7:]] for r in rows], [100, 62, 62, 62, 72, 72])]
+    steps = step_rows(sec)
+    if steps:
+        out += [_figure("Step time and memory per device", training_figure(sec, CONTENT_W), FIGURE_NOTE),
+                P("Step time of the chosen layout, part by part", "h2"),
+                table([h.replace('Recompute', 'Recomp.') for h in STEP_HEADERS], steps, [80, *[50] * 7]),
+                P("Forward and backward include their exposed tensor- and context-parallel communication; data "
+                  "parallel is the exposed gradient reduction; per optimizer step.", "caption"),
+                P("Memory per device", "h2"), table(MEMORY_HEADERS, memory_rows(sec), [100, 60, 60, 70, 60, 60])]
+    out += [P("Training assumptions", "h2"),
+            grid_table([[P("Assumption", "head"), P("Value", "head")]]
+                       + [[P(k, "cellb"), P(v)] for k, v in assumptions(sec)], [90, CONTENT_W - 90])]
+    sources = training_sources(sec)
+    if sources:
+        out.append(P("Device figures of the Training section and their sources", "h2"))
+        out.append(table(("Device", "Figure", "Value", "Source"),
+                         [[a, b, c, f"{t} {u} ({d})" if u else t] for a, b, c, t, u, d in sources], [90, 100, 80]))
     return out
 
 

@@ -38,12 +38,14 @@ Hover a point for its numbers; click it to select its layer everywhere.</li>
 <li><b>Memory-hierarchy energy</b>: where the joules go, per operator and per device, against the energy ladder.</li>
 <li><b>Tiling fringe tax</b>: how much of the matrix engine a GEMM's shape leaves idle, and which padding helps.</li>
 <li><b>Cost per TFLOP/s</b>: price per peak and per sustained FLOP/s, TCO and cost per million.</li>
+<li><b>Training</b>: how long and how much to train the model on the systems chosen in the Systems panel: the
+step time part by part, memory per device against capacity, MFU, and the days and MWh to train on T tokens.</li>
 <li><b>Procurement planner</b>: which device, how many, at what cost, for a throughput, latency, budget and power
 cap.</li>
 <li><b>Trace</b>: File &rarr; Import Trace places measured kernels beside the model on the roofline.</li>
 </ul>
-<p>Edits are undoable (Edit &rarr; Undo); File &rarr; Save keeps the model, devices, assumptions, trace and planner in
-one project file. File &rarr; Export Report writes PDF, HTML or CSV.</p>"""
+<p>Edits are undoable (Edit &rarr; Undo); File &rarr; Save keeps the model, devices, assumptions, trace, planner, systems and
+training run in one project file. File &rarr; Export Report writes PDF, HTML or CSV.</p>"""
 
 
 def docs_dir() -> Path | None:

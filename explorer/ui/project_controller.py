@@ -168,7 +168,7 @@ class ProjectController(QObject):
         if not self.maybe_save():
             return False
         self.ws.reset(project.model, project.device_ids, project.assumptions, project.trace, project.requirements,
-                      project.system, project.serving)
+                      project.system, project.training, project.serving)
         self._set_path(path)
         found = {d.id for d in self.ws.devices}
         missing = [i for i in project.device_ids if i not in found]
@@ -342,7 +342,7 @@ class ProjectController(QObject):
             try:
                 base = load_project(rec.original)
                 self.ws.reset(base.model, base.device_ids, base.assumptions, base.trace, base.requirements,
-                              base.system, base.serving)
+                              base.system, base.training, base.serving)
                 base_path = rec.original
             except ProjectError:
                 base_path = None

@@ -46,11 +46,13 @@ class ExportJob(QObject):
 
 
 class _Worker(QRunnable):
-    def __init__(self, job: ExportJob, analysis, assumptions, path: Path, requirements, systems=None, serving=None):
+    def __init__(self, job: ExportJob, analysis, assumptions, path: Path, requirements, systems=None,
+                 training=None, serving=None):
         super().__init__()
         self.job, self.analysis, self.assumptions, self.path, self.requirements = (job, analysis, assumptions, path,
                                                                                     requirements)
         self.systems = systems
+        self.training = training
         self.serving = serving  # a function making the Serving section (its simulation runs here, off the GUI)
         self.setAutoDelete(True)
 
@@ -59,7 +61,8 @@ class _Worker(QRunnable):
             written = report_pkg.export_report(
                 self.analysis, self.assumptions, self.path, self.requirements,
                 progress=lambda fraction, message: self.job.progress.emit(int(round(100 * fraction)), message),
-                systems=self.systems, serving=self.serving() if self.serving is not None else None)
+                systems=self.systems, training=self.training,
+                serving=self.serving() if self.serving is not None else None)
         except Exception as exc:  # noqa: BLE001 - any failure becomes a message in the GUI thread
             self.job.failed.emit(str(exc) if isinstance(exc, (ValueError, OSError)) else
                                  f"{type(exc).__name__}: {exc}")
@@ -77,8 +80,8 @@ def start_export(workspace, path: str | Path, requirements=None, pool: QThreadPo
     report_pkg.format_of(path)
     report_pkg.check_writable(path)
     job = ExportJob()
-    worker = _Worker(job, analysis, workspace.assumptions, Path(path), requirements, _systems_section(workspace,
-                                                                                                     requirements),
+    worker = _Worker(job, analysis, workspace.assumptions, Path(path), requirements,
+                     _systems_section(workspace, requirements), _training_section(workspace),
                      _serving_section(workspace))
     # start on the next turn of the event loop, so the caller connects to the job's signals first
     QTimer.singleShot(0, job, lambda: (pool or QThreadPool.globalInstance()).start(worker))
@@ -97,6 +100,16 @@ def _systems_section(workspace, requirements):
     req = requirements if requirements is not None else workspace.requirements
     plans = size_fleet(results, req.target, req.latency, req.price) if req.target is not None else ()
     return build_section(results, plans)
+
+
+def _training_section(workspace):
+    """The Training section of the workspace's training part on its chosen systems (None without systems)."""
+    results = workspace.results.training
+    if not results:
+        return None
+    from explorer.report.training_section import build_section
+
+    return build_section(results, by_hand=workspace.state.training.layout is not None)
 
 
 def _serving_section(workspace):

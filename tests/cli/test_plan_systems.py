@@ -54,4 +54,4 @@ def test_options_the_system_plan_does_not_use_are_refused(capsys):
     code, out, err = run(capsys, *ARGS, "--budget", "1000000 USD")
     assert code == 2 and out == "" and err.count("\n") == 1 and "--budget: not used with --system" in err
     code, _, err = run(capsys, *ARGS, "--price", "nvidia-b200=1 USD")
-    assert code == 2 and "--price: nvidia-b200 is not the device of any --system" in err
+    assert code == 2 and "--quote: nvidia-b200 is not the device of any --system" in err

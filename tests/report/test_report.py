@@ -57,19 +57,23 @@ def test_csv_summary_numbers_equal_the_core(tmp_path, data, expected):
     a, cost = expected.analysis, expected.cost
     assert [r["device_id"] for r in rows] == list(IDS)
     for d, row in enumerate(rows):
-        assert float(row["Latency per decode step [s]"]) == a.totals.time[d]
+        assert float(row["Latency per decode step (one unit) [s]"]) == a.totals.time[d]
         assert float(row["Throughput (one unit) [tokens/s]"]) == a.totals.throughput[d]
-        assert float(row["Energy per token [J]"]) == pytest.approx(a.totals.energy[d] / 8, rel=1e-12)
+        assert float(row["Energy per token (one unit) [J]"]) == pytest.approx(a.totals.energy[d] / 8, rel=1e-12)
         assert float(row["Utilization of peak [fraction]"]) == a.totals.utilization[d]
         assert float(row["Fringe tax (mapping loss) [fraction]"]) == 1 - a.totals.mapping_efficiency[d]
         assert float(row["Memory needed [B]"]) == a.totals.memory_bytes
-        assert row["Fits in memory"] == "yes"
+        assert row["Fits in one unit's memory"] == "yes"
         assert float(row["Price per unit [USD]"]) == QUOTES[IDS[d]]
         assert float(row["Price per peak TFLOP/s (fp16) [USD/(TFLOP/s)]"]) == pytest.approx(
             QUOTES[IDS[d]] / (a.devices.peak[d] / 1e12))
         assert float(row["TCO per unit (3 years) [USD]"]) == cost.tco[d]
-        assert float(row["Cost per million tokens [USD]"]) == cost.cost_per_million[d]
         p = expected.by_id(IDS[d])
+        # the one cost per million of the report: the plan's (issue 23), equal to the planner's
+        assert float(row["Plan: cost per million tokens [USD]"]) == p.rank_cost_per_million == p.cost_per_million
+        assert float(row["Plan: fleet cost, 3 years [USD]"]) == p.rank_cost == p.tco
+        assert float(row["Plan: latency per decode step [s]"]) == p.latency
+        assert not any("per million" in k for k in row if not k.startswith("Plan: "))
         assert int(row["rank"]) == p.rank and int(row["units"]) == p.units
         assert float(row["fleet TCO [USD]"]) == p.tco
         assert row["latency floor check"] == "pass" and float(row["latency floor [s]"]) == p.checks[1].value
@@ -154,7 +158,8 @@ def test_report_without_requirements_and_with_missing_figures(tmp_path):
     out = export_report(a, ASSUME, tmp_path / "r.html")
     html = out[0].read_text(encoding="utf-8")
     assert "none (one replica per device)" in html
-    assert "no list price in the catalog" in html
+    # which device lacks which price, stated once in the assumptions (issue 23)
+    assert "NVIDIA L4 24GB: no purchase price; Google Cloud TPU v5e: no purchase price" in html
     assert "Google Cloud TPU v5e has no fp16 peak: computes at bf16, the other 16-bit float" in html
     assert export_report(a, ASSUME, tmp_path / "r.pdf")[0].stat().st_size > 10_000
 
@@ -259,9 +264,9 @@ def test_cli_plan_json_matches_the_planner(capsys, expected):
 
 @pytest.mark.parametrize("args, message", [
     (["--target", "2000"], "--target: cannot read '2000'"),
-    (["--target", "20 tokens/s", "--price", "nvidia-l4"], "--price: expected DEV=VALUE"),
-    (["--target", "20 tokens/s", "--price", "nope=5 USD"], "--price: nope is not one of the devices"),
-    (["--target", "20 tokens/s", "--cloud-price", "nvidia-l4=4 USD"], "--cloud-price nvidia-l4"),
+    (["--target", "20 tokens/s", "--price", "nvidia-l4"], "--quote: expected DEV=VALUE"),
+    (["--target", "20 tokens/s", "--price", "nope=5 USD"], "--quote: nope is not one of the devices"),
+    (["--target", "20 tokens/s", "--cloud-price", "nvidia-l4=4 USD"], "--rent nvidia-l4"),
     (["--target", "20 tokens/s", "--pue", "0.8"], "pue: must be at least 1"),
     (["--target", "20 tokens/s", "--phase", "prefill"], "target: given in tokens/s"),
 ])

@@ -230,3 +230,12 @@ def test_qt_gui_thread_pool_is_off_on_two_cpus_only():
     configure_qt_environment(large, cpus=8)
     configure_qt_environment(chosen, cpus=1)
     assert small == {"QT_NO_GUI_THREADPOOL": "1"} and large == {} and chosen == {"QT_NO_GUI_THREADPOOL": "0"}
+
+
+def test_the_window_fits_a_1600_pixel_screen(window, qtbot):
+    """Every analysis panel is tabbed in one dock area, so the widest panel sets the window's minimum width: it
+    must leave the window narrower than a 1600 px screen (the Training panel's two long rows of controls once made
+    it 1,744 px, pushing the catalog off screen)."""
+    window.show()
+    qtbot.waitExposed(window)
+    assert window.minimumSizeHint().width() <= 1600

@@ -84,10 +84,10 @@ def settle(qtbot, *panels):
 # ------------------------------------------------------------------------------------------------ shared
 def test_panels_tuple_titles_and_empty_workspace(qtbot):
     assert [p.__name__ for p in PANELS] == ["RooflinePanel", "EnergyPanel", "TilingPanel", "CostPanel", "FidelityPanel",
-                                            "SystemsPanel", "ServingPanel"]
+                                            "SystemsPanel", "TrainingPanel", "ServingPanel"]
     empty = Workspace(small_model())
-    for cls in [c for c in PANELS if c.title != "Systems"]:  # the Systems panel sizes on systems, not devices
-        # (tests/ui/test_systems_panel.py)
+    for cls in [c for c in PANELS if c.title not in ("Systems", "Training")]:  # Systems and Training size on
+        # systems, not devices (tests/ui/test_systems_panel.py)
         assert cls.title
         panel = make(qtbot, cls, empty, (600, 400))
         assert "Select one or more devices" in panel.message.text()
@@ -130,8 +130,8 @@ def test_export_png_svg_and_copy_csv(qtbot, ws, tmp_path):
         assert b"<svg" in svg.read_bytes()[:2000]
         panel.copy_csv()
         text = QApplication.clipboard().text()
-        assert text == panel.csv_text() and (text.count("\n") > 2 or cls.title in ("Systems", "Fidelity"))  # no
-        # system chosen; no trace imported
+        assert text == panel.csv_text() and (text.count("\n") > 2 or cls.title in ("Systems", "Fidelity", "Training"))
+        # no system chosen; no trace imported
     roofline_csv = make(qtbot, RooflinePanel, ws).csv_text().splitlines()[0]
     assert "intensity (FLOP/byte)" in roofline_csv and "attainable (FLOP/s)" in roofline_csv
 

@@ -90,7 +90,32 @@ def test_bad_fields_show_errors_and_phase_mismatch_offers_a_switch(qtbot, worksp
     assert panel.result is not None and panel.result.unit == "inferences/s"
     panel.set_quote("nvidia-l4", "-5")
     panel.replan()
-    assert panel.result is None and "is not a positive number" in panel.quote_error.text()
+    # a bad cell is marked and left out; the ranking stays (issue 23)
+    assert panel.result is not None and "must be a positive amount" in panel.quote_error.text()
+    assert "nvidia-l4" not in panel.result.requirements.price
+    assert "must be a positive amount" in panel.quotes.item(_quote_row(panel, "nvidia-l4"), 1).toolTip()
+
+
+def _quote_row(panel, device_id):
+    from PySide6.QtCore import Qt
+
+    return next(r for r in range(panel.quotes.rowCount())
+                if panel.quotes.item(r, 0).data(Qt.ItemDataRole.UserRole) == device_id)
+
+
+def test_planner_quotes_read_every_money_form_and_a_bad_cell_blanks_nothing(qtbot, workspace):
+    panel = make_panel(qtbot, workspace)
+    panel.target.setText("20000 tokens/s")
+    ids = [r for r in workspace.analysis.devices.ids]
+    panel.set_quote(ids[0], "$30k", "$4.10/h")
+    panel.set_quote(ids[1], "3 GB", "4.10 USD/h")
+    panel.replan()
+    req = panel.result.requirements
+    assert req.price == {ids[0]: 30000.0}
+    assert req.cloud_price == {ids[0]: 4.10 / 3600, ids[1]: 4.10 / 3600}
+    assert "is a byte count, not a money amount" in panel.quotes.item(_quote_row(panel, ids[1]), 1).toolTip()
+    assert panel.quotes.item(_quote_row(panel, ids[0]), 1).toolTip() == ""
+    assert len(panel.result.devices) == len(ids)
 
 
 def test_planner_follows_the_workspace(qtbot, workspace):
@@ -121,7 +146,7 @@ def test_export_runs_in_a_worker_and_writes_the_file(qtbot, workspace, tmp_path)
     assert seen and seen[-1] == 100
     rows = list(csv.DictReader((tmp_path / "r.csv").open(encoding="utf-8")))
     assert [r["device_id"] for r in rows] == list(IDS)
-    assert float(rows[0]["Latency per decode step [s]"]) == workspace.analysis.totals.time[0]
+    assert float(rows[0]["Latency per decode step (one unit) [s]"]) == workspace.analysis.totals.time[0]
 
 
 def test_export_with_progress_dialog_writes_a_pdf(qtbot, workspace, tmp_path):

@@ -120,13 +120,10 @@ def test_the_project_round_trip_keeps_the_serving_part(qtbot, tmp_path):
     path = tmp_path / "s.hwproj"
     save_project(Project.of(ws), path)
     other = _ws()
-    other.reset(*_reset_args(load_project(path)))
+    p = load_project(path)
+    other.reset(p.model, p.device_ids, p.assumptions, p.trace, p.requirements, p.system, serving=p.serving)
     assert other.state.serving == CHOICE
 
-
-def _reset_args(project):
-    return (project.model, project.device_ids, project.assumptions, project.trace, project.requirements,
-            project.system, project.serving)
 
 
 def test_the_apps_report_export_has_the_serving_section(qtbot, tmp_path):

@@ -64,7 +64,7 @@ def test_a_project_reopens_with_its_trace_and_requirements(make_window, monkeypa
     saved_plan = [planner.table.item(r, 1).text() for r in range(planner.table.rowCount())]
     assert window.controller.save_as(tmp_path / "study")
     data = json.loads((tmp_path / "study.hwproj").read_text())
-    assert data["format"] == 5 and len(data["trace"]["events"]["name"]) == 150
+    assert data["format"] == 6 and len(data["trace"]["events"]["name"]) == 150
     assert data["requirements"]["target"] == 20000.0 and data["requirements"]["price"] == {"nvidia-h100-sxm5": 30000.0}
     copy.unlink()  # the other machine does not have the trace file
 
@@ -75,7 +75,10 @@ def test_a_project_reopens_with_its_trace_and_requirements(make_window, monkeypa
     assert other.trace_panel.trace is ows.trace and len(other.trace_panel.timeline.bars) > 0
     assert ows.requirements == Requirements(20000.0, "tokens/s", latency=0.05, years=3.0, electricity_usd_per_kwh=0.12,
                                             pue=1.3, price={"nvidia-h100-sxm5": 30000.0},
-                                            cloud_price={"nvidia-h100-sxm5": 4.0 / 3600})
+                                            cloud_price={"nvidia-h100-sxm5": 4.0 / 3600},
+                                            price_source=ws.requirements.price_source,
+                                            cloud_price_source=ws.requirements.cloud_price_source)
+    assert ows.requirements.price_source["nvidia-h100-sxm5"].startswith("entered in the planner on ")
     p = other.planner
     assert (p.target.text(), p.latency.value(), p.quotes.item(1, 1).text(), p.quotes.item(1, 2).text()) == (
         "20000 tokens/s", 0.05, "30000", "4")

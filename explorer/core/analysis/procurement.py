@@ -36,6 +36,7 @@ from .evaluate import ModelAnalysis
 RATE_UNITS = ("inferences/s", "tokens/s")
 BUDGET_BASES = ("capital", "tco")
 POWER_SCOPES = ("node", "site")
+RANK_BASES = ("buy", "rent", "cheaper")  # what the ranking compares: buy TCO, rent cost, or the cheaper per device
 HOURS_PER_MONTH = SECONDS_PER_YEAR / 12 / 3600.0  # 730.5 h
 SHARDING_ASSUMPTION = ("a model larger than one unit's memory is split evenly over ceil(M_req / capacity) units "
                        "(weights, KV cache and activations sharded); communication between them is not modelled, "
@@ -93,7 +94,10 @@ class Requirements:
     step; ``budget`` USD (compared with the capital cost, or the TCO when ``budget_covers == "tco"``);
     ``power_cap`` W (``"node"``: one unit's TDP; ``"site"``: every unit at TDP times PUE); ``years``;
     ``electricity_usd_per_kwh`` USD/kWh; ``pue`` ratio; ``price`` USD per unit (quotes, by device id);
-    ``cloud_price`` USD/s per unit (by device id). ``None`` takes the workspace's assumption (years,
+    ``cloud_price`` USD/s per unit (by device id); ``rank_by``: ``"buy"`` ranks by the TCO of owning,
+    ``"rent"`` by renting the same units around the clock for the horizon, ``"cheaper"`` by the cheaper of the two
+    per device (a rent-only device is ranked by rent, a buy-only one by TCO); ``price_source`` and
+    ``cloud_price_source``: by device id, where each quote comes from and its date (text). ``None`` takes the workspace's assumption (years,
     electricity, PUE) or leaves the constraint out."""
 
     target: float | None = None
@@ -108,10 +112,17 @@ class Requirements:
     pue: float | None = None
     price: Mapping[str, float] = field(default_factory=dict)
     cloud_price: Mapping[str, float] = field(default_factory=dict)
+    rank_by: str = "buy"
+    price_source: Mapping[str, str] = field(default_factory=dict)  # by device id: who quoted, and when
+    cloud_price_source: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self):
-        object.__setattr__(self, "price", MappingProxyType(dict(self.price)))
-        object.__setattr__(self, "cloud_price", MappingProxyType(dict(self.cloud_price)))
+        for name in ("price", "cloud_price", "price_source", "cloud_price_source"):
+            object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
+        for name in ("price_source", "cloud_price_source"):
+            for dev, v in getattr(self, name).items():
+                if not isinstance(v, str):
+                    raise TypeError(f"{name}[{dev}]: expected text (the quote's source and date), got {v!r}")
         _positive("target", self.target)
         if self.target_unit not in RATE_UNITS:
             raise ValueError(f"target_unit: expected one of {', '.join(RATE_UNITS)}, got {self.target_unit!r}")
@@ -123,6 +134,8 @@ class Requirements:
                 raise ValueError(f"pue: must be at least 1, got {self.pue!r}")
         if self.budget_covers not in BUDGET_BASES:
             raise ValueError(f"budget_covers: expected capital or tco, got {self.budget_covers!r}")
+        if self.rank_by not in RANK_BASES:
+            raise ValueError(f"rank_by: expected one of {', '.join(RANK_BASES)}, got {self.rank_by!r}")
         if self.power_scope not in POWER_SCOPES:
             raise ValueError(f"power_scope: expected node or site, got {self.power_scope!r}")
         for name in ("price", "cloud_price"):
@@ -229,6 +242,11 @@ class DevicePlan:
     missing: tuple[str, ...]  # figures the plan needed and the device lacks
     rank: int
     reason: str
+    rank_cost: float = math.nan  # USD over the horizon on the ranking's basis: buy TCO or rent cost (fleet)
+    rank_basis: str = ""  # "buy" | "rent" | "" (unpriced on the ranking's basis)
+    rank_cost_per_million: float = math.nan  # rank_cost / (target x utilization x horizon) x 10^6, USD
+    lacks: tuple[str, ...] = ()  # "purchase price", "rent price": which prices the device has none of
+    batch: int = 0  # the batch the plan was made at (0: the analysis's batch, not searched)
 
 
 @dataclass(frozen=True, eq=False)
@@ -334,8 +352,13 @@ def _device_plan(analysis, cost: CostResult, req: Requirements, d: int, eta: flo
     elif "memory bandwidth" not in missing and not any("peak" in m for m in missing):
         missing.append("model throughput")
     price, tdp, cloud = float(dev.price[d]), float(dev.tdp[d]), float(dev.cloud_price[d])
-    if not _ok(price):
+    lacks = tuple(name for name, value in (("purchase price", price), ("rent price", cloud)) if not _ok(value))
+    if req.rank_by == "buy" and not _ok(price):
         missing.append("list price (enter a quote)")
+    elif req.rank_by == "rent" and not _ok(cloud):
+        missing.append("cloud price (enter a rent price)")
+    elif req.rank_by == "cheaper" and not _ok(price) and not _ok(cloud):
+        missing.append("list price or cloud price (enter a quote or a rent price)")
     if not _ok(tdp):
         missing.append("TDP")
     n = units if units else math.nan
@@ -354,9 +377,18 @@ def _device_plan(analysis, cost: CostResult, req: Requirements, d: int, eta: flo
         margin = cloud_hour - energy_per_hour
         break_even = price / margin if margin > 0 else math.inf
         verdict = "buy" if break_even <= hours else "rent"
-    elif _ok(cloud):
+    elif _ok(cloud) and req.rank_by == "buy":
         missing.append("list price or TDP for buy vs rent")
-    budget_value = tco if req.budget_covers == "tco" else capital
+    buy_cost = tco if math.isfinite(tco) else math.nan
+    rent_cost = cloud_cost if math.isfinite(cloud_cost) and cloud_cost > 0 else math.nan
+    options = {"buy": (("buy", buy_cost),), "rent": (("rent", rent_cost),),
+               "cheaper": (("buy", buy_cost), ("rent", rent_cost))}[req.rank_by]
+    priced = [(c, b) for b, c in options if math.isfinite(c)]
+    rank_cost, rank_basis = min(priced) if priced else (math.nan, "")
+    if rank_basis == "rent":  # renting has no capital: the budget pays the rent over the horizon
+        budget_value = rent_cost
+    else:
+        budget_value = tco if req.budget_covers == "tco" else capital
     within_budget = None if req.budget is None or not math.isfinite(budget_value) else budget_value <= req.budget
     power_value = tdp if req.power_scope == "node" else fleet_power
     within_power = None if req.power_cap is None or not math.isfinite(power_value) else power_value <= req.power_cap
@@ -373,7 +405,8 @@ def _device_plan(analysis, cost: CostResult, req: Requirements, d: int, eta: flo
                 energy_cost=energy_cost, tco=tco, unit_power=tdp, fleet_power=fleet_power, cost_per_million=cost_per_million,
                 cloud_cost=cloud_cost, break_even_hours=break_even, break_even_months=break_even / HOURS_PER_MONTH,
                 buy_or_rent=verdict, within_budget=within_budget, within_power=within_power, feasible=feasible,
-                missing=tuple(dict.fromkeys(missing)))
+                missing=tuple(dict.fromkeys(missing)), rank_cost=rank_cost, rank_basis=rank_basis,
+                rank_cost_per_million=rank_cost / served * 1e6, lacks=lacks)
 
 
 def _failure(p: dict, req: Requirements) -> str:
@@ -385,9 +418,11 @@ def _failure(p: dict, req: Requirements) -> str:
             parts.append(f"{c.title.lower()} {format_si(c.value, 's')} exceeds the {format_si(c.limit, 's')} "
                          f"{'limit' if c.name == 'bandwidth' else 'budget'}")
     if p["within_budget"] is False:
-        basis = p["tco"] if req.budget_covers == "tco" else p["capital"]
-        parts.append(f"{'TCO' if req.budget_covers == 'tco' else 'capital'} {format_usd(basis)} is over the "
-                     f"{format_usd(req.budget)} budget")
+        if p["rank_basis"] == "rent":
+            label, basis = "rent", p["rank_cost"]
+        else:
+            label, basis = ("TCO", p["tco"]) if req.budget_covers == "tco" else ("capital", p["capital"])
+        parts.append(f"{label} {format_usd(basis)} is over the {format_usd(req.budget)} budget")
     if p["within_power"] is False:
         value = p["fleet_power"] if req.power_scope == "site" else p["unit_power"]
         parts.append(f"{format_si(value, 'W')} is over the {format_si(req.power_cap, 'W')} power cap")
@@ -398,17 +433,21 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
+_COST_WORD = {"buy": "TCO ", "rent": "rent ", "cheaper": ""}
+_UNPRICED = {"buy": "", "rent": " for renting", "cheaper": " (neither bought nor rented)"}
+
+
 def _rank(plans: list[dict], req: Requirements, cost: CostResult) -> list[DevicePlan]:
     def group(p):
         if p["feasible"] is True:
-            return 0 if math.isfinite(p["tco"]) else 1
+            return 0 if math.isfinite(p["rank_cost"]) else 1
         if p["feasible"] is None:
             return 2
         return 3
 
     def key(p):
-        tco = p["tco"] if math.isfinite(p["tco"]) else math.inf
-        return group(p), tco, p["units"] or math.inf, p["id"]
+        cost = p["rank_cost"] if math.isfinite(p["rank_cost"]) else math.inf
+        return group(p), cost, p["units"] or math.inf, p["id"]
 
     order = sorted(range(len(plans)), key=lambda i: key(plans[i]))
     best = next((plans[i] for i in order if group(plans[i]) == 0), None)
@@ -421,13 +460,21 @@ def _rank(plans: list[dict], req: Requirements, cost: CostResult) -> list[Device
                 if p["units"] else "")
         if g == 0:
             head = "cheapest feasible option" if p is best else \
-                f"feasible, TCO {format_usd(p['tco'] - best['tco'])} more than #1 ({(p['tco'] / best['tco'] - 1):+.0%})"
-            reason = f"{head}: {size}, TCO {format_usd(p['tco'])} over {cost.years:g} years"
-            if p["buy_or_rent"]:
+                (f"feasible, {_COST_WORD[req.rank_by]}{format_usd(p['rank_cost'] - best['rank_cost'])} more than #1 "
+                 f"({(p['rank_cost'] / best['rank_cost'] - 1):+.0%})")
+            what = f"TCO {format_usd(p['tco'])}" if p["rank_basis"] == "buy" else \
+                f"rent {format_usd(p['rank_cost'])}"
+            reason = f"{head}: {size}, {what} over {cost.years:g} years"
+            if p["rank_basis"] == "rent" and "purchase price" in p["lacks"]:
+                reason += " (rent only: no purchase price)"
+            if p["rank_basis"] == "rent" and req.rank_by == "cheaper" and math.isfinite(p["tco"]):
+                reason += f" (buying: TCO {format_usd(p['tco'])})"
+            elif p["buy_or_rent"]:
                 reason += (f"; {p['buy_or_rent']} (break-even after {p['break_even_months']:.1f} months)"
                            if math.isfinite(p["break_even_months"]) else "; rent (buying never breaks even)")
         elif g == 1:
-            reason = f"feasible with {size} but not costed: no {', '.join(m for m in p['missing'])}"
+            reason = (f"feasible with {size} but not costed{_UNPRICED[req.rank_by]}: no "
+                      f"{', '.join(m for m in p['missing'])}")
         elif g == 2:
             reason = f"cannot be judged: missing {', '.join(p['missing']) or 'a requirement figure'}"
         else:

@@ -1,5 +1,5 @@
-"""Project files: the session's state (model, devices, assumptions, trace, planner requirements) as versioned
-JSON (docs/project-file.md).
+"""Project files: the session's state (model, devices, assumptions, trace, planner requirements, systems, training
+run) as versioned JSON (docs/project-file.md).
 
 Saving is atomic (the previous file survives a crash mid-save). Opening validates everything before anything
 changes, so a corrupt or newer-format file leaves the open project untouched. Files of an older format are
@@ -21,8 +21,9 @@ from explorer.core.workload.model import Model, ModelError
 
 from .serving_choice import ServingChoice
 from .state import Assumptions, State, SystemChoice
+from .training_choice import TrainingChoice
 
-FORMAT = 5
+FORMAT = 6
 KIND = "hwexplorer-project"
 SUFFIX = ".hwproj"  # the project file's suffix
 
@@ -57,6 +58,11 @@ def _v3_to_v4(data: dict) -> dict:
     return out
 
 
+def _v4_to_v5(data: dict) -> dict:
+    """Format 5 adds the training run (``training``; before it, the defaults). The key stays optional on read."""
+    return {**data, "format": 5}
+
+
 def _add_serving(data: dict, fmt: int) -> dict:
     """Format ``fmt`` adds the serving workload and service levels (``serving``; null: none set, as before).
     (Its own function, so that the number it lands at can change.)"""
@@ -64,13 +70,16 @@ def _add_serving(data: dict, fmt: int) -> dict:
 
 
 #: ``MIGRATIONS[n]`` turns a format-n mapping into a format n+1 one.
-MIGRATIONS = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: lambda data: _add_serving(data, 5)}
+MIGRATIONS = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5, 5: lambda data: _add_serving(data, 6)}
 
 
 def _assumptions_to_dict(a: Assumptions) -> dict:
     """The assumptions as written: the tensors' formats only where set (absent: the precision), so a project
     without them is the file it always was."""
     return {k: v for k, v in a.to_dict().items() if not (k in TENSORS and v is None)}
+
+
+QUOTE_MAPPINGS = ("price", "cloud_price", "price_source", "cloud_price_source")
 
 
 def requirements_to_dict(req: Requirements) -> dict:
@@ -80,7 +89,7 @@ def requirements_to_dict(req: Requirements) -> dict:
     for f in fields(Requirements):
         value = getattr(req, f.name)
         if value != getattr(default, f.name):
-            out[f.name] = dict(value) if f.name in ("price", "cloud_price") else value
+            out[f.name] = dict(value) if f.name in QUOTE_MAPPINGS else value
     return out
 
 
@@ -96,8 +105,12 @@ def requirements_from_dict(data, where: str = "requirements") -> Requirements:
         if not isinstance(quotes, dict) or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
                                                    and math.isfinite(v) for v in quotes.values()):
             raise ValueError(f"{where}.{name}: expected an object of numbers by device id")
+    for name in ("price_source", "cloud_price_source"):  # optional: files before them have none
+        notes = data.get(name, {})
+        if not isinstance(notes, dict) or not all(isinstance(v, str) for v in notes.values()):
+            raise ValueError(f"{where}.{name}: expected an object of texts by device id")
     for name, value in data.items():
-        if name not in ("price", "cloud_price", "target_unit", "budget_covers", "power_scope") and not (
+        if name not in (*QUOTE_MAPPINGS, "target_unit", "budget_covers", "power_scope", "rank_by") and not (
                 value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))):
             raise ValueError(f"{where}.{name}: expected a number or null, got {value!r}")
     try:
@@ -114,6 +127,7 @@ class Project:
     trace: Trace | None = None
     requirements: Requirements = Requirements()
     system: SystemChoice = SystemChoice()
+    training: TrainingChoice = TrainingChoice()
     serving: ServingChoice | None = None
 
     @classmethod
@@ -124,18 +138,19 @@ class Project:
     @classmethod
     def of_state(cls, state: State) -> "Project":
         return cls(state.model, state.device_ids, state.assumptions, state.trace, state.requirements, state.system,
-                   state.serving)
+                   state.training, state.serving)
 
     @property
     def state(self) -> State:
         return State(self.model, self.device_ids, self.assumptions, self.trace, self.requirements, self.system,
-                     self.serving)
+                     self.training, self.serving)
 
     def to_dict(self) -> dict:
         return {"format": FORMAT, "kind": KIND, "model": self.model.to_dict(), "devices": list(self.device_ids),
                 "assumptions": _assumptions_to_dict(self.assumptions),
                 "trace": None if self.trace is None else trace_to_dict(self.trace),
                 "requirements": requirements_to_dict(self.requirements), "system": self.system.to_dict(),
+                "training": self.training.to_dict(),
                 "serving": None if self.serving is None else self.serving.to_dict()}
 
     def dumps(self) -> str:
@@ -168,13 +183,14 @@ class Project:
             trace = None if trace is None else trace_from_dict(trace, "trace")
             requirements = requirements_from_dict(data.get("requirements") or {}, "requirements")
             system = SystemChoice.from_dict(data.get("system", {}), "system")
+            training = TrainingChoice.from_dict(data.get("training", {}), "training")  # optional: the defaults
             serving = data.get("serving")
             serving = None if serving is None else ServingChoice.from_dict(serving, "serving")
         except ModelError as exc:
             raise ProjectError(str(exc)) from None
         except ValueError as exc:
             raise ProjectError(f"{where}: {exc}") from None
-        return cls(model, tuple(devices), assumptions, trace, requirements, system, serving)
+        return cls(model, tuple(devices), assumptions, trace, requirements, system, training, serving)
 
 
 def save_project(project: Project, path: str | Path) -> None:

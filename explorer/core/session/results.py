@@ -19,22 +19,29 @@ from explorer.core.analysis.energy_view import compute_energy_view
 from explorer.core.analysis.evaluate import ModelAnalysis, evaluate
 from explorer.core.analysis.fidelity import trace_fidelity
 from explorer.core.analysis.procurement import plan
+from explorer.core.analysis.quotes import apply_quotes
 from explorer.core.analysis.roofline_measured import measured_roofline
 from explorer.core.analysis.roofline_view import compute_roofline
-from explorer.core.analysis.time_model import as_time_model
 from explorer.core.analysis.tiling_view import compute_tiling_view
+from explorer.core.analysis.time_model import as_time_model
 from explorer.core.formats import TENSORS
 from explorer.core.hardware.device import Device
 from explorer.core.hardware.system import System
 from explorer.core.parallel.comm_roof import CommRoofView, comm_roof_for
 from explorer.core.parallel.compare import SystemResult, size_on_systems
 from explorer.core.parallel.layout_cost import LayoutCost, layout_cost
+from explorer.core.parallel.sizing import SystemPlan, size_fleet
 from explorer.core.parallel.system_pass import Options
 from explorer.core.serving.fleet import size_fleet
 from explorer.core.serving.serve import ServingAnswer, answer, device_setup
 
 from .serving_choice import SURFACE_FIELDS, ServingChoice
 from .state import Assumptions, State
+from .training import cost_assumptions, recost, train_choice
+from .training_choice import TrainingChoice
+
+#: the fields of the training part its analyses read (all but the tokens, which only re-cost)
+TRAINING_FIELDS = tuple(f for f in TrainingChoice.__dataclass_fields__ if f != "tokens")
 
 #: What each result is computed from. Names with a dot are fields of a part of the state; "args" are the
 #: arguments of the call (the device shown, the layer in focus...).
@@ -45,7 +52,7 @@ DEPENDS: dict[str, tuple[str, ...]] = {
                    "assumptions.attention", "assumptions.lm_head"),
     # the evaluation as the chosen time model shows it (ideal: the evaluation itself): what every panel reads
     "analysis": ("evaluation", "assumptions.time_model"),
-    "cost": ("analysis", "assumptions"),
+    "cost": ("analysis", "assumptions", "requirements.price", "requirements.cloud_price"),
     "plan": ("analysis", "requirements", "assumptions"),
     "roofline": ("analysis", "args"),
     "energy": ("evaluation", "args"),
@@ -73,6 +80,14 @@ DEPENDS: dict[str, tuple[str, ...]] = {
                        "assumptions.weights", "assumptions.activations", "assumptions.kv_cache",
                        "assumptions.batch", "assumptions.seq_len", "assumptions.phase", "assumptions.attention",
                        "assumptions.lm_head"),
+    # the planner's fleet on each chosen system: every layout (as ``plan --system``), the target, limit, quotes
+    "system_plan": ("system_layouts", "requirements"),
+    # the training run on the chosen systems (its analyses): the model, the systems and their nodes, the training
+    # part except the tokens; nothing of the inference assumptions (precision, batch, phase...) reaches it
+    "training_runs": ("model", "hardware", "system.nodes", *(f"training.{f}" for f in TRAINING_FIELDS)),
+    # costed for the tokens at the session's electricity price, PUE and horizon: these re-cost, never re-analyse
+    "training": ("training_runs", "training.tokens", "assumptions.electricity_usd_per_kwh", "assumptions.pue",
+                 "assumptions.years"),
     # the collectives of each chosen system's layout under the links' roofs, for the roofline's device in focus
     "comm_roof": ("systems", "analysis", "args"),
     # the cost per million tokens of every layout: a price or an electricity edit re-costs, never re-searches
@@ -186,7 +201,9 @@ class Results:
     @property
     def cost(self):
         a = self.analysis
-        return None if a is None else self._get("cost", lambda: compute_cost(a, self.state.assumptions))
+        # the quotes of the one store (the requirements) replace the catalog's prices, as in the plan
+        return None if a is None else self._get("cost", lambda: compute_cost(apply_quotes(a, self.state.requirements),
+                                                                             self.state.assumptions))
 
     @property
     def plan(self):
@@ -252,6 +269,42 @@ class Results:
         return self._get("system_layouts", lambda: size_on_systems(
             self.state.model, self.hardware, a.precision, a.context, a.tensor_formats, None,
             choice.objective, options, choice.nodes))
+
+    @property
+    def system_plan(self) -> tuple[SystemPlan, ...]:
+        """The fleet each chosen system needs under the planner's requirements, with real layouts (as
+        ``hwexplorer plan --system``: among every valid layout, the one needing the fewest devices that fits and
+        meets the latency limit; quotes by device id). Empty without systems; raises ValueError when the target is
+        not in the phase's unit."""
+        if not self.hardware:
+            return ()
+        req = self.state.requirements
+        unit = "tokens/s" if self.state.assumptions.phase == "decode" else "inferences/s"
+        if req.target is not None and req.target_unit != unit:
+            raise ValueError(f"target: given in {req.target_unit} but the {self.state.assumptions.phase} phase "
+                             f"counts {unit}; switch the phase or give the target in {unit}")
+        layouts = self.system_layouts
+        return self._get("system_plan", lambda: size_fleet(layouts, req.target, req.latency, req.price))
+
+    @property
+    def training_runs(self) -> tuple:
+        """The training analyses of each chosen system (uncosted tokens aside); :attr:`training` reads them."""
+        if not self.hardware:
+            return ()
+        st = self.state
+        return self._get("training_runs", lambda: train_choice(st.model, self.hardware, st.system.nodes, st.training,
+                                                               cost_assumptions(st.assumptions)))
+
+    @property
+    def training(self) -> tuple:
+        """The training run of the state's training part on each system chosen in ``State.system`` (clusters of
+        its ``nodes``): a :class:`~explorer.core.training.compare.TrainingResult` per system, its layouts ranked
+        and the chosen one first, costed for the tokens (empty without systems)."""
+        runs = self.training_runs
+        if not runs:
+            return ()
+        st = self.state
+        return self._get("training", lambda: recost(runs, st.training.tokens, cost_assumptions(st.assumptions)))
 
     @property
     def system_costs(self) -> tuple[LayoutCost | None, ...]:

@@ -1,7 +1,8 @@
 """The session's state: one frozen value holding everything an edit can change.
 
 A :class:`State` is the model, the selected device ids, the assumptions, the imported trace, the procurement
-planner's requirements (quotes included) and the systems the model is sized on (:class:`SystemChoice`). Commands (:mod:`.commands`) map a state to a new one; the workspace
+planner's requirements (quotes included), the systems the model is sized on (:class:`SystemChoice`) and the
+training run on them (:class:`TrainingChoice`). Commands (:mod:`.commands`) map a state to a new one; the workspace
 swaps it in one place. Nothing here is mutable, so an old state is a free snapshot for undo. Qt-free.
 """
 
@@ -21,10 +22,12 @@ from explorer.core.workload.layers import ATTENTION, LM_HEAD, Context
 from explorer.core.workload.model import Model
 
 from .serving_choice import ServingChoice
+from .training_choice import TrainingChoice
 
 #: The names a command may report as changed, one per part of the state ("layers" and "input" are parts of the
 #: model: an edit of the layer list, of the input description).
-PARTS = ("model", "layers", "input", "devices", "assumptions", "trace", "requirements", "system", "serving")
+PARTS = ("model", "layers", "input", "devices", "assumptions", "trace", "requirements", "system", "training",
+         "serving")
 
 PHASES = ("prefill", "decode")
 
@@ -185,12 +188,14 @@ class State:
     trace: Trace | None = None
     requirements: Requirements = field(default_factory=Requirements)
     system: SystemChoice = field(default_factory=SystemChoice)
+    training: TrainingChoice = field(default_factory=TrainingChoice)  # the training run (the Training panel)
     serving: ServingChoice | None = None  # the serving workload and service levels (None: not set, the defaults)
 
     def __post_init__(self):
         object.__setattr__(self, "device_ids", tuple(dict.fromkeys(self.device_ids)))
         self.assumptions.checked()
         self.system.checked()
+        self.training.checked()
         if self.serving is not None:
             self.serving.checked()
 

@@ -26,6 +26,7 @@ from .commands import Command, CommandStack, SelectDevices, SetAssumptions
 from .results import Results
 from .serving_choice import ServingChoice
 from .state import PARTS, PHASES, Assumptions, State, SystemChoice
+from .training_choice import TrainingChoice
 
 __all__ = ["PHASES", "Assumptions", "DeviceLookup", "State", "SystemLookup", "Workspace"]
 
@@ -56,6 +57,7 @@ class Workspace:
     layer_focused = Signal(int)  # top-level layer index, -1 for none (selection shared by every view)
     device_focused = Signal(str)  # device id in focus for single-device panels ('' for none)
     dirty_changed = Signal(bool)
+    systems_reloaded = Signal()  # the catalog's systems changed (added, edited, deleted, imported)
 
     def __init__(self, model: Model | None = None, lookup: DeviceLookup | None = None,
                  assumptions: Assumptions | None = None, systems: SystemLookup | None = None):
@@ -109,7 +111,18 @@ class Workspace:
         """Make devices known (e.g. after a catalog edit or for devices not in the catalog); re-analyzes."""
         for d in devices:
             self._devices[d.id] = d
+        if {d.id for d in devices} & {device.id for _, device in self._hardware[1]}:
+            self._hardware = ((None,), ())  # a chosen system's device was edited: resolve the systems again
         self._notify(frozenset({"devices"}))
+
+    def reload_systems(self) -> None:
+        """The catalog's systems changed (a system added, edited, deleted or imported in the catalog dock): the
+        chosen systems are resolved again (an edited one is re-analyzed), the views re-read their choices
+        (:attr:`systems_reloaded`), and the results that read the systems are recomputed."""
+        self._hardware = ((None,), ())
+        self._results = None
+        self.systems_reloaded.emit()
+        self._notify(frozenset({"system"}))
 
     @property
     def focused_layer(self) -> int:
@@ -223,12 +236,13 @@ class Workspace:
 
     def reset(self, model: Model, device_ids: Sequence[str] = (), assumptions: Assumptions | None = None,
               trace: Trace | None = None, requirements: Requirements | None = None,
-              system: SystemChoice | None = None, serving: ServingChoice | None = None) -> None:
+              system: SystemChoice | None = None, training: TrainingChoice | None = None,
+              serving: ServingChoice | None = None) -> None:
         """Start over (new or opened project): no undo history, clean."""
         self._state = State(model=model, device_ids=tuple(device_ids),
                             assumptions=(assumptions or self._state.assumptions).checked(), trace=trace,
                             requirements=requirements or Requirements(), system=system or SystemChoice(),
-                            serving=serving)
+                            training=training or TrainingChoice(), serving=serving)
         self.stack.clear()
         self._focused_layer = -1
         self._notify(frozenset(PARTS))

@@ -1,4 +1,5 @@
-"""CatalogDock: browse the device catalog, check devices to compare, and add, duplicate, edit or delete them.
+"""CatalogDock: browse the device catalog, check devices to compare, and add, duplicate, edit or delete them;
+its Systems tab (:mod:`.systems_browser`) does the same for the catalog's systems.
 
 Layout: filter bar, sortable table (check = compare, through the workspace's undo stack), a detail pane
 with every figure and its source, and the edit buttons. Saving goes through the repository with
@@ -25,6 +26,7 @@ from PySide6.QtWidgets import (
     QPushButton,
     QSplitter,
     QTableView,
+    QTabWidget,
     QVBoxLayout,
     QWidget,
 )
@@ -36,11 +38,13 @@ from explorer.core.session.workspace import Workspace
 from explorer.store.errors import CatalogError, ConflictError, DuplicateDeviceError, UnknownDeviceError
 from explorer.store.io import ImportFileError
 from explorer.store.repository import CatalogRepository
+from explorer.store.system_io import holds_systems
 from explorer.ui.catalog.conflict import ConflictChoice, ConflictDialog
 from explorer.ui.catalog.detail import DeviceDetailView
 from explorer.ui.catalog.editor import DeviceEditorDialog
 from explorer.ui.catalog.filter_bar import CatalogFilterBar
 from explorer.ui.catalog.proxy import CatalogFilterProxy
+from explorer.ui.catalog.systems_browser import SystemsBrowser
 from explorer.ui.catalog.table_model import COLUMN_INDEX, ID_ROLE, CatalogTableModel
 from explorer.ui.catalog.transfer import FILE_FILTERS, ImportRejectedError, export_devices, import_devices
 
@@ -99,7 +103,13 @@ class CatalogDock(QDockWidget):
         splitter.addWidget(self.detail)
         splitter.setStretchFactor(0, 3)
         splitter.setStretchFactor(1, 2)
-        self.setWidget(splitter)
+        self.systems = SystemsBrowser(workspace, repository, self)
+        self.tabs = QTabWidget()
+        self.tabs.setDocumentMode(True)
+        self.tabs.addTab(splitter, "Devices")
+        self.tabs.addTab(self.systems, "Systems")
+        self.tabs.setTabToolTip(1, "Nodes, racks, slices and clusters of catalog devices, with their links")
+        self.setWidget(self.tabs)
 
         self.filter_bar.filter_changed.connect(self._on_filter_changed)
         self.table.selectionModel().currentRowChanged.connect(self._on_current_changed)
@@ -297,7 +307,11 @@ class CatalogDock(QDockWidget):
 
     # ----------------------------------------------------------------------------------- import / export
     def import_file(self, path: str | Path) -> tuple[str, ...]:
-        """Import devices from a device file or catalog export; returns the ids added or replaced."""
+        """Import devices from a device file or catalog export (or systems, from a system file or systems export:
+        the Systems tab imports those); returns the ids added or replaced."""
+        if holds_systems(path):
+            self.tabs.setCurrentWidget(self.systems)
+            return self.systems.import_file(path)
         ids = import_devices(self.repository, Path(path), confirm=self.confirm)
         self.refresh(select=ids[0] if ids else None)
         for device_id in ids:
@@ -332,10 +346,10 @@ class CatalogDock(QDockWidget):
             self.show_error("Export failed", str(exc))
             return 0
 
-    def choose_file(self, title: str, save: bool) -> str:
+    def choose_file(self, title: str, save: bool, filters: str = FILE_FILTERS, name: str = "devices.yaml") -> str:
         """Ask for a file path ('' when cancelled)."""
         if save:
-            path, _ = QFileDialog.getSaveFileName(self, title, "devices.yaml", FILE_FILTERS)
+            path, _ = QFileDialog.getSaveFileName(self, title, name, filters)
         else:
-            path, _ = QFileDialog.getOpenFileName(self, title, "", FILE_FILTERS)
+            path, _ = QFileDialog.getOpenFileName(self, title, "", filters)
         return path

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from explorer.store import io as store_io
+from explorer.store import system_io
 from explorer.store.repository import CatalogRepository
 
 FILE_FILTERS = "YAML (*.yaml *.yml);;JSON (*.json);;CSV (*.csv);;All files (*)"
@@ -48,3 +49,31 @@ def import_devices(repository: CatalogRepository, path: Path, confirm: Confirm) 
 def export_devices(repository: CatalogRepository, path: Path, ids: Sequence[str]) -> int:
     """Write the devices ``ids`` to ``path`` (format from the suffix); returns how many were written."""
     return store_io.export_file(repository.devices(list(ids)), path)
+
+
+# ------------------------------------------------------------------------------------------------ systems
+SYSTEM_FILE_FILTERS = "YAML (*.yaml *.yml);;JSON (*.json);;All files (*)"
+
+
+def import_systems(repository: CatalogRepository, path: Path, confirm: Confirm) -> tuple[str, ...]:
+    """Import every system of ``path`` (a system file or a systems export), by the devices' rules: checked whole
+    first, replacing ids already in the catalog only after the user agrees; returns the ids added and replaced."""
+    check = system_io.import_systems_file(repository, path, replace=True, dry_run=True)
+    if check.rejected:
+        raise ImportRejectedError(check)
+    replace = bool(check.replaced)
+    if replace:
+        names = ", ".join(check.replaced[:8]) + (" …" if len(check.replaced) > 8 else "")
+        question = (f"{len(check.replaced)} system(s) in {path.name} are already in the catalog ({names}). "
+                    "Replace them with the imported versions? Edits of shipped systems are kept as overrides.")
+        if not confirm("Replace systems?", question):
+            return ()
+    report = system_io.import_systems_file(repository, path, replace=replace)
+    if report.rejected:
+        raise ImportRejectedError(report)
+    return report.added + report.replaced
+
+
+def export_systems(repository: CatalogRepository, path: Path, ids: Sequence[str]) -> int:
+    """Write the systems ``ids`` to ``path`` (YAML, or JSON for .json); returns how many were written."""
+    return system_io.export_systems_file(repository.systems(list(ids)), path)

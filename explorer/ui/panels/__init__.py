@@ -12,9 +12,9 @@ from .roofline import RooflinePanel
 from .serving import ServingPanel
 from .systems import SystemsPanel
 from .tiling import TilingPanel
+from .training import TrainingPanel
 
-PANELS = (RooflinePanel, EnergyPanel, TilingPanel, CostPanel, FidelityPanel, SystemsPanel, ServingPanel)
+PANELS = (RooflinePanel, EnergyPanel, TilingPanel, CostPanel, FidelityPanel, SystemsPanel, TrainingPanel, ServingPanel)
 
 __all__ = ["PANELS", "AnalysisControls", "CostPanel", "EnergyPanel", "FidelityPanel", "RooflinePanel", "ServingPanel",
-           "SystemsPanel",
-           "TilingPanel"]
+           "SystemsPanel", "TilingPanel", "TrainingPanel"]

@@ -8,6 +8,7 @@ session's copy of the device).
 
 from __future__ import annotations
 
+import datetime
 import math
 
 import numpy as np
@@ -15,7 +16,8 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDoubleSpinBox, QLabel
 
-from explorer.core.analysis.cost import with_price
+from explorer.core.analysis.quotes import set_quote
+from explorer.core.session.commands import SetRequirements
 from explorer.core.units import UnitError
 
 from ..plot_items.bars import Bars
@@ -249,18 +251,22 @@ class CostPanel(AnalysisPanel):
 
     def _fill_table(self, c) -> None:
         unsourced = {d.id for d in self.workspace.devices if d.price is not None and d.price.source is None}
-        self.table.fill(c, unsourced)
+        self.table.fill(c, unsourced | set(self.workspace.requirements.price))  # quotes are marked * too
 
     # -- interaction
     def _price_entered(self, device_id: str, text: str) -> None:
+        """A price typed in the table is a purchase quote in the one store (the requirements, saved with the
+        project and read by the planner and the report); an empty cell removes the quote."""
         try:
             device = next(d for d in self.workspace.devices if d.id == device_id)
-            edited = with_price(device, parse_price(text))
+            usd = parse_price(text)
         except (UnitError, ValueError, StopIteration) as exc:
             self.set_message(f"Not applied: {exc}")
             self._fill_table(self.result)  # put the shown price back
             return
-        (self.apply_device_edit or (lambda dev: self.workspace.put_devices([dev])))(edited)
+        req = set_quote(self.workspace.requirements, device.id, price=usd,
+                        source=f"entered in the cost panel on {datetime.date.today().isoformat()}")
+        self.workspace.execute(SetRequirements(req, text=f"quote for {device.name}"))
 
     def _locate(self, x, y):
         if self.result is None:

@@ -12,7 +12,7 @@ import math
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QStyle, QTableWidget, QTableWidgetItem
 
-from explorer.core.units import parse_si
+from explorer.core.money import parse_usd
 
 from .plotting import DASH, changed
 
@@ -44,19 +44,13 @@ def money(x: float) -> str:
 
 
 def parse_price(text: str) -> float | None:
-    """Read a price: "15000", "$15,000", "15 kUSD" -> USD; empty or "—" -> None (no price).
+    """Read a price: "15000", "$15,000", "30k USD", "1.2M USD" (explorer.core.money) -> USD; empty or "—" -> None (no price).
 
     Raises UnitError naming 'price'."""
     text = text.replace("*", "").strip()
     if text in ("", DASH):
         return None
-    bare = text.replace(",", "").replace("$", "").strip()
-    try:
-        float(bare)
-        text = f"{bare} USD"
-    except ValueError:
-        pass
-    return parse_si(text, "money", "price")
+    return parse_usd(text, "price", bare=True)
 
 
 class _NumberItem(QTableWidgetItem):

@@ -62,8 +62,9 @@ class ServingPanel(AnalysisPanel):
         self._drawn = None
         self.layout().insertWidget(1, self.controls.row)
         self.controls.engine_row.addStretch(1)
-        self.controls.engine_row.addWidget(self.simulate)
-        self.controls.engine_row.addWidget(self.progress)
+        self.controls.slo_row.addStretch(1)
+        self.controls.slo_row.addWidget(self.simulate)
+        self.controls.slo_row.addWidget(self.progress)
         g = self.graphics
         self.curve = new_plot()
         self.curve.setLabel("bottom", "per-user speed (tokens/s)")

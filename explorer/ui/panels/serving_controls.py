@@ -50,8 +50,8 @@ class ServingControls(QObject):
         rows = QVBoxLayout(self.row)
         rows.setContentsMargins(0, 0, 0, 0)
         rows.setSpacing(2)
-        first, self.engine_row = QHBoxLayout(), QHBoxLayout()
-        for line in (first, self.engine_row):
+        first, self.slo_row, self.engine_row = QHBoxLayout(), QHBoxLayout(), QHBoxLayout()
+        for line in (first, self.slo_row, self.engine_row):
             line.setSpacing(4)
             rows.addLayout(line)
         lay = first
@@ -80,7 +80,8 @@ class ServingControls(QObject):
                 self.arrival.activated.connect(lambda i: self.set(arrival=ARRIVALS[i], text="set arrivals"))
                 lay.addWidget(self.arrival)
             if name == "output_tokens":
-                self._slo_widgets(lay)
+                lay.addStretch(1)
+                self._slo_widgets(self.slo_row)
             if name == "block_size":
                 self.chunked = QCheckBox("chunked prefill")
                 self.chunked.setToolTip("Chunk prompts into the decode steps (vLLM enable_chunked_prefill)")

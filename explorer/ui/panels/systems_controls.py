@@ -28,6 +28,7 @@ from explorer.core.parallel.layout import Layout
 from explorer.core.session.commands import SetSystem
 from explorer.core.session.state import SystemChoice
 
+from ..binding import bind
 from .plotting import device_color
 
 MODES = (("throughput", "best by throughput per device"), ("latency", "best by latency"),
@@ -71,7 +72,7 @@ class SystemControls(QObject):
         self.add_combo = QComboBox()
         self.add_combo.setToolTip("Add a system of the catalog to the comparison")
         self.add_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-        self.add_combo.setMinimumContentsLength(22)
+        self.add_combo.setMinimumContentsLength(14)  # "Add a system…": 22 made the dock, with two chips, too wide
         self.add_combo.activated.connect(self._add)
         first.addWidget(self.add_combo)
         self.chip_row = QHBoxLayout()
@@ -92,6 +93,10 @@ class SystemControls(QObject):
         for _objective, label in MODES:
             self.mode.addItem(label)
         self.mode.setToolTip("The best valid layout of each system, or one layout given by hand for every system")
+        # elided when narrow (the popup shows the whole text): at its full width the row made the Systems dock, and
+        # with it the main window, wider than a 1600-pixel screen
+        self.mode.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.mode.setMinimumContentsLength(15)
         self.mode.activated.connect(self._mode_chosen)
         second.addWidget(self.mode)
         self.degrees: dict[str, QSpinBox] = {}
@@ -113,6 +118,14 @@ class SystemControls(QObject):
         second.addWidget(self.overlap)
         second.addWidget(self.offload)
         second.addStretch(1)
+        if systems is None:  # the catalog's choices: read again when the catalog dock changes a system
+            bind(self, workspace.systems_reloaded, self.reload)
+        self.sync()
+
+    def reload(self) -> None:
+        """Read the catalog's systems again (one was added, edited, deleted or imported) and show them."""
+        self.systems = available_systems(self.workspace)
+        self.by_id = {s.id: s for s in self.systems}
         self.sync()
 
     # -- edits: one SetSystem each
@@ -170,7 +183,8 @@ class SystemControls(QObject):
             w.blockSignals(True)
         try:
             offered = [s for s in self.systems if s.id not in choice.system_ids]
-            if [self.add_combo.itemData(i) for i in range(1, self.add_combo.count())] != [s.id for s in offered]:
+            shown = [(self.add_combo.itemData(i), self.add_combo.itemText(i)) for i in range(1, self.add_combo.count())]
+            if shown != [(s.id, short_name(s)) for s in offered]:
                 self.add_combo.clear()
                 self.add_combo.addItem(ADD, "")
                 for s in offered:

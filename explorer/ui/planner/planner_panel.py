@@ -3,11 +3,14 @@
 The requirements and quotes are the session's (``workspace.requirements``, saved in the project): an edit of a
 field becomes a ``SetRequirements`` command (consecutive edits of one field make one undo step), and an undo, a
 redo or an opened project fills the fields again. The table shows ``workspace.results.plan`` (no re-evaluation;
-the plan is cheap), refreshed through a zero-interval single-shot timer, so a burst of edits plans once.
+the plan is cheap), refreshed through a zero-interval single-shot timer, so a burst of edits plans once. Under it,
+when systems are chosen (the Systems panel), :mod:`.systems_plan` sizes the fleet on each with real layouts
+(``workspace.results.system_plan``, as ``hwexplorer plan --system``).
 """
 
 from __future__ import annotations
 
+import datetime
 import functools
 import math
 
@@ -31,12 +34,17 @@ from PySide6.QtWidgets import (
 )
 
 from explorer.core.analysis.procurement import PlanResult, Requirements, format_usd, parse_rate
+from explorer.core.money import parse_money
 from explorer.core.session.commands import SetRequirements
-from explorer.core.units import UnitError, format_si, parse_si
+from explorer.core.units import UnitError, format_si
 from explorer.ui.binding import bind_many
+from explorer.ui.planner.batch_choice import BatchSearchChoice, searched_plan
+from explorer.ui.planner.quote_cells import mark_cell, store_fields
+from explorer.ui.planner.rank_choice import RankChoice
 from explorer.ui.widgets.on_screen import OnScreenUpdate
 from explorer.ui.widgets.quantity_edit import ERROR_STYLE, QuantityEdit
 
+from .systems_plan import SystemPlanTable
 from .serving_fleet import ServingFleetBox
 
 STATUS_COLORS = {"pass": "#1B7F3B", "fail": "#B00020", "n/a": "#6B6B6B", "unknown": "#9A6700"}
@@ -102,6 +110,11 @@ class PlannerPanel(QWidget):
         form.addRow("Electricity", self.electricity)
         self.pue = QDoubleSpinBox(minimum=1.0, maximum=3.0, singleStep=0.05, value=a.pue, decimals=2)
         form.addRow("PUE", self.pue)
+        self.rank_by = RankChoice(workspace)
+        form.addRow("Rank by", self.rank_by)
+        self.search_batch = BatchSearchChoice()
+        self.search_batch.toggled.connect(lambda _on: self.replan())
+        form.addRow("Batch", self.search_batch)
         top.addWidget(box, 1)
         quotes_box = QGroupBox("Quotes")
         quotes_box.setToolTip("Prices you were quoted override the catalog's; an empty cell keeps the catalog figure")
@@ -135,6 +148,9 @@ class PlannerPanel(QWidget):
         # columns are fitted once per plan (ResizeToContents would measure the whole column on every cell set)
         self.table.horizontalHeader().setStretchLastSection(True)
         outer.addWidget(self.table, 1)
+        self.systems_plan = SystemPlanTable()
+        self.systems_plan.setVisible(False)  # shown while systems are chosen
+        outer.addWidget(self.systems_plan, 1)
         self.serving_fleet = ServingFleetBox(workspace, self)  # the serving rows (explorer/ui/planner/serving_fleet.py)
         outer.addWidget(self.serving_fleet)
 
@@ -257,18 +273,18 @@ class PlannerPanel(QWidget):
         prices, clouds, errors = {}, {}, []
         for r in range(self.quotes.rowCount()):
             dev = self.quotes.item(r, 0).data(Qt.ItemDataRole.UserRole)
-            for col, kind, unit, out in ((1, "money", "USD", prices), (2, "money_rate", "USD/h", clouds)):
-                text = self.quotes.item(r, col).text().strip()
-                if not text:
-                    continue
-                try:
-                    value = float(text.replace(",", "").replace("$", ""))
-                    out[dev] = parse_si(f"{value} {unit}", kind, QUOTE_COLUMNS[col])
-                    if value <= 0:
-                        raise ValueError
-                except (ValueError, UnitError):
-                    errors.append(f"{QUOTE_COLUMNS[col]} of {self.quotes.item(r, 0).text()}: '{text}' is not a "
-                                  "positive number")
+            for col, rate, out in ((1, False, prices), (2, True, clouds)):
+                item = self.quotes.item(r, col)
+                text = item.text().strip()
+                error = ""
+                if text:  # one reader for every money field: "30000", "$30k", "1.2M USD", "$4.10/h"
+                    try:
+                        usd = float(parse_money(text, QUOTE_COLUMNS[col], rate=rate, bare=True).magnitude)
+                        out[dev] = usd / 3600.0 if rate else usd
+                    except UnitError as exc:
+                        error = f"{QUOTE_COLUMNS[col]} of {self.quotes.item(r, 0).text()}: {exc.reason}"
+                        errors.append(error)
+                mark_cell(item, error)  # a bad cell is marked and left out; the other quotes still count
         self.quote_error.setText("; ".join(errors))
         self.quote_error.setVisible(bool(errors))
         return prices, clouds, errors
@@ -293,9 +309,9 @@ class PlannerPanel(QWidget):
                 error = exc.reason
         self.target_error.setText(error)
         self.target_error.setVisible(bool(error))
-        prices, clouds, quote_errors = self._quotes()
+        prices, clouds, _ = self._quotes()
         edits = (self.latency, self.budget, self.power_cap, self.electricity)
-        if error or quote_errors or not all(e.is_valid() for e in edits):
+        if error or not all(e.is_valid() for e in edits):
             return None
         electricity = self.electricity.value()  # USD/J
         per_kwh = float(f"{electricity * 3.6e6:.12g}") if electricity else None
@@ -304,13 +320,18 @@ class PlannerPanel(QWidget):
             budget_covers=self.budget_covers.currentText(), power_cap=self.power_cap.value(),
             power_scope=self.power_scope.currentText(), years=self.years.value(),
             electricity_usd_per_kwh=per_kwh, pue=self.pue.value(),
-            price=prices, cloud_price=clouds)
+            **store_fields(self.workspace.requirements, self._shown_ids(), prices, clouds,
+                           datetime.date.today().isoformat()))
+
+    def _shown_ids(self) -> set[str]:
+        return {self.quotes.item(r, 0).data(Qt.ItemDataRole.UserRole) for r in range(self.quotes.rowCount())}
 
     # -- planning
     def replan(self) -> None:
         self.commit()
         self.updates.cancel()
         self.switch_phase.hide()
+        self._plan_systems()
         analysis = self.workspace.analysis
         if analysis is None:
             return self._show(None, "Select devices to plan a purchase.")
@@ -326,6 +347,8 @@ class PlannerPanel(QWidget):
                                     f"counts {analysis.totals.throughput_unit}.")
         try:
             result = self.workspace.results.plan
+            if self.search_batch.isChecked():
+                result = searched_plan(self.workspace)
         except ValueError as exc:
             return self._show(None, str(exc))
         best = result.ranked[0]
@@ -334,6 +357,23 @@ class PlannerPanel(QWidget):
         if req.target is None:
             note += " Enter a target throughput to size the fleet."
         self._show(result, note)
+
+    def _plan_systems(self) -> None:
+        """The systems section: ``results.system_plan`` (hidden while no system is chosen)."""
+        chosen = bool(self.workspace.state.system.system_ids)
+        self.systems_plan.setVisible(chosen)
+        if not chosen:
+            return
+        unit = "tokens/s" if self.workspace.assumptions.phase == "decode" else "inferences/s"
+        plans, message = (), ""
+        if self.requirements() is None:
+            message = "Fix the highlighted field to plan."
+        else:
+            try:
+                plans = self.workspace.results.system_plan
+            except ValueError as exc:
+                message = str(exc)
+        self.systems_plan.show_plans(plans, unit, message)
 
     def _switch_phase(self) -> None:
         self.workspace.set_assumptions(phase=self.switch_phase.property("phase"))

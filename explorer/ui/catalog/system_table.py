@@ -1,0 +1,242 @@
+"""The systems of the catalog as a table: the model, its search-and-filter proxy and the filter bar above it.
+
+Rows are the store's :class:`~explorer.store.system_repository.SystemRow`; bandwidths are per device and per
+direction (a bidirectional figure is halved, a per-node one divided over the node's devices), shown in GB/s
+(10^9 B/s), "—" when the system file states none. Filters are the store's own
+:class:`~explorer.store.system_repository.SystemFilter`, applied in memory by :func:`system_row_matches` with the
+meaning of ``CatalogRepository.system_rows(filter)`` (a test checks they agree), as the device table does.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from PySide6.QtCore import (
+    QAbstractTableModel,
+    QModelIndex,
+    QObject,
+    QPersistentModelIndex,
+    QSortFilterProxyModel,
+    Qt,
+    Signal,
+)
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QLineEdit, QVBoxLayout, QWidget
+
+from explorer.core.hardware.system import SYSTEM_KINDS
+from explorer.store.query import origin_label
+from explorer.store.system_repository import SystemFilter, SystemRow
+
+Index = QModelIndex | QPersistentModelIndex
+ROOT = QModelIndex()  # the invisible root of a table model
+DASH = "\u2014"
+ID_ROLE = Qt.ItemDataRole.UserRole + 1
+SORT_ROLE = Qt.ItemDataRole.UserRole + 2
+PER_DIRECTION = ("per device and per direction (a bidirectional figure is halved; a figure per node is divided "
+                 "over its devices); \u2014: the system file states none")
+# (key, header, tooltip)
+COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("name", "Name", "The system's name"),
+    ("vendor", "Vendor", "Who builds it"),
+    ("kind", "Kind", "node, rack, slice or cluster"),
+    ("device_id", "Device", "The catalog device it is made of"),
+    ("devices", "Devices [count]", "Accelerators in the system"),
+    ("node_devices", "Per node [devices]", "Accelerators per node (the host they share)"),
+    ("scale_up_bandwidth", "Scale-up [GB/s]",
+     "Scale-up link (NVLink, ICI, PCIe switch) in GB/s = 1e9 B/s, " + PER_DIRECTION),
+    ("scale_out_bandwidth", "Scale-out [GB/s]",
+     "Scale-out network (InfiniBand, Ethernet) in GB/s = 1e9 B/s, " + PER_DIRECTION),
+    ("host_bandwidth", "Host link [GB/s]",
+     ("Link to the host's memory (PCIe, NVLink-C2C) in GB/s = 1e9 B/s, per device and per direction; "
+      "\u2014: not stated")),
+    ("origin", "Origin", "shipped with the app, shipped (edited) by you, or a user system"),
+)
+COLUMN_INDEX = {key: i for i, (key, _, _) in enumerate(COLUMNS)}
+BANDWIDTHS = ("scale_up_bandwidth", "scale_out_bandwidth", "host_bandwidth")
+
+
+def gbps(value: float) -> str:
+    """B/s as GB/s with up to 4 significant digits; "—" when unknown."""
+    return DASH if not math.isfinite(value) else f"{value / 1e9:.4g}"
+
+
+class SystemTableModel(QAbstractTableModel):
+    """The rows of :meth:`CatalogRepository.system_rows`, one column per :data:`COLUMNS` entry."""
+
+    def __init__(self, parent: QObject | None = None):
+        super().__init__(parent)
+        self._rows: tuple[SystemRow, ...] = ()
+        self._index: dict[str, int] = {}
+
+    def set_rows(self, rows: Sequence[SystemRow]) -> None:
+        self.beginResetModel()
+        self._rows = tuple(rows)
+        self._index = {r.id: i for i, r in enumerate(self._rows)}
+        self.endResetModel()
+
+    def system_row(self, row: int) -> SystemRow:
+        return self._rows[row]
+
+    def row_of(self, system_id: str) -> int:
+        return self._index.get(system_id, -1)
+
+    def rowCount(self, parent: Index = ROOT) -> int:
+        return 0 if parent.isValid() else len(self._rows)
+
+    def columnCount(self, parent: Index = ROOT) -> int:
+        return 0 if parent.isValid() else len(COLUMNS)
+
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if orientation != Qt.Orientation.Horizontal or not 0 <= section < len(COLUMNS):
+            return None
+        if role == Qt.ItemDataRole.DisplayRole:
+            return COLUMNS[section][1]
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return COLUMNS[section][2]
+        return None
+
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid():
+            return None
+        row, key = self._rows[index.row()], COLUMNS[index.column()][0]
+        if role == ID_ROLE:
+            return row.id
+        if role == SORT_ROLE:
+            value = getattr(row, key) if key != "origin" else origin_label(row.origin, row.overridden)
+            return value.lower() if isinstance(value, str) else value
+        if role == Qt.ItemDataRole.DisplayRole:
+            if key in BANDWIDTHS:
+                return gbps(getattr(row, key))
+            if key == "origin":
+                return origin_label(row.origin, row.overridden)
+            return str(getattr(row, key))
+        if role == Qt.ItemDataRole.ToolTipRole:
+            if key == "name":
+                return f"{row.name} ({row.id})"
+            if key in BANDWIDTHS:
+                value = getattr(row, key)
+                return (f"{gbps(value)} GB/s per device and direction" if math.isfinite(value)
+                        else "not stated in the system file")
+        if role == Qt.ItemDataRole.TextAlignmentRole and key in (*BANDWIDTHS, "devices", "node_devices"):
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        return None
+
+
+def system_row_matches(row: SystemRow, f: SystemFilter) -> bool:
+    """True when ``row`` passes ``f`` (the in-memory twin of ``CatalogRepository.system_rows``'s conditions)."""
+    text = f.text.strip().lower()
+    if text and not any(text in value.lower() for value in (row.id, row.name, row.vendor, row.device_id)):
+        return False
+    if f.vendors and row.vendor.lower() not in {v.lower() for v in f.vendors}:
+        return False
+    if f.kinds and row.kind not in f.kinds:
+        return False
+    if f.origin is not None and row.origin != f.origin:
+        return False
+    return f.device is None or row.device_id == f.device
+
+
+class SystemFilterProxy(QSortFilterProxyModel):
+    def __init__(self, parent: QObject | None = None):
+        super().__init__(parent)
+        self._filter = SystemFilter()
+        self.setSortRole(SORT_ROLE)
+
+    @property
+    def filter(self) -> SystemFilter:
+        return self._filter
+
+    def set_filter(self, f: SystemFilter) -> None:
+        if f != self._filter:
+            self.beginFilterChange()
+            self._filter = f
+            self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
+
+    def filterAcceptsRow(self, source_row: int, source_parent: Index) -> bool:
+        model = self.sourceModel()
+        return not isinstance(model, SystemTableModel) or system_row_matches(model.system_row(source_row),
+                                                                             self._filter)
+
+    def lessThan(self, left: Index, right: Index) -> bool:
+        """Unknown bandwidths (NaN) sort after known ones in both directions."""
+        a, b = left.data(SORT_ROLE), right.data(SORT_ROLE)
+        a_nan, b_nan = (isinstance(v, float) and math.isnan(v) for v in (a, b))
+        if a_nan or b_nan:
+            if a_nan and b_nan:
+                return False
+            return b_nan if self.sortOrder() == Qt.SortOrder.AscendingOrder else a_nan
+        return a < b
+
+    def system_id(self, proxy_row: int) -> str:
+        return self.index(proxy_row, 0).data(ID_ROLE)
+
+
+def _choices(box: QComboBox, everything: str, options: Sequence[str]) -> None:
+    current = box.currentData()
+    box.blockSignals(True)
+    box.clear()
+    box.addItem(everything, None)
+    for option in options:
+        box.addItem(option, option)
+    box.setCurrentIndex(max(0, box.findData(current)))
+    box.blockSignals(False)
+
+
+class SystemFilterBar(QWidget):
+    """The search box (id, name, vendor, device) and the vendor, kind and device filters; emits
+    :attr:`filter_changed` with a :class:`SystemFilter`."""
+
+    filter_changed = Signal(object)
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.search = QLineEdit()
+        self.search.setPlaceholderText("Search name, vendor, device, id…")
+        self.search.setClearButtonEnabled(True)
+        self.vendor, self.kind, self.device = QComboBox(), QComboBox(), QComboBox()
+        _choices(self.vendor, "All vendors", ())
+        _choices(self.kind, "All kinds", SYSTEM_KINDS)
+        _choices(self.device, "Any device", ())
+        self.device.setToolTip("Only systems made of this catalog device")
+        self.count_label = QLabel()
+        self.count_label.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        widest = self.count_label.fontMetrics().horizontalAdvance("0000 of 0000")
+        self.count_label.setMinimumWidth(widest + 8)
+        first, second = QHBoxLayout(), QHBoxLayout()  # two rows, as the devices' bar, to fit a narrow dock
+        first.addWidget(self.search, 1)
+        first.addWidget(self.count_label)
+        for box in (self.vendor, self.kind, self.device):
+            box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+            second.addWidget(box)
+            box.currentIndexChanged.connect(self._emit)
+        second.addStretch(1)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(4)
+        layout.addLayout(first)
+        layout.addLayout(second)
+        self.search.textChanged.connect(self._emit)
+
+    def set_rows(self, rows: Sequence[SystemRow]) -> None:
+        _choices(self.vendor, "All vendors", sorted({r.vendor for r in rows}, key=str.lower))
+        _choices(self.device, "Any device", sorted({r.device_id for r in rows}))
+
+    def set_count(self, shown: int, total: int) -> None:
+        self.count_label.setText(f"{shown} of {total}")
+        self.count_label.setToolTip(f"{shown} systems match the filters, of {total} in the catalog")
+
+    def clear(self) -> None:
+        self.search.clear()
+        for box in (self.vendor, self.kind, self.device):
+            box.setCurrentIndex(0)
+
+    def current_filter(self) -> SystemFilter:
+        def one(box: QComboBox) -> tuple[str, ...]:
+            return () if box.currentData() is None else (box.currentData(),)
+
+        return SystemFilter(text=self.search.text(), vendors=one(self.vendor), kinds=one(self.kind),
+                            device=self.device.currentData())
+
+    def _emit(self, *_args) -> None:
+        self.filter_changed.emit(self.current_filter())
