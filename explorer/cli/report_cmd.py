@@ -8,6 +8,8 @@ from .analyze_cmd import add_workload_args
 from .common import CliError
 from .plan_cmd import add_requirement_args, prepare
 from .report_training import add_training_args, training_section
+from .report_serving import add_args as add_serving_args
+from .report_serving import choice_from_args, section_from_args
 
 
 def add_parser(sub) -> None:
@@ -22,6 +24,7 @@ def add_parser(sub) -> None:
                         "systems' devices are compared")
     add_training_args(p)
     add_requirement_args(p, target_required=False)
+    add_serving_args(p)
     p.add_argument("--out", "-o", required=True, metavar="FILE",
                    help="report.pdf, report.html, report.csv (CSV also writes FILE-layers.csv, and FILE-systems.csv "
                         "and FILE-training.csv with those sections) or report.xlsx")
@@ -45,6 +48,7 @@ def run(args) -> int:
         check_writable(args.out)
     except ReportError as exc:
         raise CliError(str(exc)) from None
+    choice_from_args(args)  # bad serving options: refused before any work
     systems = []
     if args.system:
         from .system_cmd import resolve_system
@@ -60,10 +64,12 @@ def run(args) -> int:
     analysis, req, costs = prepare(args)
     section = _systems_section(systems, analysis, req) if systems else None
     training = training_section(trained, analysis, costs, _devices_of(trained, analysis), args) if trained else None
+    serving = section_from_args(args, analysis)
     try:
         data = build_report(analysis, costs, req, title=args.title,
                             **({"systems": section} if section else {}),
-                            **({"training": training} if training else {}))
+                            **({"training": training} if training else {}),
+                            **({"serving": serving} if serving else {}))
         written = write_report(data, args.out, fmt)
         if xlsx is not None:
             written += write_report(data, xlsx, "xlsx")

@@ -90,12 +90,13 @@ def write_report(data: ReportData, path: str | Path, fmt: str | None = None,
         report(0.4, "Writing the HTML")
         _write(path, render_html(data))
         return [path]
-    from .csv_export import layers_csv, layers_path, sibling_path, summary_csv, systems_csv, training_csv
+    from .csv_export import layers_csv, layers_path, serving_csv, sibling_path, summary_csv, systems_csv, training_csv
 
     report(0.4, "Writing the CSV tables")
     layers = check_writable(layers_path(path))
     systems = check_writable(sibling_path(path, "systems")) if data.systems else None
     training = check_writable(sibling_path(path, "training")) if data.training else None
+    serving = check_writable(sibling_path(path, "serving")) if data.serving else None
     _write(path, summary_csv(data))
     _write(layers, layers_csv(data))
     written = [path, layers]
@@ -105,12 +106,15 @@ def write_report(data: ReportData, path: str | Path, fmt: str | None = None,
     if training is not None:
         _write(training, training_csv(data))
         written.append(training)
+    if serving is not None:
+        _write(serving, serving_csv(data))
+        written.append(serving)
     return written
 
 
 def export_report(analysis: ModelAnalysis, assumptions: CostAssumptionsLike, path: str | Path,
                   requirements: Requirements | None = None, fmt: str | None = None,
-                  progress: Progress | None = None, systems=None, training=None,
+                  progress: Progress | None = None, systems=None, training=None, serving=None,
                   title: str | None = None) -> list[Path]:
     """Build and write a report in one call (what the CLI and the GUI's worker run)."""
     format_of(path, fmt)
@@ -119,7 +123,7 @@ def export_report(analysis: ModelAnalysis, assumptions: CostAssumptionsLike, pat
     report(0.05, "Collecting results")
     data = build_report(analysis, assumptions, requirements, title=title or None,
                         **({"systems": systems} if systems else {}),
-                        **({"training": training} if training else {}))
+                        **({"training": training} if training else {}), **({"serving": serving} if serving else {}))
     written = write_report(data, path, fmt, progress)
     report(1.0, "Done")
     return written

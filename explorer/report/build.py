@@ -26,6 +26,7 @@ from ..core.analysis.sensitivity import Sensitivity, sensitivity
 from ..core.analysis.tiling_view import TilingView, default_row
 from ..core.session.results import Results
 from ..core.units import format_bytes, format_si
+from .serving_section import ServingSection
 from .systems_section import SystemsSection
 from .training_section import TrainingSection
 
@@ -80,6 +81,7 @@ class ReportData:
     systems: SystemsSection = SystemsSection()  # the model on systems of many devices (empty: none chosen)
     sensitivity: Sensitivity | None = None  # the ranking under changed prices, utilization, electricity, horizon
     training: TrainingSection = TrainingSection()  # the model trained on systems (empty: none asked for)
+    serving: ServingSection = ServingSection()  # serving under load (empty: no serving part)
 
     @property
     def device_names(self) -> tuple[str, ...]:
@@ -386,7 +388,8 @@ def default_title(analysis: ModelAnalysis) -> str:
 def build_report(analysis: ModelAnalysis, assumptions: CostAssumptionsLike, requirements: Requirements | None = None,
                  *, title: str | None = None, created: _dt.date | None = None,
                  systems: SystemsSection = SystemsSection(),
-                 training: TrainingSection = TrainingSection()) -> ReportData:
+                 training: TrainingSection = TrainingSection(),
+                 serving: ServingSection = ServingSection()) -> ReportData:
     """Everything the report shows, for the analysis's model and devices."""
     if analysis is None or not len(analysis.devices):
         raise ValueError("devices: select at least one device for a report")
@@ -409,5 +412,5 @@ def build_report(analysis: ModelAnalysis, assumptions: CostAssumptionsLike, requ
         summary=summary_metrics(a, cost, energy, frozenset(req.price), result), assumptions=_assumptions(result, a),
         sources=figure_sources(a, req), method=METHOD, recommendation=recommendation, systems=systems,
         sensitivity=sensitivity(analysis, req, assumptions) if req.target is not None else None,
-        training=training,
+        training=training, serving=serving,
     )

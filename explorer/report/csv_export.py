@@ -94,3 +94,14 @@ def training_csv(data: ReportData) -> str:
     for row in csv_rows(data.training):
         w.writerow([_num(x) if isinstance(x, float) else x for x in row])
     return out.getvalue()
+
+
+def serving_csv(data: ReportData) -> str:
+    """The Serving section: per device the estimate, the simulation and the estimate at the knee (SI units)."""
+    from .serving_section import csv_rows
+
+    out = io.StringIO()
+    w = SafeCsvWriter(out)
+    for row in csv_rows(data.serving):
+        w.writerow([_num(x) if isinstance(x, float) else x for x in row])
+    return out.getvalue()

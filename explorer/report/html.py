@@ -133,6 +133,8 @@ def render_html(data: ReportData) -> str:
         parts.extend(_systems_html(data))
     if data.training:
         parts.extend(_training_html(data))
+    if data.serving:
+        parts.extend(_serving_html(data))
     parts.append("<h2>Analysis</h2>")
     for k, (title, fig, caption) in enumerate((
             ("Roofline", roofline_figure, "Compute ceilings, main-memory slopes and ridge points (dots); circles are "
@@ -217,3 +219,14 @@ def _training_html(data: ReportData) -> list[str]:
                        [[e(a), e(b), e(c), (f'<a href="{e(u)}">{e(t)}</a>' if u else e(t)) + (f" ({e(d)})" if d else "")]
                         for a, b, c, t, u, d in sources])]
     return out
+
+
+def _serving_html(data: ReportData) -> list[str]:
+    from .serving_section import CAPACITY_HEADERS, LATENCY_HEADERS, NOTE, capacity_rows, latency_rows
+
+    e, sec = escape, data.serving
+    return ["<h2>Serving</h2>", f"<p>Workload: {e(sec.choice.describe())}.</p>",
+            _table(list(CAPACITY_HEADERS), [[e(c) for c in r] for r in capacity_rows(sec)]),
+            "<h3>Latency against the service levels</h3>",
+            _table(list(LATENCY_HEADERS), [[e(c) for c in r] for r in latency_rows(sec)]),
+            f"<p class=\"caption\">{e(NOTE)}</p>"]

@@ -268,6 +268,8 @@ def story(data: ReportData) -> list:
         s.extend(_systems_story(data))
     if data.training:
         s.extend(_training_story(data))
+    if data.serving:
+        s.extend(_serving_story(data))
     s.append(CondPageBreak(340))
     s.append(P("Analysis", "h1"))
     s.append(_figure("Roofline", roofline_figure(data, CONTENT_W),
@@ -390,6 +392,22 @@ def _training_story(data: ReportData) -> list:
         out.append(P("Device figures of the Training section and their sources", "h2"))
         out.append(table(("Device", "Figure", "Value", "Source"),
                          [[a, b, c, f"{t} {u} ({d})" if u else t] for a, b, c, t, u, d in sources], [90, 100, 80]))
+    return out
+
+
+def _serving_story(data: ReportData) -> list:
+    from .serving_section import CAPACITY_HEADERS, LATENCY_HEADERS, NOTE, capacity_rows, latency_rows
+
+    sec = data.serving
+    out = [CondPageBreak(200), P("Serving", "h1"), P(f"Workload: {sec.choice.describe()}.", "body")]
+    rows = [[P(h, "head") for h in CAPACITY_HEADERS]] + [[P(c) for c in r] for r in capacity_rows(sec)]
+    widths = [80, 64, 56, 52, 56, 60, 52]
+    out.append(grid_table(rows, widths + [CONTENT_W - sum(widths)]))
+    out.append(P("Latency against the service levels", "h2"))
+    rows = [[P(h, "head") for h in LATENCY_HEADERS]] + [[P(c) for c in r] for r in latency_rows(sec)]
+    widths = [70, 62, 42, 42, 42, 42, 48]
+    out.append(grid_table(rows, widths + [CONTENT_W - sum(widths)]))
+    out.append(P(NOTE, "caption"))
     return out
 
 

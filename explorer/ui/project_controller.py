@@ -29,6 +29,7 @@ from explorer.core.session.commands import (
     SetAssumptions,
     SetModel,
     SetRequirements,
+    SetServing,
     SetTrace,
 )
 from explorer.core.session.project import SUFFIX, Project, ProjectError, load_project, save_project
@@ -167,7 +168,7 @@ class ProjectController(QObject):
         if not self.maybe_save():
             return False
         self.ws.reset(project.model, project.device_ids, project.assumptions, project.trace, project.requirements,
-                      project.system, project.training)
+                      project.system, project.training, project.serving)
         self._set_path(path)
         found = {d.id for d in self.ws.devices}
         missing = [i for i in project.device_ids if i not in found]
@@ -341,7 +342,7 @@ class ProjectController(QObject):
             try:
                 base = load_project(rec.original)
                 self.ws.reset(base.model, base.device_ids, base.assumptions, base.trace, base.requirements,
-                              base.system, base.training)
+                              base.system, base.training, base.serving)
                 base_path = rec.original
             except ProjectError:
                 base_path = None
@@ -350,7 +351,8 @@ class ProjectController(QObject):
         self._set_path(base_path)
         p = rec.project
         self.ws.execute(Composite((SetModel(p.model), SelectDevices(p.device_ids), SetAssumptions(p.assumptions.to_dict()),
-                                   SetTrace(p.trace), SetRequirements(p.requirements)),
+                                   SetTrace(p.trace), SetRequirements(p.requirements),
+                                   *((SetServing(p.serving),) if p.serving is not None else ())),
                                   text="restore unsaved changes"))
         self._emit_title()
         self.message.emit(f"Restored unsaved changes to {rec.original.name if rec.original else 'an untitled project'}")

@@ -55,12 +55,13 @@ class ExportJob(QObject):
 
 class _Worker(QRunnable):
     def __init__(self, job: ExportJob, analysis, assumptions, path: Path, requirements, systems=None,
-                 training=None, title: str | None = None):
+                 training=None, serving=None, title: str | None = None):
         super().__init__()
         self.job, self.analysis, self.assumptions, self.path, self.requirements = (job, analysis, assumptions, path,
                                                                                     requirements)
         self.systems = systems
         self.training = training
+        self.serving = serving  # a function making the Serving section (its simulation runs here, off the GUI)
         self.title = title
         self.setAutoDelete(True)
 
@@ -69,7 +70,8 @@ class _Worker(QRunnable):
             written = report_pkg.export_report(
                 self.analysis, self.assumptions, self.path, self.requirements,
                 progress=lambda fraction, message: self.job.progress.emit(int(round(100 * fraction)), message),
-                systems=self.systems, training=self.training, title=self.title)
+                systems=self.systems, training=self.training,
+                serving=self.serving() if self.serving is not None else None, title=self.title)
         except Exception as exc:  # noqa: BLE001 - any failure becomes a message in the GUI thread
             self.job.failed.emit(str(exc) if isinstance(exc, (ValueError, OSError)) else
                                  f"{type(exc).__name__}: {exc}")
@@ -89,7 +91,8 @@ def start_export(workspace, path: str | Path, requirements=None, pool: QThreadPo
     report_pkg.check_writable(path)
     job = ExportJob()
     worker = _Worker(job, analysis, workspace.assumptions, Path(path), requirements,
-                     _systems_section(workspace, requirements), _training_section(workspace), title)
+                     _systems_section(workspace, requirements), _training_section(workspace),
+                     _serving_section(workspace), title)
     # start on the next turn of the event loop, so the caller connects to the job's signals first
     QTimer.singleShot(0, job, lambda: (pool or QThreadPool.globalInstance()).start(worker))
     return job
@@ -117,6 +120,17 @@ def _training_section(workspace):
     from explorer.report.training_section import build_section
 
     return build_section(results, by_hand=workspace.state.training.layout is not None)
+
+
+def _serving_section(workspace):
+    """A function making the Serving section of the state's serving part (None when it has none)."""
+    choice, a = workspace.state.serving, workspace.assumptions
+    if choice is None:
+        return None
+    from explorer.report.serving_section import build_serving_section
+
+    model, devices = workspace.model, workspace.devices
+    return lambda: build_serving_section(model, devices, choice, a.precision, a.tensor_formats)
 
 
 def ask_title(parent: QWidget | None, workspace) -> str | None:

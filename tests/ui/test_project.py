@@ -78,7 +78,7 @@ def test_round_trip(window, tmp_path):
     saved = tmp_path / "gpt2 study.hwproj"
     assert window.windowTitle() == "gpt2 study.hwproj \u2014 Hardware Explorer" and not ws.is_dirty
     data = json.loads(saved.read_text())
-    assert data["format"] == 5 and data["kind"] == "hwexplorer-project"
+    assert data["format"] == 6 and data["kind"] == "hwexplorer-project"
     assert data["devices"] == ["nvidia-h100-sxm5", "google-tpu-v5e", "nvidia-l4"]
     assert data["assumptions"]["batch"] == 8 and data["model"]["name"] == "GPT-2 (124M)"
     model, devices, assumptions = ws.model, ws.device_ids, ws.assumptions

@@ -17,6 +17,7 @@ from explorer.core.traces.model import Trace
 from explorer.core.workload.model import LayerSpec, Model
 from explorer.core.workload.templates import edited_name
 
+from .serving_choice import ServingChoice
 from .state import State, SystemChoice
 
 
@@ -182,6 +183,19 @@ class SetSystem(Command):
 
     def apply(self, state):
         return state.with_(system=self.choice.checked())
+
+
+@dataclass
+class SetServing(Command):
+    """Set the serving workload, service levels or engine settings (``docs/serving.md``)."""
+
+    choice: ServingChoice
+    text: str = "edit serving workload"
+    changes: frozenset[str] = frozenset({"serving"})
+    merge_key: str = ""
+
+    def apply(self, state):
+        return state.with_(serving=self.choice.checked())
 
 
 class CommandStack:

@@ -19,10 +19,11 @@ from explorer.core.formats import TENSORS
 from explorer.core.traces.model import Trace, trace_from_dict, trace_to_dict
 from explorer.core.workload.model import Model, ModelError
 
+from .serving_choice import ServingChoice
 from .state import Assumptions, State, SystemChoice
 from .training_choice import TrainingChoice
 
-FORMAT = 5
+FORMAT = 6
 KIND = "hwexplorer-project"
 SUFFIX = ".hwproj"  # the project file's suffix
 
@@ -62,8 +63,14 @@ def _v4_to_v5(data: dict) -> dict:
     return {**data, "format": 5}
 
 
+def _add_serving(data: dict, fmt: int) -> dict:
+    """Format ``fmt`` adds the serving workload and service levels (``serving``; null: none set, as before).
+    (Its own function, so that the number it lands at can change.)"""
+    return {**data, "format": fmt, "serving": data.get("serving")}
+
+
 #: ``MIGRATIONS[n]`` turns a format-n mapping into a format n+1 one.
-MIGRATIONS = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5}
+MIGRATIONS = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5, 5: lambda data: _add_serving(data, 6)}
 
 
 def _assumptions_to_dict(a: Assumptions) -> dict:
@@ -121,6 +128,7 @@ class Project:
     requirements: Requirements = Requirements()
     system: SystemChoice = SystemChoice()
     training: TrainingChoice = TrainingChoice()
+    serving: ServingChoice | None = None
 
     @classmethod
     def of(cls, ws) -> "Project":
@@ -130,19 +138,20 @@ class Project:
     @classmethod
     def of_state(cls, state: State) -> "Project":
         return cls(state.model, state.device_ids, state.assumptions, state.trace, state.requirements, state.system,
-                   state.training)
+                   state.training, state.serving)
 
     @property
     def state(self) -> State:
         return State(self.model, self.device_ids, self.assumptions, self.trace, self.requirements, self.system,
-                     self.training)
+                     self.training, self.serving)
 
     def to_dict(self) -> dict:
         return {"format": FORMAT, "kind": KIND, "model": self.model.to_dict(), "devices": list(self.device_ids),
                 "assumptions": _assumptions_to_dict(self.assumptions),
                 "trace": None if self.trace is None else trace_to_dict(self.trace),
                 "requirements": requirements_to_dict(self.requirements), "system": self.system.to_dict(),
-                "training": self.training.to_dict()}
+                "training": self.training.to_dict(),
+                "serving": None if self.serving is None else self.serving.to_dict()}
 
     def dumps(self) -> str:
         return json.dumps(self.to_dict(), indent=2) + "\n"
@@ -175,11 +184,13 @@ class Project:
             requirements = requirements_from_dict(data.get("requirements") or {}, "requirements")
             system = SystemChoice.from_dict(data.get("system", {}), "system")
             training = TrainingChoice.from_dict(data.get("training", {}), "training")  # optional: the defaults
+            serving = data.get("serving")
+            serving = None if serving is None else ServingChoice.from_dict(serving, "serving")
         except ModelError as exc:
             raise ProjectError(str(exc)) from None
         except ValueError as exc:
             raise ProjectError(f"{where}: {exc}") from None
-        return cls(model, tuple(devices), assumptions, trace, requirements, system, training)
+        return cls(model, tuple(devices), assumptions, trace, requirements, system, training, serving)
 
 
 def save_project(project: Project, path: str | Path) -> None:

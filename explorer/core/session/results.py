@@ -10,6 +10,7 @@ requirement re-plans only. Qt-free.
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any, Callable, Sequence
 
 from explorer.core.analysis.cost import compute_cost
@@ -31,8 +32,10 @@ from explorer.core.parallel.compare import SystemResult, size_on_systems
 from explorer.core.parallel.layout_cost import LayoutCost, layout_cost
 from explorer.core.parallel.sizing import SystemPlan, size_fleet
 from explorer.core.parallel.system_pass import Options
+from explorer.core.serving.fleet import size_fleet
 from explorer.core.serving.serve import ServingAnswer, answer, device_setup
 
+from .serving_choice import SURFACE_FIELDS, ServingChoice
 from .state import Assumptions, State
 from .training import cost_assumptions, recost, train_choice
 from .training_choice import TrainingChoice
@@ -59,9 +62,18 @@ DEPENDS: dict[str, tuple[str, ...]] = {
     "systems": ("model", "hardware", "system", "assumptions.precision", "assumptions.weights",
                 "assumptions.activations", "assumptions.kv_cache", "assumptions.batch", "assumptions.seq_len",
                 "assumptions.phase", "assumptions.attention", "assumptions.lm_head"),
-    # the analytic serving answer; its workload, service levels and batching policy are view arguments
-    "serving": ("model", "devices", "assumptions.precision", "assumptions.weights", "assumptions.activations",
-                "assumptions.kv_cache", "args"),
+    # per device checked: the serving step-time surface and memory (explorer.core.serving.serve.device_setup);
+    # the serving part's rate, arrivals and service levels are not inputs, so editing them reuses the surfaces
+    "serving_setups": ("model", "devices", "assumptions.precision", "assumptions.weights", "assumptions.activations",
+                       "assumptions.kv_cache", *(f"serving.{name}" for name in SURFACE_FIELDS)),
+    # per device: the analytic serving answer (estimate at the rate, load curve) under the state's serving part
+    "serving": ("serving_setups", *(f"serving.{f.name}" for f in fields(ServingChoice))),
+    # per device: the fewest replicas meeting the serving part's service levels at its rate, and their cost
+    "serving_fleet": ("serving_setups", *(f"serving.{f.name}" for f in fields(ServingChoice)), "requirements.price",
+                      "assumptions.years", "assumptions.electricity_usd_per_kwh", "assumptions.pue"),
+    # the same for a workload given as arguments (the command line's, outside a session)
+    "serving_for": ("model", "devices", "assumptions.precision", "assumptions.weights", "assumptions.activations",
+                    "assumptions.kv_cache", "args"),
     # every layout, whichever one is chosen: a layout picked by hand does not search again
     "system_layouts": ("model", "hardware", "system.nodes", "system.objective", "system.overlap",
                        "system.offload", "system.collective", "system.skew", "assumptions.precision",
@@ -84,6 +96,7 @@ DEPENDS: dict[str, tuple[str, ...]] = {
 }
 
 _SCALARS = (int, float, str, bool, type(None))
+DEFAULT_SERVING = ServingChoice()
 _NONE = object()
 
 
@@ -135,6 +148,8 @@ class Results:
             return getattr(self, name)
         part, _, attr = name.partition(".")
         value = getattr(self.state, part)
+        if part == "serving" and value is None:
+            value = DEFAULT_SERVING  # no serving part set: the panel shows the defaults
         return getattr(value, attr) if attr else value
 
     def _key(self, name: str, args: tuple) -> tuple:
@@ -313,13 +328,44 @@ class Results:
             self.systems, a.devices.ids[device_index], float(a.devices.peak[device_index]), state.precision,
             state.context, state.tensor_formats, (lo, hi)), (device_index, lo, hi))
 
-    def serving(self, workload, slo, policy=None, device_index: int = 0) -> ServingAnswer | None:
-        """The analytic serving answer (the estimate at the workload's rate and the load curve) of the model on
-        device ``device_index`` (``docs/serving.md``); ``workload``, ``slo`` and ``policy`` are the view's until
-        the state has a serving part. None without devices."""
+    @property
+    def serving_choice(self) -> ServingChoice:
+        """The state's serving part, or the defaults when none is set."""
+        return self.state.serving if self.state.serving is not None else DEFAULT_SERVING
+
+    @property
+    def serving_setups(self) -> tuple:
+        """Per device checked: the replica's step-time surface and memory under the serving part's lengths and
+        engine settings (:class:`explorer.core.serving.analytic.Setup`)."""
+        s, a = self.serving_choice, self.state.assumptions
+        return self._get("serving_setups", lambda: tuple(
+            device_setup(self.state.model, d, s.workload, s.policy, a.precision, a.tensor_formats,
+                         s.memory_utilization, s.block_size) for d in self.devices))
+
+    @property
+    def serving(self) -> tuple[ServingAnswer, ...]:
+        """Per device checked: the analytic serving answer (estimate at the rate, the load curve with its knee)
+        under the state's serving part (``docs/serving.md``); empty without devices."""
+        s = self.serving_choice
+        setups = self.serving_setups
+        return self._get("serving", lambda: tuple(answer(s.workload, setup, s.slo) for setup in setups))
+
+    @property
+    def serving_fleet(self) -> tuple:
+        """Per device, cheapest first: the replicas meeting the serving part's service levels at its rate and their
+        cost (:func:`explorer.core.serving.fleet.size_fleet`); empty without devices."""
+        s, a = self.serving_choice, self.state.assumptions
+        setups = self.serving_setups
+        return self._get("serving_fleet", lambda: size_fleet(
+            s.workload, setups, self.devices, s.slo, self.state.requirements.price, a.years,
+            a.electricity_usd_per_kwh, a.pue))
+
+    def serving_for(self, workload, slo, policy=None, device_index: int = 0) -> ServingAnswer | None:
+        """The analytic serving answer for a workload, service levels and policy given as arguments (outside the
+        state's serving part) on device ``device_index``. None without devices."""
         if not self.devices:
             return None
         a = self.state.assumptions
-        return self._get("serving", lambda: answer(workload, device_setup(
+        return self._get("serving_for", lambda: answer(workload, device_setup(
             self.state.model, self.devices[device_index], workload, policy, a.precision, a.tensor_formats), slo),
             (workload, slo, policy, device_index))

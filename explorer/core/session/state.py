@@ -21,11 +21,13 @@ from explorer.core.traces.model import Trace
 from explorer.core.workload.layers import ATTENTION, LM_HEAD, Context
 from explorer.core.workload.model import Model
 
+from .serving_choice import ServingChoice
 from .training_choice import TrainingChoice
 
 #: The names a command may report as changed, one per part of the state ("layers" and "input" are parts of the
 #: model: an edit of the layer list, of the input description).
-PARTS = ("model", "layers", "input", "devices", "assumptions", "trace", "requirements", "system", "training")
+PARTS = ("model", "layers", "input", "devices", "assumptions", "trace", "requirements", "system", "training",
+         "serving")
 
 PHASES = ("prefill", "decode")
 
@@ -187,12 +189,15 @@ class State:
     requirements: Requirements = field(default_factory=Requirements)
     system: SystemChoice = field(default_factory=SystemChoice)
     training: TrainingChoice = field(default_factory=TrainingChoice)  # the training run (the Training panel)
+    serving: ServingChoice | None = None  # the serving workload and service levels (None: not set, the defaults)
 
     def __post_init__(self):
         object.__setattr__(self, "device_ids", tuple(dict.fromkeys(self.device_ids)))
         self.assumptions.checked()
         self.system.checked()
         self.training.checked()
+        if self.serving is not None:
+            self.serving.checked()
 
     def with_(self, **parts) -> "State":
         return replace(self, **parts)

@@ -24,6 +24,7 @@ from explorer.core.workload.model import Model, build_table
 
 from .commands import Command, CommandStack, SelectDevices, SetAssumptions
 from .results import Results
+from .serving_choice import ServingChoice
 from .state import PARTS, PHASES, Assumptions, State, SystemChoice
 from .training_choice import TrainingChoice
 
@@ -235,12 +236,13 @@ class Workspace:
 
     def reset(self, model: Model, device_ids: Sequence[str] = (), assumptions: Assumptions | None = None,
               trace: Trace | None = None, requirements: Requirements | None = None,
-              system: SystemChoice | None = None, training: TrainingChoice | None = None) -> None:
+              system: SystemChoice | None = None, training: TrainingChoice | None = None,
+              serving: ServingChoice | None = None) -> None:
         """Start over (new or opened project): no undo history, clean."""
         self._state = State(model=model, device_ids=tuple(device_ids),
                             assumptions=(assumptions or self._state.assumptions).checked(), trace=trace,
                             requirements=requirements or Requirements(), system=system or SystemChoice(),
-                            training=training or TrainingChoice())
+                            training=training or TrainingChoice(), serving=serving)
         self.stack.clear()
         self._focused_layer = -1
         self._notify(frozenset(PARTS))

@@ -9,11 +9,12 @@ from .cost import CostPanel
 from .energy import EnergyPanel
 from .fidelity import FidelityPanel
 from .roofline import RooflinePanel
+from .serving import ServingPanel
 from .systems import SystemsPanel
 from .tiling import TilingPanel
 from .training import TrainingPanel
 
-PANELS = (RooflinePanel, EnergyPanel, TilingPanel, CostPanel, FidelityPanel, SystemsPanel, TrainingPanel)
+PANELS = (RooflinePanel, EnergyPanel, TilingPanel, CostPanel, FidelityPanel, SystemsPanel, TrainingPanel, ServingPanel)
 
-__all__ = ["PANELS", "AnalysisControls", "CostPanel", "EnergyPanel", "FidelityPanel", "RooflinePanel", "SystemsPanel",
-           "TilingPanel", "TrainingPanel"]
+__all__ = ["PANELS", "AnalysisControls", "CostPanel", "EnergyPanel", "FidelityPanel", "RooflinePanel", "ServingPanel",
+           "SystemsPanel", "TilingPanel", "TrainingPanel"]

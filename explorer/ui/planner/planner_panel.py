@@ -45,6 +45,7 @@ from explorer.ui.widgets.on_screen import OnScreenUpdate
 from explorer.ui.widgets.quantity_edit import ERROR_STYLE, QuantityEdit
 
 from .systems_plan import SystemPlanTable
+from .serving_fleet import ServingFleetBox
 
 STATUS_COLORS = {"pass": "#1B7F3B", "fail": "#B00020", "n/a": "#6B6B6B", "unknown": "#9A6700"}
 STATUS_FILL = {"pass": "#E6F4EA", "fail": "#FCE8EA", "n/a": "#F1F1F1", "unknown": "#FFF4DB"}
@@ -150,6 +151,8 @@ class PlannerPanel(QWidget):
         self.systems_plan = SystemPlanTable()
         self.systems_plan.setVisible(False)  # shown while systems are chosen
         outer.addWidget(self.systems_plan, 1)
+        self.serving_fleet = ServingFleetBox(workspace, self)  # the serving rows (explorer/ui/planner/serving_fleet.py)
+        outer.addWidget(self.serving_fleet)
 
         self._edited_field = ""  # the field the user changed since the last commit ('' for none)
         self.target.textChanged.connect(functools.partial(self._edited, "target"))

@@ -1,0 +1,110 @@
+"""The planner's serving question: for each device, how many replicas serve a workload at its service levels, and
+at what cost. Reuses the analytic estimate (:mod:`.analytic`): a replica's *service-level rate* is the highest
+arrival rate at which every target is met (found on a grid of the estimate up to the replica's capacity, then by
+bisection); the fleet is the fewest replicas whose share of the rate stays at or under it.
+
+    replicas          = ceil(rate / service-level rate)
+    capital           = replicas x price per device (the planner's quote, else the catalog's list price)
+    TCO               = capital + replicas x TDP x busy share x PUE x seconds owned x USD per kWh / 3.6e6
+    USD / M tokens    = TCO / (rate x output tokens x seconds owned) x 1e6         (owned, over the horizon)
+    rented USD / M    = replicas x cloud USD per second / (rate x output tokens) x 1e6
+
+The busy share is the estimate's at rate / replicas (idle power neglected, as the cost model does). Qt-free.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from explorer.core.parallel.layout_cost import JOULES_PER_KWH, device_price
+
+from .analytic import Setup, capacity, estimate
+from .workload import SLO, Workload
+
+SECONDS_PER_YEAR = 365.25 * 24 * 3600
+
+
+def slo_rate(workload: Workload, setup: Setup, slo: SLO, points: int = 48) -> float:
+    """The highest arrival rate [requests/s] at which one replica meets every service level (0: none)."""
+    cap = capacity(workload, setup)
+    if not cap > 0:
+        return 0.0
+    rates = np.linspace(cap / points, cap, points)
+    ok = np.array([r.stable and r.slo_met for r in estimate(workload, setup, slo, rates)])
+    if not ok.any():
+        lo, hi = 0.0, float(rates[0])
+    else:
+        j = int(np.flatnonzero(ok)[-1])
+        if j == points - 1:
+            return float(rates[-1])
+        lo, hi = float(rates[j]), float(rates[j + 1])
+    for _ in range(24):
+        mid = (lo + hi) / 2
+        r = estimate(workload, setup, slo, [mid])[0]
+        lo, hi = (mid, hi) if (r.stable and r.slo_met) else (lo, mid)
+    return lo
+
+
+@dataclass(frozen=True)
+class FleetRow:
+    """One device's fleet for the workload. Rates in requests/s, money in USD, tokens are output tokens."""
+
+    device_id: str
+    name: str
+    slo_rate: float  # per replica
+    replicas: int  # 0: no load meets the service levels
+    price_per_device: float  # NaN: unknown
+    price_source: str
+    capital: float
+    tco: float
+    cost_per_million: float  # owned, over the horizon
+    rented_per_million: float  # at the catalog's cloud price
+    busy_share: float
+
+    @property
+    def feasible(self) -> bool:
+        return self.replicas > 0
+
+    @property
+    def reason(self) -> str:
+        if not self.feasible:
+            return "no load meets the service levels on this device"
+        if not math.isfinite(self.price_per_device):
+            return "no price (no quote, no list price in the catalog)"
+        return ""
+
+
+def size_fleet(workload: Workload, setups, devices, slo: SLO, quotes=None, years: float = 3.0,
+               usd_per_kwh: float = 0.12, pue: float = 1.3) -> tuple[FleetRow, ...]:
+    """Per device (one :class:`Setup` each, one device per replica): the fewest replicas meeting the service levels
+    at ``workload``'s rate and their cost; ranked cheapest first (owned cost, then rented; unknown last)."""
+    rows = []
+    rate = workload.mean_rate()
+    _, o = workload.mean_lengths()
+    seconds = years * SECONDS_PER_YEAR
+    for setup, device in zip(setups, devices):
+        per = slo_rate(workload, setup, slo)
+        price, source = device_price(device, quotes)
+        if not per > 0:
+            rows.append(FleetRow(device.id, device.name, 0.0, 0, price, source, math.nan, math.nan, math.nan,
+                                 math.nan, math.nan))
+            continue
+        n = max(1, math.ceil(rate / per - 1e-9))
+        at = estimate(workload, setup, slo, [rate / n])[0]
+        tdp = setup.busy_w if setup.busy_w is not None else math.nan
+        capital = n * price
+        tco = capital + n * setup.surface.devices * tdp * at.busy_share * pue * seconds / JOULES_PER_KWH * usd_per_kwh
+        tokens = rate * o * seconds
+        usd_s = setup.usd_per_s if setup.usd_per_s is not None else math.nan
+        rows.append(FleetRow(device.id, device.name, per, n, price, source, capital, tco, tco / tokens * 1e6,
+                             n * setup.surface.devices * usd_s / (rate * o) * 1e6, at.busy_share))
+
+    def key(r: FleetRow):
+        return (not r.feasible, not math.isfinite(r.cost_per_million), r.cost_per_million if
+                math.isfinite(r.cost_per_million) else 0.0, r.rented_per_million if
+                math.isfinite(r.rented_per_million) else math.inf)
+
+    return tuple(sorted(rows, key=key))
