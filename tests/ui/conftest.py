@@ -26,6 +26,23 @@ def isolated_settings(tmp_path, monkeypatch):
 
 
 @pytest.fixture(autouse=True)
+def no_blocking_input_dialogs(request, monkeypatch):
+    """A modal QInputDialog waits for a user the suite does not have: a test that reaches one without replacing it
+    fails at once, naming it, instead of hanging the run (a test replaces it with its own monkeypatch, or is marked
+    ``real_dialogs`` when it closes the real one itself)."""
+    from PySide6.QtWidgets import QInputDialog
+
+    if request.node.get_closest_marker("real_dialogs"):
+        return
+
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"a modal QInputDialog was opened in a test: {args[1:3]}")
+
+    for name in ("getText", "getInt", "getDouble", "getItem", "getMultiLineText"):
+        monkeypatch.setattr(QInputDialog, name, staticmethod(refuse))
+
+
+@pytest.fixture(autouse=True)
 def no_leftover_windows(qapp):
     """Fail a test that leaves top-level windows visible (every widget must go through qtbot.addWidget)."""
     yield

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtGui import QDesktopServices
-from PySide6.QtWidgets import QFileDialog, QMessageBox
+from PySide6.QtWidgets import QFileDialog, QInputDialog, QMessageBox
 
 from explorer.core.session.workspace import Workspace
 from explorer.ui.help import DOCS, docs_dir
@@ -45,6 +45,7 @@ def test_an_exported_report_offers_to_open_it(qtbot, shared_repository, monkeypa
     win.workspace.select_devices(["nvidia-h100-sxm5"])
     target = tmp_path / "study.html"
     monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(target), ""))
+    monkeypatch.setattr(QInputDialog, "getText", staticmethod(lambda *a, **k: ("Study", True)))  # the title
     job = win.export_report()
     qtbot.waitUntil(lambda: job.done and job.confirmation is not None, timeout=30_000)
     box = job.confirmation

@@ -81,6 +81,7 @@ def test_an_emptied_title_keeps_the_default(qtbot, workspace, monkeypatch):
     assert report_export.ask_title(None, workspace) == f"{workspace.model.name} on 2 accelerators"
 
 
+@pytest.mark.real_dialogs
 def test_the_real_dialog_shows_the_prefilled_title(qtbot, workspace):
     """The dialog itself (not replaced): open it, read its field, cancel it."""
     from PySide6.QtCore import QTimer
