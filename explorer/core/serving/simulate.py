@@ -3,7 +3,9 @@
 The engine, as vLLM's scheduler runs it:
 
 * requests wait in arrival order (FCFS); one is admitted when the batch has room (``max_batch`` sequences) and
-  the paged KV cache has the blocks for its prompt (:class:`~.memory.ReplicaMemory`);
+  the paged KV cache has the blocks for its prompt plus one block of growth for each running sequence
+  (:class:`~.memory.ReplicaMemory`), and nothing was preempted since the running sequences last generated a token
+  (vLLM admits no new prompt in a step that preempted);
 * ``chunked=False``: waiting prompts that fit run as a prefill step of their own (up to ``max_batched_tokens``
   tokens; prefill first, as vLLM's default scheduler does), which yields each one's first token; otherwise every
   running sequence takes one decode step;
@@ -133,6 +135,7 @@ def _engine(sh: _Shared, surface: StepSurface, memory: ReplicaMemory, policy: Po
     waiting: deque[int] = deque()
     busy = kv_int = 0.0
     preempt = used = 0
+    hold = False  # a preemption since the last step that generated tokens: admit nothing until one has
     slices: list = []
     now = 0.0
 
@@ -141,6 +144,13 @@ def _engine(sh: _Shared, surface: StepSurface, memory: ReplicaMemory, policy: Po
 
     def prompt_blocks(i: int) -> int:  # the prompt (and any tokens generated before a preemption) plus one
         return blocks_for(int(prompt[i]) + 1)
+
+    def fits(i: int, running: int) -> bool:
+        """Admission (as vLLM's scheduler): the prompt's blocks plus a block of growth for each of the ``running``
+        sequences are free, and, while anything runs, nothing was preempted since the last step that generated
+        tokens. Without these a sequence preempted for want of a block is admitted straight back into the blocks
+        it freed, recomputed and preempted again, without end."""
+        return not (hold and (decoding or prefilling)) and prompt_blocks(i) + running <= free
 
     def release(done) -> None:
         nonlocal free, used
@@ -164,9 +174,9 @@ def _engine(sh: _Shared, surface: StepSurface, memory: ReplicaMemory, policy: Po
             before = len(decoding) + len(prefilling) + len(waiting)
             ran = True
             active = len(decoding) + len(prefilling)
-            can_admit = bool(waiting) and active < policy.max_batch and prompt_blocks(waiting[0]) <= free
+            can_admit = bool(waiting) and active < policy.max_batch and fits(waiting[0], active)
             if prefilled and can_admit:  # KV computed elsewhere: into the decode batch with its first token
-                while waiting and len(decoding) < policy.max_batch and prompt_blocks(waiting[0]) <= free:
+                while waiting and len(decoding) < policy.max_batch and fits(waiting[0], len(decoding)):
                     i = waiting.popleft()
                     held[i] = prompt_blocks(i)
                     free -= int(held[i])
@@ -195,7 +205,7 @@ def _engine(sh: _Shared, surface: StepSurface, memory: ReplicaMemory, policy: Po
                     grow = int(full.sum())
                     if grow > free:
                         preempt += _preempt(decoding, held, gen, prompt, inp, cached, waiting, release)
-                        dirty = True
+                        dirty = hold = True
                         continue
                 chunk_of: dict[int, int] = {}
                 for i, left in prefilling.items():
@@ -203,7 +213,7 @@ def _engine(sh: _Shared, surface: StepSurface, memory: ReplicaMemory, policy: Po
                         break
                     chunk_of[i] = min(left, budget)
                     budget -= chunk_of[i]
-                while waiting and active < policy.max_batch and prompt_blocks(waiting[0]) <= free and (
+                while waiting and active < policy.max_batch and fits(waiting[0], active) and (
                         not chunk_of or (budget > 0 if policy.chunked else prompt[waiting[0]] <= budget)):
                     i = waiting.popleft()
                     held[i] = prompt_blocks(i)
@@ -220,6 +230,7 @@ def _engine(sh: _Shared, surface: StepSurface, memory: ReplicaMemory, policy: Po
                     c = (float(ht.sum()) + cached_sum) / b if b else 1.0
                     dt = surface.mixed1(b, c, p)
                     if b:
+                        hold = False  # the decoders generated a token
                         free -= grow
                         used += grow
                         held[dec] += full
@@ -274,7 +285,7 @@ def _engine(sh: _Shared, surface: StepSurface, memory: ReplicaMemory, policy: Po
                 grown = need(k)
             elif need(1) > free:
                 preempt += _preempt(decoding, held, gen, prompt, inp, cached, waiting, release)
-                dirty = True
+                dirty = hold = True
                 continue
             elif need(k) > free:
                 lo, hi = 1, k  # need(lo) fits, need(hi) does not
@@ -286,6 +297,7 @@ def _engine(sh: _Shared, surface: StepSurface, memory: ReplicaMemory, policy: Po
             else:
                 grown = need(k)
             dt = k * (spec.step1(surface, b, c + (k - 1) * tps / 2) if spec else surface.decode1(b, c + (k - 1) / 2))
+            hold = False  # the decoders generated tokens
             kv_int += (used + grown / 2) * dt
             free -= grown
             used += grown

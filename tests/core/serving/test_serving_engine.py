@@ -156,6 +156,25 @@ def test_preemption_when_kv_runs_out_is_counted_and_every_request_finishes():
     assert np.all(run.finish >= run.first)
 
 
+@pytest.mark.parametrize("chunked", [False, True])
+def test_near_the_kv_limit_preemption_does_not_thrash(devices, llama8b, chunked):
+    """Llama-3-8B on an L4 (24 GB) at 1 request/s of 1024 -> 256 tokens: its KV cache holds 28 such sequences and
+    the estimate's mean batch is 18, so the cache runs full now and then. A preempted sequence once went straight
+    back into the blocks it had freed, was recomputed and preempted again: ~150,000 preemptions for 2,000 requests
+    and a TTFT P50 of 22 s. With vLLM's admission (a block of growth kept for each running sequence, no admission
+    after a preemption until the running sequences have generated a token) preemptions are rare and the
+    simulation agrees with the estimate."""
+    w = Workload(rate=1.0, lengths=Lengths.fixed(1024, 256))
+    setup = device_setup(llama8b, devices["nvidia-l4"], w, Policy(chunked=chunked))
+    a = estimate(w, setup, SLO())[0]
+    req, runs = simulate_replicas(w, setup, 2000, seed=0)
+    s = summarize(req, runs, setup, SLO(), 1.0)
+    assert s.preemptions < 100
+    assert s.ttft.p50 == pytest.approx(a.ttft.p50, rel=0.15)
+    assert s.tpot.mean == pytest.approx(a.tpot.mean, rel=0.15)
+    assert s.throughput == pytest.approx(a.throughput, rel=0.05)
+
+
 def test_prefix_hit_rate_one_leaves_only_uncached_tokens_in_prefill(h100):
     """A 512-token shared prefix, hit rate 1: its 32 whole blocks are cached, the prefill computes the other
     1024 - 512 = 512 tokens; a 500-token prefix caches 496 (31 blocks)."""
