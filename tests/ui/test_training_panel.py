@@ -24,7 +24,7 @@ from explorer.core.training.compare import train_on_system
 from explorer.core.training.layout import TrainingLayout
 from explorer.core.training.step import STEP_PARTS
 from explorer.core.workload.templates import get_template
-from explorer.ui.panels import PANELS, TrainingPanel
+from explorer.ui.panels import PANELS, SystemsPanel, TrainingPanel
 from explorer.ui.panels.training import EMPTY, IDEAL
 
 DGX, TPU = "nvidia-dgx-h100", "google-tpu-v5p-128-slice"
@@ -52,8 +52,8 @@ def two():  # Llama-3-70B on 64 H100 (8 DGX nodes) and 64 TPU v5p chips (one v5p
     return _workspace(DGX, TPU, devices=64, tokens=2e12)
 
 
-def test_the_panel_is_listed_last():
-    assert PANELS[-1] is TrainingPanel and TrainingPanel.title == "Training"
+def test_the_panel_is_listed_after_systems():
+    assert PANELS.index(TrainingPanel) == PANELS.index(SystemsPanel) + 1 and TrainingPanel.title == "Training"
 
 
 def test_each_control_edit_is_one_undo_step(qtbot, two):

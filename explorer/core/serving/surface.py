@@ -164,6 +164,8 @@ def device_surface(model: Model, device: Device, g: Grid, precision: str = "fp16
     points += [Context(batch=int(n), seq_len=int(L), phase="prefill", attention=attention)
                for n in pbatch for L in lengths]
     tables = [build_table(model, ctx) for ctx in points]
+    if not any(len(t) for t in tables):
+        raise ValueError("model: it has no layers to serve")
     for t in tables:
         if t.errors:
             i, msg = t.errors[0]

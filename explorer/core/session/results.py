@@ -10,8 +10,9 @@ requirement re-plans only. Qt-free.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import fields
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from explorer.core.analysis.cost import compute_cost
 from explorer.core.analysis.device_arrays import device_arrays
@@ -30,9 +31,10 @@ from explorer.core.hardware.system import System
 from explorer.core.parallel.comm_roof import CommRoofView, comm_roof_for
 from explorer.core.parallel.compare import SystemResult, size_on_systems
 from explorer.core.parallel.layout_cost import LayoutCost, layout_cost
-from explorer.core.parallel.sizing import SystemPlan, size_fleet
+from explorer.core.parallel.sizing import SystemPlan
+from explorer.core.parallel.sizing import size_fleet as size_system_fleet
 from explorer.core.parallel.system_pass import Options
-from explorer.core.serving.fleet import size_fleet
+from explorer.core.serving.fleet import size_fleet as size_serving_fleet
 from explorer.core.serving.serve import ServingAnswer, answer, device_setup
 
 from .serving_choice import SURFACE_FIELDS, ServingChoice
@@ -119,12 +121,12 @@ class Results:
         self.computed: list[str] = []  # the names computed by this bundle, in order (tests read it)
 
     def successor(self, state: State, devices: Sequence[Device],
-                  hardware: Sequence[tuple[System, Device]] = ()) -> "Results":
+                  hardware: Sequence[tuple[System, Device]] = ()) -> Results:
         """The bundle of ``state``, reusing what this one computed."""
         return Results(state, devices, self._memo, hardware)
 
     @classmethod
-    def of_analysis(cls, analysis: ModelAnalysis, assumptions, requirements=None) -> "Results":
+    def of_analysis(cls, analysis: ModelAnalysis, assumptions, requirements=None) -> Results:
         """The bundle of an analysis made outside a session (the report of the CLI): its model, devices and
         context, with the horizon, electricity price, PUE and utilization of ``assumptions``; the analysis is
         taken as it is, not evaluated again."""
@@ -284,7 +286,7 @@ class Results:
             raise ValueError(f"target: given in {req.target_unit} but the {self.state.assumptions.phase} phase "
                              f"counts {unit}; switch the phase or give the target in {unit}")
         layouts = self.system_layouts
-        return self._get("system_plan", lambda: size_fleet(layouts, req.target, req.latency, req.price))
+        return self._get("system_plan", lambda: size_system_fleet(layouts, req.target, req.latency, req.price))
 
     @property
     def training_runs(self) -> tuple:
@@ -356,7 +358,7 @@ class Results:
         cost (:func:`explorer.core.serving.fleet.size_fleet`); empty without devices."""
         s, a = self.serving_choice, self.state.assumptions
         setups = self.serving_setups
-        return self._get("serving_fleet", lambda: size_fleet(
+        return self._get("serving_fleet", lambda: size_serving_fleet(
             s.workload, setups, self.devices, s.slo, self.state.requirements.price, a.years,
             a.electricity_usd_per_kwh, a.pue))
 

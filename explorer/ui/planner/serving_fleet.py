@@ -43,7 +43,8 @@ class ServingFleetBox(QGroupBox):
     """Read-only: edit the workload and service levels in the Serving panel, the quotes above."""
 
     def __init__(self, workspace, parent=None):
-        super().__init__("Serving: replicas per device for the Serving panel's workload", parent)
+        super().__init__("Serving: replicas per device", parent)  # short: the planner keeps under 400 px
+        self.setToolTip("Replicas per device for the Serving panel's workload and service levels")
         self.workspace = workspace
         self.setObjectName("serving_fleet")
         lay = QVBoxLayout(self)

@@ -297,3 +297,13 @@ def test_analytic_within_15_percent_with_the_engine_features(devices, llama8b, n
                        ("tpot", a.tpot.mean, s.tpot.mean), ("batch", a.mean_batch, s.mean_batch),
                        ("throughput", a.throughput, s.throughput)):
         assert x == pytest.approx(y, rel=0.15), what
+
+
+def test_a_model_without_layers_is_refused_naming_the_model(devices):
+    """A new, empty model with a device checked (what the app starts with): one ValueError naming the model, which
+    the Serving panel and the planner show, instead of an IndexError from an empty step-time table."""
+    from explorer.core.session.state import State
+
+    with pytest.raises(ValueError, match="^model: it has no layers to serve"):
+        device_setup(State().model, devices["nvidia-h100-sxm5"],
+                     Workload(rate=1.0, lengths=Lengths.fixed(128, 16)))
