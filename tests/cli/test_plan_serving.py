@@ -62,22 +62,28 @@ def test_fleet_by_hand_from_the_core_numbers(capsys):
 
 
 def test_ranking_follows_the_chosen_basis(capsys):
+    # 40 requests/s needs 2 H100 or 4 A100 replicas (per-replica rates 28.6 and 10.9 requests/s at these levels).
+    # Bought at $30k and $5k: A100s cost 4 x 5k = 20k against 60k, the A100 fleet is cheaper to own; rented at
+    # the same $2/h per device, the 2 H100s cost half of the 4 A100s, the H100 fleet is cheaper to rent.
+    prices = ["--quote", f"{H100}=30000 USD", "--quote", f"{A100}=5000 USD", "--rent", f"{H100}=$2/h",
+              "--rent", f"{A100}=$2/h"]
     ranks = {}
     for basis in ("buy", "rent", "cheaper"):
-        code, out, _ = _plan(capsys, "-d", A100, "-d", H100, *SERVE, "--rank", basis, "--quote",
-                             f"{H100}=30000 USD", "--quote", f"{A100}=15000 USD", "--json")
+        code, out, _ = _plan(capsys, "-d", A100, "-d", H100, *SERVE, "--rank", basis, *prices, "--json")
         assert code == 0
         rows = json.loads(out)["devices"]
         for r in rows:
             buy, rent = r["cost_per_million_usd"], r["rented_per_million_usd"]
-            assert buy is not None and rent is not None  # both priced: quotes and the catalog's cloud prices
             want = {"buy": buy, "rent": rent, "cheaper": min(buy, rent)}[basis]
             assert r["rank_cost_per_million_usd"] == pytest.approx(want)
         costs = [r["rank_cost_per_million_usd"] for r in rows]
         assert costs == sorted(costs) and [r["rank"] for r in rows] == [1, 2]
         ranks[basis] = [r["id"] for r in rows]
-    # a cheap A100 quote makes it the cheaper one to own; its lower cloud price the cheaper one to rent
-    assert ranks["buy"][0] == A100 or ranks["rent"][0] == A100
+        by_id = {r["id"]: r for r in rows}
+        assert by_id[H100]["replicas"] == 2 and by_id[A100]["replicas"] == 4
+        # rented per million: devices x 2/3600 USD/s / (40 x 256 tokens/s) x 1e6
+        assert by_id[A100]["rented_per_million_usd"] == pytest.approx(4 * 2 / 3600 / (40 * 256) * 1e6)
+    assert ranks["buy"] == [A100, H100] and ranks["rent"] == [H100, A100] and ranks["cheaper"] == [A100, H100]
 
 
 def test_a_device_that_cannot_meet_the_slo_says_why(capsys):
