@@ -102,6 +102,15 @@ def test_a_device_that_cannot_meet_the_slo_says_why(capsys):
     assert rows[H100]["feasible"] and rows[H100]["rank"] == 1
 
 
+def test_a_model_whose_weights_leave_no_kv_cache_says_so(capsys):
+    # Llama-3-70B fp16: 70.6e9 params x 2 bytes = 141 GB of weights, over an L4's 24 GB
+    code = main(["plan", "llama3-70b", "-d", L4, "--rate", "1/s", "--tpot-p90", "100ms", "--json"])
+    out = capsys.readouterr().out
+    assert code == 0
+    (row,) = json.loads(out)["devices"]
+    assert not row["feasible"] and row["replicas"] is None and "no room for the KV cache" in row["reason"]
+
+
 def test_text_output_names_the_columns_with_units(capsys):
     code, out, _ = _plan(capsys, "-d", H100, *SERVE)
     assert code == 0 and "rate/replica [req/s]" in out and "owned [USD/M out tok]" in out
