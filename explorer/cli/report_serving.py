@@ -7,7 +7,7 @@ from __future__ import annotations
 from ..core.serving.workload import ARRIVALS, PERCENTILES
 from ..core.session.serving_choice import ServingChoice
 from .common import CliError
-from .serve_cmd import METRICS, _range, _rate, _slo, _slo_help
+from .serving_args import METRICS, _range, _rate, _slo, _slo_help
 
 DEFAULTS = ServingChoice()
 

@@ -5,34 +5,27 @@ from __future__ import annotations
 
 import json
 import math
-import re
 
 from ..core.files import atomic_write_text
 from ..core.precision import PRECISIONS
 from ..core.serving.analytic import Setup
 from ..core.serving.result import ServingResult
 from ..core.serving.serve import ServingAnswer, answer, device_setup, system_setup
-from ..core.serving.simulate import ROUTERS, Policy, Speculative
+from ..core.serving.simulate import ROUTERS, Speculative
 from ..core.serving.trace_export import chrome_trace
 from ..core.serving.workload import (
-    ARRIVALS,
-    PERCENTILES,
-    SLO,
-    Lengths,
     Workload,
     WorkloadError,
-    read_histogram,
-    read_trace,
 )
-from ..core.units import UnitError, format_bytes, parse_quantity, parse_si
+from ..core.units import UnitError, format_bytes, parse_si
 from ..core.workload.layers import Context
 from . import serve_disagg
 from .common import CliError, print_json, text_table
 from .resolve import load_model_arg, resolve_devices
+from .serving_args import _slo, _workload, check_engine, policy_from_args
+from .serving_args import add_workload_args as add_serving_args
 from .system_cmd import add_system_args, layouts_from_args, resolve_system
 from .tensor_args import add_format_args, formats_from_args
-
-METRICS = ("ttft", "tpot", "e2e")
 
 
 def add_parser(sub) -> None:
@@ -45,31 +38,10 @@ def add_parser(sub) -> None:
     p.add_argument("--precision", default="fp16", choices=PRECISIONS, help="numeric precision (default fp16)")
     add_format_args(p)
     add_system_args(p)
-    w = p.add_argument_group("workload")
-    w.add_argument("--rate", default="1/s", help="arrival rate in requests/s, e.g. 10/s, 600/min or 10 "
-                   "(default 1/s)")
-    w.add_argument("--arrival", choices=ARRIVALS, default="poisson", help="arrival process (default poisson)")
-    w.add_argument("--input", default="1024", help="prompt tokens: N, or LOW-HIGH drawn uniformly (default 1024)")
-    w.add_argument("--output", default="256", help="answer tokens: N, or LOW-HIGH drawn uniformly (default 256)")
-    w.add_argument("--lengths", metavar="CSV", help="a CSV (or JSONL) of (input, output) token lengths to draw "
-                   "from instead of --input/--output")
-    w.add_argument("--trace", metavar="FILE", help="replay a request trace (CSV or JSONL: arrival time [s], input "
+    add_serving_args(p)
+    p.add_argument("--trace", metavar="FILE", help="replay a request trace (CSV or JSONL: arrival time [s], input "
                    "and output tokens) instead of --rate and the lengths")
-    w.add_argument("--prefix-tokens", type=int, default=0, help="a prompt prefix shared by every request [tokens]")
-    w.add_argument("--prefix-hit-rate", type=float, default=0.0, help="share of requests finding the prefix in "
-                   "the prefix cache, 0-1 (default 0)")
-    s = p.add_argument_group("service levels (times with a unit, e.g. 500ms)")
-    for metric in METRICS:
-        for pct in PERCENTILES:
-            s.add_argument(f"--{metric}-{pct}", metavar="TIME", default=None, help=_slo_help(metric, pct))
-    e = p.add_argument_group("engine")
-    e.add_argument("--max-batch", type=int, default=256, help="sequences in a step (vLLM max_num_seqs; 256)")
-    e.add_argument("--max-batched-tokens", type=int, default=8192, help="prompt tokens in a prefill step (8192)")
-    e.add_argument("--chunked-prefill", action="store_true", help="chunk prompts into the decode steps")
-    e.add_argument("--chunk", type=int, default=512, help="tokens in a chunked step, decode tokens included (512)")
-    e.add_argument("--block-size", type=int, default=16, help="KV-cache block [tokens] (16)")
-    e.add_argument("--memory-utilization", type=float, default=0.9, help="share of device memory the engine "
-                   "uses (vLLM gpu_memory_utilization; 0.9)")
+    e = p.add_argument_group("replicas, power, price and speculative decoding")
     e.add_argument("--replicas", type=int, default=1, help="replicas of --device behind the router (1)")
     e.add_argument("--router", choices=ROUTERS, default="round-robin", help="how requests are spread over the "
                    "replicas in the simulation: round-robin (default) or least-outstanding")
@@ -95,82 +67,11 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _slo_help(metric: str, pct: str) -> str:
-    what = {"ttft": "time to first token", "tpot": "time per output token", "e2e": "end-to-end latency"}[metric]
-    return f"{what} at {pct.upper()}"
-
-
-def _rate(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        try:
-            q = parse_quantity(text.replace("req", "").replace("requests", ""), "frequency", "--rate")
-        except UnitError:
-            raise CliError(f"--rate: {text!r} is not a rate; expected requests per second such as 10/s, "
-                           "600/min or 10") from None
-        value = float(q.to("1/s").magnitude)
-    if not math.isfinite(value) or value <= 0:
-        raise CliError(f"--rate: must be > 0 requests/s, got {text!r}")
-    return value
-
-
-def _range(text: str, option: str) -> tuple[int, int]:
-    m = re.fullmatch(r"\s*(-?\d+)\s*(?:-\s*(-?\d+)\s*)?", text)
-    if not m:
-        raise CliError(f"{option}: expected N or LOW-HIGH tokens, got {text!r}")
-    low = int(m.group(1))
-    high = int(m.group(2)) if m.group(2) is not None else low
-    if low < 1 or high < low:
-        raise CliError(f"{option}: tokens must be >= 1 with LOW <= HIGH, got {text!r}")
-    return low, high
-
-
-def _slo(args) -> SLO:
-    values, pcts = {}, {}
-    for metric in METRICS:
-        given = [(pct, getattr(args, f"{metric}_{pct}")) for pct in PERCENTILES
-                 if getattr(args, f"{metric}_{pct}") is not None]
-        if len(given) > 1:
-            raise CliError(f"--{metric}-{given[1][0]}: one percentile per service level "
-                           f"(--{metric}-{given[0][0]} is given too)")
-        if given:
-            pct, text = given[0]
-            option = f"--{metric}-{pct}"
-            try:
-                seconds = float(parse_quantity(text, "time", option).to("s").magnitude)
-            except UnitError as exc:
-                raise CliError(str(exc)) from None
-            if seconds <= 0:
-                raise CliError(f"{option}: must be a time > 0, got {text!r}")
-            values[metric], pcts[metric + "_pct"] = seconds, pct
-    return SLO(**values, **pcts)
-
-
-def _workload(args) -> Workload:
-    try:
-        if args.trace:
-            return Workload(trace=read_trace(args.trace), prefix_tokens=args.prefix_tokens,
-                            prefix_hit_rate=args.prefix_hit_rate)
-        rate = _rate(args.rate)
-        if args.lengths:
-            lengths = read_histogram(args.lengths)
-        else:
-            ins, outs = _range(args.input, "--input"), _range(args.output, "--output")
-            fixed = ins[0] == ins[1] and outs[0] == outs[1]
-            lengths = Lengths("fixed" if fixed else "uniform", ins, outs)
-        return Workload(rate=rate, arrival=args.arrival, lengths=lengths, prefix_tokens=args.prefix_tokens,
-                        prefix_hit_rate=args.prefix_hit_rate)
-    except WorkloadError as exc:
-        raise CliError(str(exc)) from None
-
-
 def _check_counts(args) -> None:
-    for name in ("max_batch", "max_batched_tokens", "chunk", "block_size", "replicas", "requests"):
+    check_engine(args)
+    for name in ("replicas", "requests"):
         if getattr(args, name) < 1:
             raise CliError(f"--{name.replace('_', '-')}: must be a whole number >= 1, got {getattr(args, name)}")
-    if not 0 < args.memory_utilization <= 1:
-        raise CliError(f"--memory-utilization: must be in (0, 1], got {args.memory_utilization}")
 
 
 def _common(args) -> dict:
@@ -185,7 +86,7 @@ def _common(args) -> dict:
         raise CliError(f"--{'idle-power' if idle < 0 else 'hourly-price'}: must be >= 0")
     return {"idle_w": idle, "usd_per_s": price, "precision": args.precision, "formats": formats_from_args(args),
             "utilization": args.memory_utilization, "block_size": args.block_size,
-            "policy": Policy(args.max_batch, args.max_batched_tokens, args.chunked_prefill, args.chunk)}
+            "policy": policy_from_args(args)}
 
 
 def _with_draft(args, spec, device, workload: Workload, common: dict):

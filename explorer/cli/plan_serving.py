@@ -1,0 +1,174 @@
+"""``hwexplorer plan MODEL --device ... --rate 10/s --input 1024 --output 256 --ttft-p90 500ms --tpot-p90 50ms``:
+the planner's requirements as a serving workload and service levels (docs/serving.md "Planning by serving",
+JSON fields in docs/cli.md). Per device, :func:`explorer.core.serving.fleet.size_fleet` finds the highest rate one
+replica serves within the service levels and the fewest replicas for the rate; this module ranks them by the
+chosen basis (buy: owned TCO, rent: the catalog's or --rent's price, cheaper: the cheaper of the two) and says
+why a device meets no load. Replicas are one device each: the core's fleet sizes no system layouts (--system is
+refused with --rate; ``hwexplorer serve --system`` answers one layout)."""
+
+from __future__ import annotations
+
+import math
+
+from ..core.serving.analytic import estimate
+from ..core.serving.fleet import SECONDS_PER_YEAR, size_fleet
+from ..core.serving.serve import device_setup
+from ..core.serving.workload import SLO, Workload, WorkloadError
+from ..core.units import UnitError, format_bytes, parse_quantity
+from .common import CliError, parse_pairs, print_json, text_table
+from .resolve import load_model_arg, resolve_devices
+from .serve_cmd import _workload_json
+from .serving_args import _slo, _workload, check_engine, policy_from_args
+from .tensor_args import formats_from_args
+
+#: options of the throughput plan that have no meaning when planning by serving (the service levels replace them)
+_NOT_WITH_RATE = (("target", "--target"), ("latency", "--latency (give --ttft-p90, --tpot-p90 ...)"),
+                  ("search_batch", "--search-batch"), ("budget", "--budget"), ("power_cap", "--power-cap"))
+
+
+def _refuse_throughput_options(args) -> None:
+    if args.system:
+        raise CliError("--system: planning by serving (--rate) sizes replicas of one device each; the serving fleet "
+                       "has no system layouts (use hwexplorer serve --system for one layout)")
+    for name, option in _NOT_WITH_RATE:
+        if getattr(args, name, None) is not None:
+            raise CliError(f"--rate: plans by serving; {option} is for the throughput plan, not with --rate")
+    if getattr(args, "sensitivity", False):
+        raise CliError("--rate: plans by serving; --sensitivity is for the throughput plan, not with --rate")
+
+
+def _no_load_reason(workload: Workload, setup, slo: SLO) -> str:
+    """Why no arrival rate meets the service levels: the targets missed by a lone request (the lowest load)."""
+    lone = estimate(workload, setup, slo, [1e-6 * max(workload.mean_rate(), 1e-3)])[0]
+    missed = [f"{c.metric.upper()} {c.percentile.upper()} {c.value_s * 1e3:.3g} ms > target {c.target_s * 1e3:.3g} "
+              f"ms" for c in lone.slo if not c.met]
+    if missed:
+        return "cannot meet the service levels at any load: a request alone gives " + ", ".join(missed)
+    return "cannot meet the service levels at any load (the queue at the lowest sizable rate misses them)"
+
+
+def _rank(rows: list[dict], basis: str) -> list[dict]:
+    def per_million(r: dict) -> float:
+        buy, rent = r["cost_per_million_usd"], r["rented_per_million_usd"]
+        known = [x for x in (buy, rent) if x is not None]
+        pick = {"buy": buy, "rent": rent, "cheaper": min(known) if known else None}[basis]
+        r["rank_basis"] = (None if pick is None else basis if basis != "cheaper"
+                           else ("buy" if pick == buy else "rent"))
+        r["rank_cost_per_million_usd"] = pick
+        return pick
+
+    ordered = sorted(rows, key=lambda r: (not r["feasible"], per_million(r) is None, per_million(r) or 0.0))
+    for i, r in enumerate(ordered, 1):
+        r["rank"] = i
+    return ordered
+
+
+def _num(x) -> float | None:
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def run_plan_serving(args) -> int:
+    _refuse_throughput_options(args)
+    check_engine(args)
+    slo = _slo(args)
+    workload = _workload(args)
+    if not slo.targets():
+        raise CliError("--rate: planning by serving needs a service level, e.g. --ttft-p90 500ms --tpot-p90 50ms")
+    if not args.device:
+        raise CliError("--device: give at least one --device DEV")
+    try:
+        electricity = float(parse_quantity(args.electricity, "energy_price", "--electricity").to("USD/kWh").magnitude)
+    except UnitError as exc:
+        raise CliError(str(exc)) from None
+    if not (args.years > 0 and math.isfinite(args.years)):
+        raise CliError(f"--years: must be > 0, got {args.years}")
+    if not args.pue >= 1:
+        raise CliError(f"--pue: must be >= 1, got {args.pue}")
+    quotes = parse_pairs(args.price, "--quote", "money")
+    rents = parse_pairs(args.cloud_price, "--rent", "money_rate")
+    model, _ = load_model_arg(args.model)
+    devices = resolve_devices(args.device, getattr(args, "db", None))
+    ids = {d.id for d in devices}
+    for option, given in (("--quote", quotes), ("--rent", rents)):
+        unknown = sorted(set(given) - ids)
+        if unknown:
+            raise CliError(f"{option}: {', '.join(unknown)} is not one of the devices ({', '.join(sorted(ids))})")
+    common = {"policy": policy_from_args(args), "precision": args.precision, "formats": formats_from_args(args),
+              "utilization": args.memory_utilization, "block_size": args.block_size}
+    sized, rows = [], []
+    try:
+        for d in devices:
+            setup = device_setup(model, d, workload, usd_per_s=rents.get(d.id), **common)
+            if setup.memory.blocks < 1:
+                rows.append(_row(d.id, d.name, f"no room for the KV cache: weights {format_bytes(setup.memory.weights)}"
+                                 f" of {format_bytes(setup.memory.capacity)} x {setup.memory.utilization:g}"))
+            else:
+                sized.append((setup, d))
+        fleet = size_fleet(workload, [s for s, _ in sized], [d for _, d in sized], slo, quotes, args.years,
+                           electricity, args.pue) if sized else ()
+    except (ValueError, WorkloadError) as exc:
+        msg = str(exc)
+        raise CliError(msg if msg.startswith("--") else f"plan: {msg}") from None
+    setups = {d.id: s for s, d in sized}
+    seconds = args.years * SECONDS_PER_YEAR
+    _, o = workload.mean_lengths()
+    for f in fleet:
+        setup = setups[f.device_id]
+        row = _row(f.device_id, f.name, f.reason if f.feasible else _no_load_reason(workload, setup, slo))
+        usd_s = setup.usd_per_s if setup.usd_per_s is not None else math.nan
+        row.update(feasible=f.feasible, slo_rate_per_s=_num(f.slo_rate) if f.feasible else 0.0,
+                   price_usd=_num(f.price_per_device), price_source=f.price_source or None,
+                   rent_usd_per_hour=_num(usd_s * 3600), reason=row["reason"] or None)
+        if f.feasible:
+            row.update(replicas=f.replicas, devices=f.replicas * setup.surface.devices, busy_share=_num(f.busy_share),
+                       output_tokens_per_s=workload.mean_rate() * o, capital_usd=_num(f.capital), tco_usd=_num(f.tco),
+                       rent_usd=_num(f.replicas * setup.surface.devices * usd_s * seconds),
+                       cost_per_million_usd=_num(f.cost_per_million),
+                       rented_per_million_usd=_num(f.rented_per_million))
+        rows.append(row)
+    ranked = _rank(rows, args.rank)
+    data = {"mode": "serving", "model": model.name, "precision": args.precision,
+            "workload": _workload_json(workload),
+            "slo": [{"metric": m, "percentile": p, "target_s": t} for m, t, p in slo.targets()],
+            "assumptions": {"years": args.years, "electricity_usd_per_kwh": electricity, "pue": args.pue,
+                            "memory_utilization": args.memory_utilization, "max_batch": args.max_batch},
+            "rank_by": args.rank, "devices": ranked}
+    if args.json:
+        print_json(data)
+    else:
+        print_plan_serving(data)
+    return 0
+
+
+def _row(device_id: str, name: str, reason: str) -> dict:
+    return {"id": device_id, "name": name, "rank": 0, "feasible": False, "reason": reason or None,
+            "slo_rate_per_s": 0.0, "replicas": None, "devices": None, "busy_share": None, "output_tokens_per_s": None,
+            "price_usd": None, "price_source": None, "rent_usd_per_hour": None, "capital_usd": None, "tco_usd": None,
+            "rent_usd": None, "cost_per_million_usd": None, "rented_per_million_usd": None, "rank_basis": None,
+            "rank_cost_per_million_usd": None}
+
+
+def _f(x, fmt: str) -> str:
+    return "\u2014" if x is None else format(x, fmt)
+
+
+def print_plan_serving(data: dict) -> None:
+    w = data["workload"]
+    levels = ", ".join(f"{s['metric'].upper()} {s['percentile'].upper()} {s['target_s'] * 1e3:.4g} ms"
+                       for s in data["slo"])
+    a = data["assumptions"]
+    print(f"{data['model']}, {data['precision']}: serving {w['rate_per_s']:.4g} requests/s ({w['arrival']}), input "
+          f"{w['mean_input_tokens']:.4g} and output {w['mean_output_tokens']:.4g} tokens (mean); service levels "
+          f"{levels}; ranked by {data['rank_by']}")
+    print(f"ownership: {a['years']:g} years, {a['electricity_usd_per_kwh']:g} USD/kWh, PUE {a['pue']:g}; one device "
+          "per replica")
+    rows = [[f"#{r['rank']}", r["id"], _f(r["slo_rate_per_s"] if r["feasible"] else None, ".3g"),
+             _f(r["replicas"], "d"), _f(r["devices"], "d"), _f(r["capital_usd"], ",.0f"), _f(r["tco_usd"], ",.0f"),
+             _f(r["rent_usd"], ",.0f"), _f(r["cost_per_million_usd"], ".3g"), _f(r["rented_per_million_usd"], ".3g")]
+            for r in data["devices"]]
+    print(text_table(["rank", "device", "rate/replica [req/s]", "replicas", "devices", "capital [USD]", "TCO [USD]",
+                      "rent [USD]", "owned [USD/M out tok]", "rented [USD/M out tok]"], rows))
+    for r in data["devices"]:
+        if r["reason"]:
+            print(f"{r['id']}: {r['reason']}")
