@@ -74,34 +74,31 @@ def layers_csv(data: ReportData) -> str:
     return out.getvalue()
 
 
+def _rows_csv(rows) -> str:
+    """One section's rows (numbers in SI units, floats written as the rest of the report's CSV writes them)."""
+    out = io.StringIO()
+    w = SafeCsvWriter(out)
+    for row in rows:
+        w.writerow([_num(x) if isinstance(x, float) else x for x in row])
+    return out.getvalue()
+
+
 def systems_csv(data: ReportData) -> str:
     """The Systems section: each system's chosen layout and, with a target, the fleet sized on it."""
     from .systems_section import csv_rows
 
-    out = io.StringIO()
-    w = SafeCsvWriter(out)
-    for row in csv_rows(data.systems):
-        w.writerow([_num(x) if isinstance(x, float) else x for x in row])
-    return out.getvalue()
+    return _rows_csv(csv_rows(data.systems))
 
 
 def training_csv(data: ReportData) -> str:
     """The Training section: each system's chosen training layout, its step, memory, MFU and cost to train."""
     from .training_section import csv_rows
 
-    out = io.StringIO()
-    w = SafeCsvWriter(out)
-    for row in csv_rows(data.training):
-        w.writerow([_num(x) if isinstance(x, float) else x for x in row])
-    return out.getvalue()
+    return _rows_csv(csv_rows(data.training))
 
 
 def serving_csv(data: ReportData) -> str:
     """The Serving section: per device the estimate, the simulation and the estimate at the knee (SI units)."""
     from .serving_section import csv_rows
 
-    out = io.StringIO()
-    w = SafeCsvWriter(out)
-    for row in csv_rows(data.serving):
-        w.writerow([_num(x) if isinstance(x, float) else x for x in row])
-    return out.getvalue()
+    return _rows_csv(csv_rows(data.serving))
