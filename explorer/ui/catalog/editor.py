@@ -239,6 +239,8 @@ class DeviceEditorDialog(QDialog):
         """The device accepted with OK, else None."""
         return self._result
 
+    value = device  # the catalog browser's name for it
+
     def accept(self) -> None:
         if self.invalid_fields():
             self._refresh()

@@ -212,6 +212,8 @@ class SystemEditorDialog(QDialog):
         """The system accepted with OK, else None."""
         return self._result
 
+    value = system  # the catalog browser's name for it
+
     def accept(self) -> None:
         if self.invalid_fields():
             self._refresh()
