@@ -30,9 +30,9 @@ from PySide6.QtWidgets import (
 )
 
 from explorer.core.hardware.device import DATAFLOWS, ENGINE_TYPES, KINDS, TIERS, Device
-from explorer.core.hardware.device_file import ID_PATTERN, DeviceFileError, device_from_dict, device_to_dict
+from explorer.core.hardware.device_file import DeviceFileError, device_from_dict, device_to_dict
 from explorer.core.precision import PRECISIONS
-from explorer.ui.catalog.fields import cited_text, combo, merge_cited
+from explorer.ui.catalog.fields import cited_text, combo, identity_problems, merge_cited, show_problems
 from explorer.ui.catalog.memory_levels import MemoryLevelsEditor
 from explorer.ui.widgets.quantity_edit import COUNT, QuantityEdit
 
@@ -161,17 +161,8 @@ class DeviceEditorDialog(QDialog):
     # -- validation
     def invalid_fields(self) -> list[str]:
         """Every problem that keeps OK disabled, as ``field: reason`` in form order."""
-        bad = []
-        device_id = self.id_edit.text().strip()
-        if not device_id:
-            bad.append("id: is required")
-        elif not ID_PATTERN.match(device_id):
-            bad.append(f"id: '{device_id}' must be lowercase letters, digits and '-'")
-        elif device_id in self._taken:
-            bad.append(f"id: '{device_id}' is already in the catalog")
-        for label, edit in (("name", self.name_edit), ("vendor", self.vendor_edit)):
-            if not edit.text().strip():
-                bad.append(f"{label}: is required")
+        bad = identity_problems(self.id_edit.text().strip(), self._taken, self.name_edit.text().strip(),
+                                self.vendor_edit.text().strip())
         bad += [f"{key}: {edit.error()}" for key, edit in self.quantity_edits.items() if not edit.is_valid()]
         bad += self.memory_editor.problems()
         return bad
@@ -181,9 +172,7 @@ class DeviceEditorDialog(QDialog):
         id_problem = next((b for b in bad if b.startswith("id:")), "")
         self.id_error.setText(id_problem[4:])
         self.id_error.setVisible(bool(id_problem))
-        more = f"\n… {len(bad) - 6} more" if len(bad) > 6 else ""
-        self.problems_label.setText("\n".join(bad[:6]) + more)
-        self.ok_button.setEnabled(not bad)
+        show_problems(self.problems_label, self.ok_button, bad)
 
     @property
     def ok_button(self) -> QPushButton:

@@ -30,10 +30,9 @@ from PySide6.QtWidgets import (
 )
 
 from explorer.core.hardware.device import DIRECTIONS
-from explorer.core.hardware.device_file import ID_PATTERN
 from explorer.core.hardware.system import SYSTEM_KINDS, System
 from explorer.core.hardware.system_file import FORMAT, SystemFileError, check_system_dict, system_to_dict
-from explorer.ui.catalog.fields import cited_text, combo, merge_cited
+from explorer.ui.catalog.fields import cited_text, combo, identity_problems, merge_cited, show_problems
 from explorer.ui.catalog.system_domains import DomainsEditor, error_label
 from explorer.ui.widgets.quantity_edit import COUNT, QuantityEdit
 
@@ -141,17 +140,8 @@ class SystemEditorDialog(QDialog):
     # -- validation
     def invalid_fields(self) -> list[str]:
         """Every problem that keeps OK disabled, one ``field: reason`` line each, in form order."""
-        bad = []
-        system_id = self.id_edit.text().strip()
-        if not system_id:
-            bad.append("id: is required")
-        elif not ID_PATTERN.fullmatch(system_id):
-            bad.append(f"id: '{system_id}' must be lowercase letters, digits and '-'")
-        elif system_id in self._taken:
-            bad.append(f"id: '{system_id}' is already in the catalog")
-        for label, edit in (("name", self.name_edit), ("vendor", self.vendor_edit)):
-            if not edit.text().strip():
-                bad.append(f"{label}: is required")
+        bad = identity_problems(self.id_edit.text().strip(), self._taken, self.name_edit.text().strip(),
+                                self.vendor_edit.text().strip())
         if self.device_combo.currentData() is None:
             bad.append("device: choose a catalog device")
         bad += [f"{e.field}: {e.error()}" for e in (self.devices_edit, self.node_edit) if not e.is_valid()]
@@ -166,10 +156,8 @@ class SystemEditorDialog(QDialog):
 
     def _refresh(self) -> None:
         bad = self.invalid_fields()
-        more = f"\n… {len(bad) - SHOWN} more" if len(bad) > SHOWN else ""
-        self.problems_label.setText("\n".join(bad[:SHOWN]) + more)
+        show_problems(self.problems_label, self.ok_button, bad, SHOWN)
         self.problems_label.setVisible(bool(bad))
-        self.ok_button.setEnabled(not bad)
 
     @property
     def ok_button(self) -> QPushButton:
