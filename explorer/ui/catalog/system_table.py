@@ -27,6 +27,7 @@ from explorer.core.hardware.system import SYSTEM_KINDS
 from explorer.store.query import origin_label
 from explorer.store.system_repository import SystemFilter, SystemRow
 from explorer.ui.catalog.filter_bar import FilterBar, choices, one
+from explorer.ui.catalog.proxy import unknowns_last
 
 Index = QModelIndex | QPersistentModelIndex
 ROOT = QModelIndex()  # the invisible root of a table model
@@ -160,13 +161,7 @@ class SystemFilterProxy(QSortFilterProxyModel):
 
     def lessThan(self, left: Index, right: Index) -> bool:
         """Unknown bandwidths (NaN) sort after known ones in both directions."""
-        a, b = left.data(SORT_ROLE), right.data(SORT_ROLE)
-        a_nan, b_nan = (isinstance(v, float) and math.isnan(v) for v in (a, b))
-        if a_nan or b_nan:
-            if a_nan and b_nan:
-                return False
-            return b_nan if self.sortOrder() == Qt.SortOrder.AscendingOrder else a_nan
-        return a < b
+        return unknowns_last(self, left.data(SORT_ROLE), right.data(SORT_ROLE))
 
     def system_id(self, proxy_row: int) -> str:
         return self.index(proxy_row, 0).data(ID_ROLE)

@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from .plotting import DASH
+from .plotting import DASH, changed
 
 MARK = "\u25b6 "  # the chosen layout's row
 
@@ -104,3 +104,15 @@ def ranked_below(panel, layout, title: str, tip: str, table: RankedTable, min_he
     panel.splitter.setChildrenCollapsible(False)
     layout.insertWidget(index, panel.splitter, 1)
     return combo
+
+
+def pick_system(combo: QComboBox, names: list[str], ids: list[str], focus: str | None) -> int:
+    """Offer the systems (``names``, ``ids``) in the picker with ``focus`` current; returns its index, or -1."""
+    if changed(combo, "items", (names, ids)):
+        combo.clear()
+        for name, system_id in zip(names, ids, strict=True):
+            combo.addItem(name, system_id)
+    i = ids.index(focus) if focus in ids else -1
+    if i >= 0:
+        combo.setCurrentIndex(i)
+    return i

@@ -30,7 +30,7 @@ from ..plot_items.stacked_bars import StackedBars
 from .base import AnalysisPanel
 from .plotting import DASH, BarPicker, changed, device_color, elide, name_axis, new_plot, nice_ceil, set_range, \
     set_ticks, set_title, si
-from .ranked import ranked_below
+from .ranked import pick_system, ranked_below
 from .systems_controls import SystemControls, short_name
 from .systems_ladder import Ladder, fit_right
 from .systems_table import LayoutTable, csv_rows
@@ -242,13 +242,7 @@ class SystemsPanel(AnalysisPanel):
                 text.setPos(*stars[j])
 
     def _fill_table(self, names, ids) -> None:
-        if changed(self.focus_combo, "items", (names, ids)):
-            self.focus_combo.clear()
-            for name, system_id in zip(names, ids):
-                self.focus_combo.addItem(name, system_id)
-        if ids:
-            self.focus_combo.setCurrentIndex(ids.index(self.focus))
-        i = ids.index(self.focus) if self.focus in ids else -1
+        i = pick_system(self.focus_combo, names, ids, self.focus)
         self.table.fill(self.every[i] if i >= 0 else None, self.chosen[i].layout if i >= 0 else None,
                         self.costs[i] if 0 <= i < len(self.costs) else None)
 

@@ -36,7 +36,7 @@ from .plotting import (
     set_title,
     si,
 )
-from .ranked import ranked_below
+from .ranked import pick_system, ranked_below
 from .systems_controls import short_name
 from .systems_ladder import fit_right
 from .training_controls import TrainingControls
@@ -205,13 +205,7 @@ class TrainingPanel(AnalysisPanel):
         return " ".join(x for x in notes if x)
 
     def _fill_table(self, names, ids) -> None:
-        if changed(self.focus_combo, "items", (names, ids)):
-            self.focus_combo.clear()
-            for name, system_id in zip(names, ids):
-                self.focus_combo.addItem(name, system_id)
-        if ids:
-            self.focus_combo.setCurrentIndex(ids.index(self.focus))
-        i = ids.index(self.focus) if self.focus in ids else -1
+        i = pick_system(self.focus_combo, names, ids, self.focus)
         self.table.fill(self.results[i] if i >= 0 else None)
 
     # -- interaction
