@@ -47,8 +47,8 @@ from explorer.ui.widgets.quantity_edit import ERROR_STYLE, QuantityEdit
 from .systems_plan import SystemPlanTable
 from .serving_fleet import ServingFleetBox
 
-STATUS_COLORS = {"pass": "#1B7F3B", "fail": "#B00020", "n/a": "#6B6B6B", "unknown": "#9A6700"}
-STATUS_FILL = {"pass": "#E6F4EA", "fail": "#FCE8EA", "n/a": "#F1F1F1", "unknown": "#FFF4DB"}
+STATUS_COLORS = {"pass": "#1B7F3B", "fail": "#B00020", "n/a": "#6B6B6B", "unknown": "#9A6700", "split": "#1F5FA8"}
+STATUS_FILL = {"pass": "#E6F4EA", "fail": "#FCE8EA", "n/a": "#F1F1F1", "unknown": "#FFF4DB", "split": "#E8F0FB"}
 RESULT_COLUMNS = ("#", "Device", "Units", "Memory", "Latency floor", "Compute", "Capital", "Electricity", "TCO",
                   "Buy or rent", "Reason")
 QUOTE_COLUMNS = ("Device", "Price quote (USD)", "Cloud price (USD/h)")
@@ -394,17 +394,16 @@ class PlannerPanel(QWidget):
             br = (f"{d.buy_or_rent} ({d.break_even_months:.1f} months)" if math.isfinite(d.break_even_months)
                   else "rent (never pays off)")
         cells = [str(d.rank), d.name, str(d.units) if d.units else "\u2014"]
-        for c in d.checks:
-            label = "MISSING" if c.status == "unknown" else c.status.upper()
+        for c, (_, label) in zip(d.checks, d.verdicts):  # a split model reads SPLIT OVER N UNITS, not FAIL
             value = format_si(c.value, c.unit, 3) if math.isfinite(c.value) else ""
             cells.append(f"{label} {value}".strip())
         cells += [format_usd(d.capital), format_usd(d.energy_cost), format_usd(d.tco), br, d.reason]
         for col, text in enumerate(cells):
             item = QTableWidgetItem(text)
             if 3 <= col <= 5:
-                check = d.checks[col - 3]
-                item.setForeground(QBrush(QColor(STATUS_COLORS[check.status])))
-                item.setBackground(QBrush(QColor(STATUS_FILL[check.status])))
+                check, (status, _) = d.checks[col - 3], d.verdicts[col - 3]
+                item.setForeground(QBrush(QColor(STATUS_COLORS[status])))
+                item.setBackground(QBrush(QColor(STATUS_FILL[status])))
                 item.setToolTip(check.detail or f"missing: {check.missing}")
             if col == 1 or col == len(cells) - 1:
                 verdict = {True: "pass", False: "fail", None: "unknown"}[d.feasible]
