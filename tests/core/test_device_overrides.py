@@ -19,7 +19,14 @@ from explorer.core.session.device_overrides import (
     describe,
     overrides_between,
 )
-from explorer.core.session.project import FORMAT, MIGRATIONS, Project, ProjectError, load_project, save_project
+from explorer.core.session.project import (
+    FORMAT,
+    MIGRATIONS,
+    Project,
+    ProjectError,
+    load_project,
+    save_project,
+)
 from explorer.core.session.workspace import Assumptions, Workspace
 from explorer.core.workload.templates import get_template
 

@@ -23,7 +23,7 @@ from explorer.core.units import format_si
 #: the fields an override may set, with their SI unit
 FIELDS: dict[str, str] = {"bandwidth": "B/s", "capacity": "B", "tdp": "W", "price": "USD", "cloud_price": "USD/s",
                           **{f"peak.{p}": "FLOP/s" for p in PRECISIONS}}
-NOTE = "project override"
+NOTE = "project override: a figure edited by the user, saved with the project"
 
 DeviceOverrides = Mapping[str, Mapping[str, float]]  # device id -> field -> SI value
 
@@ -38,12 +38,12 @@ def check_overrides(data, where: str = "device_overrides") -> DeviceOverrides:
     """Validate ``{device id: {field: number}}`` (a project file's ``device_overrides``); raise ValueError naming
     the field: an unknown field, or a value that is not a positive finite number."""
     if not isinstance(data, Mapping):
-        raise ValueError(f"{where}: expected an object of figures by device id")
+        raise ValueError(f"{where}: expected an object of figures by device id")  # noqa: TRY004 - one-line file error
     for dev, values in data.items():
         if not isinstance(dev, str) or not dev:
             raise ValueError(f"{where}: expected device ids as keys, got {dev!r}")
         if not isinstance(values, Mapping):
-            raise ValueError(f"{where}.{dev}: expected an object of figures by field")
+            raise ValueError(f"{where}.{dev}: expected an object of figures by field")  # noqa: TRY004 - as above
         for name, value in values.items():
             if name not in FIELDS:
                 raise ValueError(f"{where}.{dev}.{name}: unknown field; expected one of bandwidth, capacity, tdp, "

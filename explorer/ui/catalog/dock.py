@@ -255,7 +255,7 @@ class CatalogDock(QDockWidget):
                 choice = self.resolve_conflict(exc)
                 if choice is ConflictChoice.DISCARD:
                     self.refresh(select=draft.id)
-                    self._reanalyze(draft.id)
+                    self._reanalyze(draft.id, edited=False)
                     return None
                 draft, version, ask = exc.mine, exc.theirs_version, choice is ConflictChoice.EDIT_AGAIN
                 continue
@@ -275,10 +275,16 @@ class CatalogDock(QDockWidget):
             self._reanalyze(draft.id)
             return draft
 
-    def _reanalyze(self, device_id: str) -> None:
-        """Hand the stored device to the workspace when it is being compared, so every panel re-analyzes."""
+    def _reanalyze(self, device_id: str, edited: bool = True) -> None:
+        """Hand the stored device to the workspace when it is being compared, so every panel re-analyzes; an
+        ``edited`` device's changed figures (peak, bandwidth, capacity, TDP, prices) also become the project's
+        device overrides (one undoable step), so the edit travels with the project file."""
         if device_id in self.workspace.device_ids:
-            self.workspace.put_devices([self.repository.get(device_id)])
+            before = next((d for d in self.workspace.devices if d.id == device_id), None)  # as the session shows it
+            stored = self.repository.get(device_id)
+            self.workspace.put_devices([stored])
+            if edited and before is not None:
+                self.workspace.override_device(stored, base=before)
 
     def delete_device(self, device_id: str | None = None) -> bool:
         device_id = device_id or self.current_id()

@@ -36,6 +36,7 @@ from PySide6.QtWidgets import (
 from explorer.core.analysis.procurement import PlanResult, Requirements, format_usd, parse_rate
 from explorer.core.money import parse_money
 from explorer.core.session.commands import SetRequirements
+from explorer.core.session.device_overrides import describe
 from explorer.core.units import UnitError, format_si
 from explorer.ui.binding import bind_many
 from explorer.ui.planner.batch_choice import BatchSearchChoice, searched_plan
@@ -52,6 +53,11 @@ STATUS_FILL = {"pass": "#E6F4EA", "fail": "#FCE8EA", "n/a": "#F1F1F1", "unknown"
 RESULT_COLUMNS = ("#", "Device", "Units", "Memory", "Latency floor", "Compute", "Capital", "Electricity", "TCO",
                   "Buy or rent", "Reason")
 QUOTE_COLUMNS = ("Device", "Price quote (USD)", "Cloud price (USD/h)")
+OVERRIDDEN_MARK = " ✎"  # after the name of a device whose figures the project overrides
+
+
+def overridden_tip(values) -> str:
+    return f"Figures overridden by the project (they win over the catalog's): {describe(values)}"
 
 
 class PlannerPanel(QWidget):
@@ -244,8 +250,11 @@ class PlannerPanel(QWidget):
                  for r in range(self.quotes.rowCount()) if self.quotes.item(r, 0) is not None}
         self.quotes.blockSignals(True)
         self.quotes.setRowCount(len(devices))
+        overrides = self.workspace.device_overrides
         for r, device in enumerate(devices):
-            name = QTableWidgetItem(device.name)
+            name = QTableWidgetItem(device.name + (OVERRIDDEN_MARK if device.id in overrides else ""))
+            if device.id in overrides:  # the project's figures win over the catalog's: say which
+                name.setToolTip(overridden_tip(overrides[device.id]))
             name.setData(Qt.ItemDataRole.UserRole, device.id)
             name.setFlags(name.flags() & ~Qt.ItemFlag.ItemIsEditable)
             self.quotes.setItem(r, 0, name)
@@ -282,7 +291,8 @@ class PlannerPanel(QWidget):
                         usd = float(parse_money(text, QUOTE_COLUMNS[col], rate=rate, bare=True).magnitude)
                         out[dev] = usd / 3600.0 if rate else usd
                     except UnitError as exc:
-                        error = f"{QUOTE_COLUMNS[col]} of {self.quotes.item(r, 0).text()}: {exc.reason}"
+                        name = self.quotes.item(r, 0).text().removesuffix(OVERRIDDEN_MARK)
+                        error = f"{QUOTE_COLUMNS[col]} of {name}: {exc.reason}"
                         errors.append(error)
                 mark_cell(item, error)  # a bad cell is marked and left out; the other quotes still count
         self.quote_error.setText("; ".join(errors))
@@ -409,4 +419,7 @@ class PlannerPanel(QWidget):
                 verdict = {True: "pass", False: "fail", None: "unknown"}[d.feasible]
                 item.setForeground(QBrush(QColor(STATUS_COLORS[verdict])))
                 item.setToolTip(d.reason + (f"\nmissing: {', '.join(d.missing)}" if d.missing else ""))
+            if col == 1 and d.id in self.workspace.device_overrides:
+                item.setText(d.name + OVERRIDDEN_MARK)
+                item.setToolTip(item.toolTip() + "\n" + overridden_tip(self.workspace.device_overrides[d.id]))
             self.table.setItem(r, col, item)
