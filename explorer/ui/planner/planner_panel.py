@@ -39,7 +39,7 @@ from explorer.core.session.commands import SetRequirements
 from explorer.core.session.device_overrides import describe
 from explorer.core.units import UnitError, format_si
 from explorer.ui.binding import bind_many
-from explorer.ui.planner.batch_choice import BatchSearchChoice, searched_plan
+from explorer.ui.planner.batch_choice import BatchSearchChoice, searched_plan, searched_system_plan
 from explorer.ui.planner.quote_cells import mark_cell, store_fields
 from explorer.ui.planner.rank_choice import RankChoice
 from explorer.ui.widgets.on_screen import OnScreenUpdate
@@ -375,15 +375,18 @@ class PlannerPanel(QWidget):
         if not chosen:
             return
         unit = "tokens/s" if self.workspace.assumptions.phase == "decode" else "inferences/s"
-        plans, message = (), ""
+        plans, message, why = (), "", ()
         if self.requirements() is None:
             message = "Fix the highlighted field to plan."
         else:
             try:
                 plans = self.workspace.results.system_plan
+                if plans and self.search_batch.isChecked():  # the batch and the layout, searched together
+                    search = searched_system_plan(self.workspace)
+                    plans, why = search.result, search.why
             except ValueError as exc:
                 message = str(exc)
-        self.systems_plan.show_plans(plans, unit, message)
+        self.systems_plan.show_plans(plans, unit, message, why)
 
     def _switch_phase(self) -> None:
         self.workspace.set_assumptions(phase=self.switch_phase.property("phase"))
