@@ -40,7 +40,8 @@ def add_parser(sub) -> None:
     add_serving_args(p, rate_default=None)
     p.add_argument("--search-batch", nargs="?", type=int, const=DEFAULT_CAP, default=None, metavar="CAP",
                    help="instead of --batch, run each device at the power of two up to CAP (default "
-                        f"{DEFAULT_CAP}) that meets --latency at the lowest cost, and say why")
+                        f"{DEFAULT_CAP}) that meets --latency at the lowest cost, and say why; with --system, "
+                        "each system's batch and layout together (the fewest devices)")
     p.add_argument("--sensitivity", action="store_true",
                    help="add how the ranking changes with prices +/-20 %%, utilization 30-90 %%, the electricity "
                         "price (x0.5, x2) and the horizon (1, 3, 5 years), and the buy vs rent break-even per device")
