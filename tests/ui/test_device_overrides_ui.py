@@ -77,3 +77,20 @@ def test_opening_a_project_applies_its_overrides_and_the_planner_marks_the_devic
     rows = [panel.table.item(r, 1).text() for r in range(panel.table.rowCount())]
     assert reader.devices[0].name + OVERRIDDEN_MARK in rows
     assert panel.result.by_id(H100).price == 27_500.0
+
+
+def test_the_planner_drops_a_devices_overrides_on_request(qtbot, repository):
+    ws = Workspace(get_template("gpt2").build(), lookup=lambda ids: repository.devices(ids))
+    ws.select_devices([H100, L4])
+    catalog_h100 = ws.devices[0]
+    ws.override_device(apply_overrides(catalog_h100, {"tdp": 500.0}))
+    panel = PlannerPanel(ws)
+    qtbot.addWidget(panel)
+    assert panel.overridden_actions(1) == []  # the L4 has none
+    (action,) = panel.overridden_actions(0)
+    assert action.text() == f"Use the catalog's figures for {catalog_h100.name}"
+    action.trigger()
+    assert ws.device_overrides == {} and ws.devices[0] is catalog_h100
+    assert not panel.quotes.item(0, 0).text().endswith(OVERRIDDEN_MARK)
+    ws.undo()
+    assert dict(ws.device_overrides[H100]) == {"tdp": 500.0}

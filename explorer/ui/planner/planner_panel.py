@@ -15,7 +15,7 @@ import functools
 import math
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QBrush, QColor
+from PySide6.QtGui import QAction, QBrush, QColor
 from PySide6.QtWidgets import (
     QComboBox,
     QDoubleSpinBox,
@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QLineEdit,
+    QMenu,
     QPushButton,
     QSizePolicy,
     QTableWidget,
@@ -57,7 +58,8 @@ OVERRIDDEN_MARK = " ✎"  # after the name of a device whose figures the project
 
 
 def overridden_tip(values) -> str:
-    return f"Figures overridden by the project (they win over the catalog's): {describe(values)}"
+    return (f"Figures overridden by the project (they win over the catalog's): {describe(values)}. Right-click to "
+            "use the catalog's figures again.")
 
 
 class PlannerPanel(QWidget):
@@ -129,6 +131,8 @@ class PlannerPanel(QWidget):
         self.quotes.setHorizontalHeaderLabels(QUOTE_COLUMNS)
         self.quotes.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
         self.quotes.verticalHeader().hide()
+        self.quotes.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)  # "use the catalog's figures"
+        self.quotes.customContextMenuRequested.connect(self._quotes_menu)
         quotes_layout.addWidget(self.quotes)
         self.quote_error = QLabel()
         self.quote_error.setStyleSheet(ERROR_STYLE)
@@ -262,6 +266,22 @@ class PlannerPanel(QWidget):
             self.quotes.setItem(r, 1, QTableWidgetItem(price))
             self.quotes.setItem(r, 2, QTableWidgetItem(cloud))
         self.quotes.blockSignals(False)
+
+    def overridden_actions(self, row: int) -> list[QAction]:
+        """The context menu's actions for the quotes row ``row``: drop the device's project overrides (the
+        catalog's figures apply again; one undoable step). None for a device without overrides."""
+        item = self.quotes.item(row, 0)
+        device_id = item.data(Qt.ItemDataRole.UserRole) if item is not None else None
+        if device_id not in self.workspace.device_overrides:
+            return []
+        action = QAction(f"Use the catalog's figures for {item.text().removesuffix(OVERRIDDEN_MARK)}", self)
+        action.triggered.connect(lambda: self.workspace.clear_overrides(device_id))
+        return [action]
+
+    def _quotes_menu(self, pos) -> None:
+        actions = self.overridden_actions(self.quotes.rowAt(pos.y()))
+        if actions:
+            QMenu.exec(actions, self.quotes.viewport().mapToGlobal(pos), None, self)
 
     @staticmethod
     def _quote_texts(req: Requirements, device_id: str) -> tuple[str, str]:
