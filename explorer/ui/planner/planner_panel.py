@@ -15,7 +15,7 @@ import functools
 import math
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QAction, QBrush, QColor
+from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (
     QComboBox,
     QDoubleSpinBox,
@@ -25,7 +25,6 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QLineEdit,
-    QMenu,
     QPushButton,
     QSizePolicy,
     QTableWidget,
@@ -37,9 +36,9 @@ from PySide6.QtWidgets import (
 from explorer.core.analysis.procurement import PlanResult, Requirements, format_usd, parse_rate
 from explorer.core.money import parse_money
 from explorer.core.session.commands import SetRequirements
-from explorer.core.session.device_overrides import describe
 from explorer.core.units import UnitError, format_si
 from explorer.ui.binding import bind_many
+from explorer.ui.planner.override_marks import OVERRIDDEN_MARK, override_actions, overridden_tip, show_menu
 from explorer.ui.planner.batch_choice import BatchSearchChoice, searched_plan, searched_system_plan
 from explorer.ui.planner.quote_cells import mark_cell, store_fields
 from explorer.ui.planner.rank_choice import RankChoice
@@ -54,12 +53,6 @@ STATUS_FILL = {"pass": "#E6F4EA", "fail": "#FCE8EA", "n/a": "#F1F1F1", "unknown"
 RESULT_COLUMNS = ("#", "Device", "Units", "Memory", "Latency floor", "Compute", "Capital", "Electricity", "TCO",
                   "Buy or rent", "Reason")
 QUOTE_COLUMNS = ("Device", "Price quote (USD)", "Cloud price (USD/h)")
-OVERRIDDEN_MARK = " ✎"  # after the name of a device whose figures the project overrides
-
-
-def overridden_tip(values) -> str:
-    return (f"Figures overridden by the project (they win over the catalog's): {describe(values)}. Right-click to "
-            "use the catalog's figures again.")
 
 
 class PlannerPanel(QWidget):
@@ -267,21 +260,12 @@ class PlannerPanel(QWidget):
             self.quotes.setItem(r, 2, QTableWidgetItem(cloud))
         self.quotes.blockSignals(False)
 
-    def overridden_actions(self, row: int) -> list[QAction]:
-        """The context menu's actions for the quotes row ``row``: drop the device's project overrides (the
-        catalog's figures apply again; one undoable step). None for a device without overrides."""
-        item = self.quotes.item(row, 0)
-        device_id = item.data(Qt.ItemDataRole.UserRole) if item is not None else None
-        if device_id not in self.workspace.device_overrides:
-            return []
-        action = QAction(f"Use the catalog's figures for {item.text().removesuffix(OVERRIDDEN_MARK)}", self)
-        action.triggered.connect(lambda: self.workspace.clear_overrides(device_id))
-        return [action]
+    def overridden_actions(self, row: int) -> list:
+        """The quotes row ``row``'s context menu: "Use the catalog's figures" for an overridden device."""
+        return override_actions(self.workspace, self.quotes.item(row, 0), self)
 
     def _quotes_menu(self, pos) -> None:
-        actions = self.overridden_actions(self.quotes.rowAt(pos.y()))
-        if actions:
-            QMenu.exec(actions, self.quotes.viewport().mapToGlobal(pos), None, self)
+        show_menu(self.overridden_actions(self.quotes.rowAt(pos.y())), self.quotes.viewport().mapToGlobal(pos), self)
 
     @staticmethod
     def _quote_texts(req: Requirements, device_id: str) -> tuple[str, str]:
