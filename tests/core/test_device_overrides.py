@@ -9,10 +9,13 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from explorer.core.hardware.device import Cited
 from explorer.core.hardware.device_file import load_device_file
 from explorer.core.session.device_overrides import (
+    FIELDS,
     NOTE,
     apply_overrides,
     check_overrides,
@@ -149,3 +152,19 @@ def test_a_bad_override_in_a_project_file_is_one_line_naming_the_field(catalog, 
         load_project(path)
     assert str(err.value) == (f"{path}: device_overrides.{H100}.bandwidth: expected a positive number in B/s, "
                               "got -3350000000000.0")
+
+OVERRIDES = st.dictionaries(st.sampled_from([H100, L4, "my-npu"]),
+                            st.dictionaries(st.sampled_from(sorted(FIELDS)),
+                                            st.floats(min_value=1e-9, max_value=1e18, allow_nan=False), max_size=4),
+                            max_size=3)
+
+
+@settings(max_examples=60, deadline=None)
+@given(overrides=OVERRIDES)
+def test_any_valid_overrides_round_trip_through_the_project_file(overrides):
+    model = get_template("gpt2").build()
+    project = Project(model, (H100,), Assumptions(), device_overrides=overrides)
+    again = Project.from_dict(json.loads(project.dumps()), "p.hwproj")
+    want = {dev: values for dev, values in overrides.items() if values}  # a device with no figures is dropped
+    assert {d: dict(v) for d, v in again.device_overrides.items()} == want
+    assert again.state == project.state
