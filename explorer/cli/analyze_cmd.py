@@ -16,7 +16,7 @@ from ..core.precision import PRECISIONS
 from ..core.units import format_bytes, format_si
 from ..core.workload.model import build_table
 from .common import CliError, Rows, print_json, text_table
-from .resolve import load_model_arg, resolve_devices
+from .resolve import load_model_arg, resolve_devices, with_project_overrides
 from .system_cmd import add_system_args, run_system
 from .tensor_args import add_format_args, formats_from_args
 
@@ -66,7 +66,7 @@ def workload_from_args(args):
             return model, ctx, []
         raise CliError("--device: give at least one --device DEV" + (
             " (or --system SYS)" if hasattr(args, "system") else ""))
-    devices = resolve_devices(args.device, getattr(args, "db", None))
+    devices = with_project_overrides(args.model, resolve_devices(args.device, getattr(args, "db", None)))
     return model, ctx, devices
 
 

@@ -40,7 +40,8 @@ def add_parser(sub) -> None:
     add_serving_args(p, rate_default=None)
     p.add_argument("--search-batch", nargs="?", type=int, const=DEFAULT_CAP, default=None, metavar="CAP",
                    help="instead of --batch, run each device at the power of two up to CAP (default "
-                        f"{DEFAULT_CAP}) that meets --latency at the lowest cost, and say why")
+                        f"{DEFAULT_CAP}) that meets --latency at the lowest cost, and say why; with --system, "
+                        "each system's batch and layout together (the fewest devices)")
     p.add_argument("--sensitivity", action="store_true",
                    help="add how the ranking changes with prices +/-20 %%, utilization 30-90 %%, the electricity "
                         "price (x0.5, x2) and the horizon (1, 3, 5 years), and the buy vs rent break-even per device")
@@ -248,8 +249,9 @@ def plan_json(r: PlanResult) -> dict:
                         "notes": {topic: text for topic, text in r.assumptions}},
         "devices": [{
             "id": d.id, "name": d.name, "rank": d.rank, "reason": d.reason, "feasible": d.feasible,
-            "checks": [{"name": c.name, "status": c.status, "value": _num(c.value), "limit": _num(c.limit),
-                        "unit": c.unit, "detail": c.detail, "missing": c.missing or None} for c in d.checks],
+            "checks": [{"name": c.name, "status": c.status, "verdict": verdict, "label": label,
+                        "value": _num(c.value), "limit": _num(c.limit), "unit": c.unit, "detail": c.detail,
+                        "missing": c.missing or None} for c, (verdict, label) in zip(d.checks, d.verdicts)],
             "latency_s": _num(d.latency), "throughput_per_unit": _num(d.throughput_per_unit), "shards": d.shards,
             "units": d.units or None, "price_usd": _num(d.price), "capital_usd": _num(d.capital),
             "energy_cost_usd": _num(d.energy_cost), "tco_usd": _num(d.tco), "fleet_power_w": _num(d.fleet_power),
@@ -280,8 +282,7 @@ def print_plan(r: PlanResult, search: BatchSearch | None = None) -> None:
     for d in r.ranked:
         print()
         print(f"#{d.rank} {d.name} [{d.id}]: {d.reason}")
-        for c in d.checks:
-            label = "MISSING" if c.status == "unknown" else c.status.upper()
+        for c, (_, label) in zip(d.checks, d.verdicts):  # a split model reads SPLIT OVER N UNITS, not FAIL
             print(f"   {c.title:<26} {label:<7} {c.detail or 'no ' + c.missing}")
         if d.units:
             print(f"   units {d.units}, capital {format_usd(d.capital)}, electricity {format_usd(d.energy_cost)}, "

@@ -138,9 +138,16 @@ class CatalogDock(CatalogBrowser, QDockWidget):
             self._reanalyze(select)
 
     def _reanalyze(self, device_id: str) -> None:
-        """Hand the stored device to the workspace when it is being compared, so every panel re-analyzes."""
+        """Hand the stored device to the workspace when it is being compared, so every panel re-analyzes; its
+        changed figures (peak, bandwidth, capacity, TDP, prices) also become the project's device overrides (one
+        undoable step), so a catalog write of a compared device (an edit, a conflict resolved, an import) travels
+        with the project file."""
         if device_id in self.workspace.device_ids:
-            self.workspace.put_devices([self.repository.get(device_id)])
+            before = next((d for d in self.workspace.devices if d.id == device_id), None)  # as the session shows it
+            stored = self.repository.get(device_id)
+            self.workspace.put_devices([stored])
+            if before is not None:
+                self.workspace.override_device(stored, base=before)
 
     def _forget(self, item_id: str) -> None:
         if item_id in self.workspace.device_ids:
