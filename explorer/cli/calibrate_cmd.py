@@ -13,7 +13,7 @@ from ..core.importers import ImporterError, load
 from ..core.parallel.collectives import ALGORITHMS
 from ..core.parallel.link_fit import ABOVE, LEVELS, LinkFit, fit_link, level_domain
 from ..core.units import UnitError, parse_si
-from .common import CliError, print_json, text_table
+from .common import CliError, is_path, print_json, text_table
 from .resolve import resolve_devices
 
 
@@ -34,6 +34,9 @@ def add_parser(sub) -> None:
                       "model (default ring, as NCCL_ALGO=Ring)")
     link.add_argument("--min-size", default="0 B", metavar="SIZE", help="fit only messages of at least SIZE "
                       "(e.g. 1 MiB; default all)")
+    link.add_argument("--save", action="store_true", help="store the fitted alpha and bandwidth in the system "
+                      "(its file when --system is a file, else the catalog database); the calibrated time model "
+                      "uses them")
     link.add_argument("--json", action="store_true", help="print JSON")
     link.set_defaults(func=run_link)
     kern = inner.add_parser("kernels", help="fit a device's calibration to a CSV of kernel shapes and times")
@@ -75,11 +78,62 @@ def run_link(args) -> int:
     stated_bw = system.bandwidth(domain)
     stated_alpha = domain.alpha
     data = link_json(fit, table, system, domain, stated_bw, stated_alpha, imported.warnings)
+    data["saved"] = None
+    if args.save:
+        data["saved"] = _save_link(args.system, system, domain, fit, table, path, getattr(args, "db", None))
     if args.json:
         print_json(data)
     else:
         print_link(data, fit)
     return 0
+
+
+def link_conditions(fit: LinkFit, table) -> str:
+    """The run and the fit in words, stored beside a saved fit."""
+    above = "" if not math.isfinite(fit.mape_above) else f", {fit.mape_above * 100:.1f} % at 1 MiB and above"
+    return (f"{table.op} on {fit.ranks} ranks ({table.dtype}), {fit.size.size} messages of {_size(fit.size.min())} to "
+            f"{_size(fit.size.max())}, {fit.algorithm} model; bus-bandwidth MAPE {fit.mape * 100:.1f} %{above}")
+
+
+def stored_fit(fit: LinkFit, table, key: str):
+    """The :class:`LinkCalibration` a fit is saved as: figures written in us and GB/s to 6 significant digits,
+    their values read back from that text (so a saved file reads back to the same numbers)."""
+    from ..core.hardware.device import Cited
+    from ..core.hardware.system import LinkCalibration
+
+    alpha, bandwidth = f"{fit.alpha * 1e6:.6g} us", f"{fit.bandwidth / 1e9:.6g} GB/s"
+    return LinkCalibration(Cited(parse_si(alpha, "time", "alpha"), alpha, key),
+                           Cited(parse_si(bandwidth, "bandwidth", "bandwidth"), bandwidth, key),
+                           fit.op, fit.ranks, fit.algorithm, link_conditions(fit, table))
+
+
+def with_fit(system, domain, fit: LinkFit, table, path: Path):
+    """``system`` with ``domain``'s fitted link stored, citing the measurement file (URL, today's date)."""
+    from ..core.hardware.device import Source
+
+    key, today = _source_key(path, "link"), date.today().isoformat()
+    source = Source(key, f"collective times measured in {path.name}, fitted by 'hwexplorer calibrate link'",
+                    path.resolve().as_uri(), today)
+    domains = tuple(replace(d, calibration=stored_fit(fit, table, key)) if d is domain else d for d in system.domains)
+    return replace(system, domains=domains, sources={**system.sources, key: source})
+
+
+def _save_link(spec: str, system, domain, fit: LinkFit, table, path: Path, db_url) -> str:
+    """Store the fit in the system file ``spec`` or the catalog's system; returns where it went."""
+    from ..core.hardware.system_file import save_system_file
+
+    saved = with_fit(system, domain, fit, table, path)
+    if is_path(spec) or Path(spec).exists():
+        save_system_file(saved, spec)
+        return str(spec)
+    from ..store.engine import open_catalog
+
+    try:
+        with open_catalog(db_url) as repo:
+            repo.update_system(saved, repo.system_record(system.id).version)
+    except ValueError as exc:
+        raise CliError(f"--save: {exc}") from None
+    return "catalog"
 
 
 def _num(x: float) -> float | None:
@@ -133,13 +187,18 @@ def print_link(d: dict, fit: LinkFit) -> None:
              f"{r['error'] * 100:+.1f}"] for r in d["rows"]]
     print(text_table(["size", "", "measured (us)", "predicted (us)", "busbw measured (GB/s)",
                       "busbw predicted (GB/s)", "error (%)"], [[r[0], "", *r[1:]] for r in rows]))
+    if d.get("saved"):
+        where = "the catalog database" if d["saved"] == "catalog" else d["saved"]
+        print(f"  saved in {where}: the calibrated link of '{d['domain']}' (the calibrated time model uses it)")
+    else:
+        print("  not saved (--save stores it in the system)")
 
 
 # ------------------------------------------------------------------------------------------------- kernels
 
 
-def _source_key(path: Path) -> str:
-    return "fit-" + (re.sub(r"[^a-z0-9]+", "-", path.stem.lower()).strip("-") or "kernels")
+def _source_key(path: Path, default: str = "kernels") -> str:
+    return "fit-" + (re.sub(r"[^a-z0-9]+", "-", path.stem.lower()).strip("-") or default)
 
 
 def run_kernels(args) -> int:

@@ -132,3 +132,38 @@ def test_kernels_bad_csv_is_one_line_and_exit_2(capsys, tmp_path, body, message)
     (tmp_path / "k.csv").write_text(body)
     err = run(capsys, "calibrate", "kernels", tmp_path / "k.csv", "--device", tmp_path / "plain.yaml", code=2).err
     assert err.startswith("hwexplorer: error: ") and message in err and err.count("\n") == 1
+
+
+def test_link_save_into_a_system_file_round_trips(capsys, tmp_path):
+    from explorer.core.hardware.system_file import load_system_file
+
+    path = tmp_path / "mi300x.yaml"
+    path.write_text(SYSTEM.read_text())
+    data = json.loads(run(capsys, "calibrate", "link", FIXTURE, "--system", path, "--min-size", "1 MiB", "--save",
+                          "--json").out)
+    assert data["saved"] == str(path)
+    system = load_system_file(path)
+    fit = system.domains[0].calibration
+    assert fit.alpha.value == pytest.approx(data["alpha_s"], rel=1e-5)
+    assert fit.bandwidth.value == pytest.approx(data["bandwidth_Bps"], rel=1e-5)
+    assert (fit.op, fit.ranks, fit.algorithm) == ("all_reduce", 8, "ring")
+    assert "1 MiB to 8 GiB" in fit.conditions and "bus-bandwidth MAPE" in fit.conditions
+    source = system.sources[fit.alpha.source]
+    assert source.url == FIXTURE.resolve().as_uri() and source.date and fit.bandwidth.source == fit.alpha.source
+    # the stated figures stay as they were
+    assert system.domains[0].link.bandwidth.text == "896 GB/s" and system.domains[0].latency.text == "0.8 us"
+    assert "not saved" in run(capsys, "calibrate", "link", FIXTURE, "--system", path).out
+
+
+def test_link_save_into_the_catalog_and_revert_it(capsys, tmp_path):
+    db = f"sqlite:///{tmp_path / 'catalog.db'}"
+    text = run(capsys, "--db", db, "calibrate", "link", FIXTURE, "--system", "amd-instinct-mi300x-platform",
+               "--save").out
+    assert "saved in the catalog database" in text
+    from explorer.store.engine import open_catalog
+
+    with open_catalog(db) as repo:
+        stored = repo.system_record("amd-instinct-mi300x-platform")
+        assert stored.system.domains[0].calibration is not None and "domains" in stored.overrides
+        repo.revert_system(stored.system.id, stored.version)  # undo: the shipped system back
+        assert repo.get_system(stored.system.id).domains[0].calibration is None

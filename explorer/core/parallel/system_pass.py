@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from explorer.core.analysis.evaluate import evaluate
+from explorer.core.analysis.evaluate import MODELS, evaluate
 from explorer.core.analysis.tensor_bytes import formats_of
 from explorer.core.formats import TensorFormats
 from explorer.core.hardware.device import Device
@@ -71,6 +71,8 @@ class Options:
     skew: float = 0.0  # expert routing skew (0: uniform)
     offload: bool = False  # stream what does not fit from host memory
     collective_format: str = "engine"  # element size of collectives and sends: one of COLLECTIVE_FORMATS
+    time_model: str = "ideal"  # ideal | calibrated: the device's calibrated kernel times and the system's fitted
+    #                            links (System.for_time_model) where stored, the ideal ones elsewhere
 
 
 @dataclass(frozen=True, eq=False)
@@ -108,6 +110,9 @@ class SystemAnalysis:
     device_energy: np.ndarray | None = None  # (K,) J one device spends per step on chip (MACs + memory levels)
     host_bytes: np.ndarray | None = None  # (K,) bytes one device streams over the host link per step (offload)
     collective_bytes: float = math.nan  # bytes per element of collectives and sends (Options.collective_format)
+    time_model: str = "ideal"  # the time model of every time above (Options.time_model)
+    calibrated_links: tuple[str, ...] = ()  # the domains whose fitted link the times used (calibrated model)
+    calibrated_kernels: bool = False  # whether the device's calibrated kernel times were used
 
     def __len__(self) -> int:
         return len(self.layouts)
@@ -195,9 +200,9 @@ class _Slice:
     columns: dict
 
 
-def _rows(a, start: int, n: int) -> _Slice:
+def _rows(a, start: int, n: int, time_model: str = "ideal") -> _Slice:
     s = slice(start, start + n)
-    return _Slice(a.time[s], a.level_traffic[s], a.energy[s], {k: v[s] for k, v in a.table.columns.items()})
+    return _Slice(a.model_time(time_model)[s], a.level_traffic[s], a.energy[s], {k: v[s] for k, v in a.table.columns.items()})
 
 
 def _boundary_level(system: System, stage: int, tp: int) -> int:
@@ -213,6 +218,9 @@ def analyze_system(model: Model, system: System, device: Device, layouts: Sequen
                    options: Options = Options()) -> SystemAnalysis:
     """Every layout of ``layouts`` (already valid: :func:`.layout.check`) of ``model`` on ``system``."""
     layouts = tuple(layouts)
+    if options.time_model not in MODELS:
+        raise ValueError(f"time_model: expected one of {', '.join(MODELS)}, got {options.time_model!r}")
+    stated, system = system, system.for_time_model(options.time_model)
     fm = formats or TensorFormats.of(precision)
     act_bpe = collective_element_bytes(fm, options.collective_format)  # collectives' and sends' element size
     block_layers = {i for i, s in enumerate(model.layers) if s.repeat > 1}
@@ -242,7 +250,7 @@ def analyze_system(model: Model, system: System, device: Device, layouts: Sequen
     memory_traffic = np.zeros((len(layouts), whole.level_traffic.shape[2]))
     start = 0
     for micro, members, table, keys, imb, stacked, comms in prepared:
-        a = _rows(whole, start, len(stacked))
+        a = _rows(whole, start, len(stacked), options.time_model)
         start += len(stacked)
         n_rows = len(table)
         time = a.time[:, 0].reshape(len(keys), n_rows)
@@ -299,7 +307,7 @@ def analyze_system(model: Model, system: System, device: Device, layouts: Sequen
     with np.errstate(invalid="ignore", divide="ignore"):
         throughput = ctx.batch / step
     return SystemAnalysis(
-        model=model, system=system, device=device, ctx=ctx, precision=precision, layouts=layouts,
+        model=model, system=stated, device=device, ctx=ctx, precision=precision, layouts=layouts,
         compute_time=arr["compute"], comm_time=arr["comm"], send_time=arr["send"], bubble_time=(passes - m) * stage,
         host_time=arr["host"], stage_time=stage, step_time=step, latency=pp * stage + arr["send"],
         throughput=throughput, throughput_per_device=throughput / system.devices,
@@ -308,4 +316,6 @@ def analyze_system(model: Model, system: System, device: Device, layouts: Sequen
         fits=(memory <= device.memory_capacity) | (options.offload & np.isfinite(arr["host"]) & (arr["host"] > 0)),
         imbalance=arr["imb"], level_bytes=level_bytes, level_names=tuple(d.name for d in system.domains),
         memory_names=tuple(memory_names), memory_traffic=memory_traffic, device_energy=arr["energy"],
-        host_bytes=arr["host_bytes"], collective_bytes=act_bpe)
+        host_bytes=arr["host_bytes"], collective_bytes=act_bpe, time_model=options.time_model,
+        calibrated_links=stated.link_calibrations if options.time_model == "calibrated" else (),
+        calibrated_kernels=options.time_model == "calibrated" and bool(whole.calibrated.any()))
