@@ -31,6 +31,7 @@ import numpy as np
 
 from explorer.core.analysis.evaluate import MODELS, evaluate
 from explorer.core.analysis.tensor_bytes import formats_of
+from explorer.core.analysis.time_source import device_time_sources
 from explorer.core.formats import TensorFormats
 from explorer.core.hardware.device import Device
 from explorer.core.hardware.system import System
@@ -112,7 +113,7 @@ class SystemAnalysis:
     collective_bytes: float = math.nan  # bytes per element of collectives and sends (Options.collective_format)
     time_model: str = "ideal"  # the time model of every time above (Options.time_model)
     calibrated_links: tuple[str, ...] = ()  # the domains whose fitted link the times used (calibrated model)
-    calibrated_kernels: bool = False  # whether the device's calibrated kernel times were used
+    kernel_source: str = "spec"  # the device's kernel times: spec | partly calibrated | calibrated (.time_source)
 
     def __len__(self) -> int:
         return len(self.layouts)
@@ -318,4 +319,4 @@ def analyze_system(model: Model, system: System, device: Device, layouts: Sequen
         memory_names=tuple(memory_names), memory_traffic=memory_traffic, device_energy=arr["energy"],
         host_bytes=arr["host_bytes"], collective_bytes=act_bpe, time_model=options.time_model,
         calibrated_links=stated.link_calibrations if options.time_model == "calibrated" else (),
-        calibrated_kernels=options.time_model == "calibrated" and bool(whole.calibrated.any()))
+        kernel_source=device_time_sources(whole, options.time_model)[0])

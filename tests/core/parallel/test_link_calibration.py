@@ -117,3 +117,25 @@ def test_a_scale_out_fit_is_per_device_and_survives_more_nodes():
     assert two.bandwidth(two.domains[1]) == 50e9 / 8 / 2  # stated: a node's figure shared, oversubscribed
     assert cal.bandwidth(cal.domains[1]) == 40e9 and cal.domains[1].alpha == 1.84e-6  # the measured, per device
     assert cal.domains[0] == two.domains[0] and two.for_time_model("ideal") is two
+
+
+def test_a_time_is_labelled_by_its_least_certain_part(devices):
+    """spec when nothing it uses is calibrated, partly when some is, calibrated when all is: one layout on the
+    fitted NVLink only (TP 8), one also on the unfitted network (TP 8 x PP 2 over two nodes)."""
+    from explorer.core.analysis.time_source import system_time_sources
+
+    h100 = devices["nvidia-h100-sxm5"]
+    two = fitted(hgx()).with_nodes(2)
+    layouts = [Layout(tp=8, dp=2), Layout(tp=8, pp=2)]
+    ideal = analyze_system(LLAMA70, two, h100, layouts, "fp16", DECODE)
+    cal = analyze_system(LLAMA70, two, h100, layouts, "fp16", DECODE, options=Options(time_model="calibrated"))
+    assert system_time_sources(ideal) == ("spec", "spec")
+    assert cal.kernel_source == "calibrated"  # the shipped H100 has matrix and vector curves at fp16
+    assert cal.level_bytes[0, 1] == 0 and cal.level_bytes[1, 1] > 0  # PP 2 sends over the network
+    assert system_time_sources(cal) == ("calibrated", "partly calibrated")
+    bare = replace(h100, calibration=None)
+    none = analyze_system(LLAMA70, two, bare, layouts, "fp16", DECODE, options=Options(time_model="calibrated"))
+    assert none.kernel_source == "spec" and system_time_sources(none) == ("partly calibrated", "partly calibrated")
+    plain = analyze_system(LLAMA70, hgx(), bare, [Layout(tp=8)], "fp16", DECODE,
+                           options=Options(time_model="calibrated"))
+    assert system_time_sources(plain) == ("spec",)  # the calibrated model with nothing calibrated says spec
