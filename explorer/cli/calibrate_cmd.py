@@ -39,8 +39,14 @@ def add_parser(sub) -> None:
                       "uses them")
     link.add_argument("--json", action="store_true", help="print JSON")
     link.set_defaults(func=run_link)
-    kern = inner.add_parser("kernels", help="fit a device's calibration to a CSV of kernel shapes and times")
-    kern.add_argument("file", metavar="CSV", help="columns kind (gemm|elementwise), m, n, k, batch, bytes, time")
+    kern = inner.add_parser("kernels", help="fit a device's calibration to measured kernels: a CSV of shapes and "
+                            "times, a PyTorch profiler trace or an Nsight Compute CSV")
+    kern.add_argument("file", metavar="FILE", help="a CSV with columns kind (gemm|elementwise), m, n, k, batch, "
+                      "bytes, time; a PyTorch profiler Chrome trace (.json, record_shapes=True); or an Nsight "
+                      "Compute raw CSV (ncu --csv --page raw)")
+    kern.add_argument("--format", dest="file_format", choices=("auto", "csv", "torch", "nsight"), default="auto",
+                      help="what FILE is (default auto: .json is a PyTorch trace, a CSV with ncu's 'Kernel Name' "
+                           "header is Nsight Compute, else the plain CSV)")
     kern.add_argument("--device", required=True, metavar="DEV", help="a device id of the catalog or a device file")
     kern.add_argument("--precision", default="bf16", help="the precision the kernels ran at (default bf16)")
     kern.add_argument("--save", action="store_true", help="store the fitted calibration in the catalog database")
@@ -208,22 +214,36 @@ def run_kernels(args) -> int:
     from ..core.hardware.device import Source
     from ..core.precision import BYTES_PER_ELEMENT, PRECISIONS
 
+    from ..core.analysis.trace_kernels import detect_format, read_nsight_kernels, read_torch_trace
+
     path = Path(args.file)
     if not path.is_file():
-        raise CliError(f"CSV: no such file: {args.file}")
+        raise CliError(f"FILE: no such file: {args.file}")
     if args.precision not in PRECISIONS:
         raise CliError(f"--precision: expected one of {', '.join(PRECISIONS)}, got {args.precision!r}")
     device = resolve_devices([args.device], getattr(args, "db", None))[0]
     if device.peak_flops(args.precision) != device.peak_flops(args.precision) or not device.bandwidth:
         raise CliError(f"--device {device.id}: no {args.precision} peak or no memory bandwidth to calibrate against")
     key, today = _source_key(path), date.today().isoformat()
+    fmt = getattr(args, "file_format", "auto")
+    fmt = detect_format(path) if fmt == "auto" else fmt
+    skipped, in_file = {}, None
     try:
-        rows = read_kernel_csv(path, device.id, key, args.precision, BYTES_PER_ELEMENT[args.precision])
+        if fmt == "csv":
+            rows = read_kernel_csv(path, device.id, key, args.precision, BYTES_PER_ELEMENT[args.precision])
+        else:
+            read = read_torch_trace if fmt == "torch" else read_nsight_kernels
+            found = read(path, device.id, key, args.precision)
+            rows, skipped, in_file = list(found.rows), found.skipped, found.kernels
+            if not rows:
+                why = "; ".join(f"{n} {reason}" for reason, n in found.skipped.items()) or "none"
+                raise ValueError(f"{path}: no kernels to fit among {found.kernels} (left out: {why})")
         cal, results = fit_device(rows, device, args.precision, Fit(str(path), 0, date=today))
     except ValueError as exc:
         raise CliError(str(exc)) from None
     kinds = {"matrix": "gemm", "vector": "elementwise"}
-    out = {"device": device.id, "precision": args.precision, "file": str(path), "date": today, "source": key,
+    out = {"device": device.id, "precision": args.precision, "file": str(path), "format": fmt, "date": today,
+           "source": key, "kernels_in_file": in_file, "measurements": len(rows), "skipped": skipped,
            "curves": {}, "saved": False}
     for kind, res in results.items():
         sel = [r for r in rows if r.kind == kinds[kind]]
@@ -231,7 +251,7 @@ def run_kernels(args) -> int:
             "fraction": res.curve.fraction, "latency_s": res.curve.latency, "sharpness": res.curve.sharpness,
             "points": len(sel), "mape": res.mape, "at_bound": list(res.at_bound),
             "rows": [{"op": r.op, "batch": r.batch, "m": r.m, "n": r.n, "k": r.k, "bytes": r.bytes,
-                      "measured_s": r.time_s, "predicted_s": float(p), "error": float(p / r.time_s - 1.0)}
+                      "measured": r.published or None, "measured_s": r.time_s, "predicted_s": float(p), "error": float(p / r.time_s - 1.0)}
                      for r, p in zip(sel, res.predicted)]}
     if args.save:
         sources = {**device.sources, key: Source(key, f"kernel times fitted by 'hwexplorer calibrate kernels' from "
@@ -257,7 +277,12 @@ def _save(device, db_url) -> None:
 
 
 def print_kernels(d: dict) -> None:
-    print(f"{d['device']} at {d['precision']}, fitted to {d['file']} ({d['date']})")
+    print(f"{d['device']} at {d['precision']}, fitted to {d['file']} ({d['format']}, {d['date']})")
+    if d["kernels_in_file"] is not None:
+        print(f"  {d['kernels_in_file']} kernels in the trace -> {d['measurements']} measurements (repeats of one "
+              "shape: their median time)")
+    for reason, n in d["skipped"].items():
+        print(f"  left out: {n} x {reason}")
     for kind, c in d["curves"].items():
         print(f"  {kind}: fraction {c['fraction']:.3f}, latency {c['latency_s'] * 1e6:.2f} us, sharpness "
               f"{c['sharpness']:.2f}; {c['points']} kernels, MAPE {c['mape'] * 100:.1f} %")
