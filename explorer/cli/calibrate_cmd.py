@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..core.importers import ImporterError, load
 from ..core.parallel.collectives import ALGORITHMS
-from ..core.parallel.link_fit import ABOVE, LEVELS, LinkFit, fit_link, level_domain
+from ..core.parallel.link_fit import ABOVE, JOINS, LEVELS, LinkFit, fit_link, level_domain
 from ..core.units import UnitError, parse_si
 from .common import CliError, is_path, print_json, text_table
 from .resolve import resolve_devices
@@ -34,6 +34,9 @@ def add_parser(sub) -> None:
                       "model (default ring, as NCCL_ALGO=Ring)")
     link.add_argument("--min-size", default="0 B", metavar="SIZE", help="fit only messages of at least SIZE "
                       "(e.g. 1 MiB; default all)")
+    link.add_argument("--join", choices=JOINS, default="sum", help="sum: the alpha-beta model, latency + size / "
+                      "bandwidth (default); soft: also fit the sharpness of their join, for a bus bandwidth that "
+                      "ramps up more slowly than alpha-beta (docs/calibration.md)")
     link.add_argument("--save", action="store_true", help="store the fitted alpha and bandwidth in the system "
                       "(its file when --system is a file, else the catalog database); the calibrated time model "
                       "uses them")
@@ -78,7 +81,8 @@ def run_link(args) -> int:
     system = resolve_system(args.system, 1, getattr(args, "db", None))
     try:
         domain = level_domain(system, table.ranks, args.level)
-        fit = fit_link(table.op, table.size, table.time, table.ranks, args.algorithm, min_size)
+        fit = fit_link(table.op, table.size, table.time, table.ranks, args.algorithm, min_size,
+                       getattr(args, "join", "sum"))
     except ValueError as exc:
         raise CliError(f"--{exc}" if str(exc).startswith("level") else str(exc)) from None
     stated_bw = system.bandwidth(domain)
@@ -110,7 +114,7 @@ def stored_fit(fit: LinkFit, table, key: str):
     alpha, bandwidth = f"{fit.alpha * 1e6:.6g} us", f"{fit.bandwidth / 1e9:.6g} GB/s"
     return LinkCalibration(Cited(parse_si(alpha, "time", "alpha"), alpha, key),
                            Cited(parse_si(bandwidth, "bandwidth", "bandwidth"), bandwidth, key),
-                           fit.op, fit.ranks, fit.algorithm, link_conditions(fit, table))
+                           fit.op, fit.ranks, fit.algorithm, link_conditions(fit, table), round(fit.sharpness, 4))
 
 
 def with_fit(system, domain, fit: LinkFit, table, path: Path):
@@ -151,7 +155,8 @@ def link_json(fit: LinkFit, table, system, domain, stated_bw: float, stated_alph
     return {
         "file": table.source, "op": fit.op, "ranks": fit.ranks, "dtype": table.dtype, "algorithm": fit.algorithm,
         "system": system.id, "level": level, "domain": domain.name,
-        "alpha_s": fit.alpha, "bandwidth_Bps": fit.bandwidth,
+        "alpha_s": fit.alpha, "bandwidth_Bps": fit.bandwidth, "sharpness": fit.sharpness,
+        "join": fit.join,
         "stated": {"bandwidth_Bps": _num(stated_bw), "alpha_s": _num(stated_alpha),
                    "bandwidth_fraction": _num(fit.bandwidth / stated_bw) if stated_bw else None},
         "mape": fit.mape, "mape_above_1MiB": _num(fit.mape_above), "max_error_above_1MiB": _num(fit.max_error_above),
@@ -177,6 +182,8 @@ def print_link(d: dict, fit: LinkFit) -> None:
     line = f"  alpha {d['alpha_s'] * 1e6:.3f} us per step, bandwidth {d['bandwidth_Bps'] / 1e9:.1f} GB/s per direction"
     if stated["bandwidth_Bps"]:
         line += f" ({stated['bandwidth_fraction'] * 100:.0f} % of the stated {stated['bandwidth_Bps'] / 1e9:.0f} GB/s)"
+    if d["join"] == "soft":
+        line += f", sharpness {d['sharpness']:.3f} (soft join)"
     print(line)
     if stated["alpha_s"] is None:
         print(f"  the system file states no latency for {d['domain']}")
@@ -209,12 +216,11 @@ def _source_key(path: Path, default: str = "kernels") -> str:
 
 def run_kernels(args) -> int:
     from ..core.analysis.calibration_fit import fit_device
+    from ..core.analysis.trace_kernels import detect_format, read_nsight_kernels, read_torch_trace
     from ..core.calibration.model import Fit
     from ..core.calibration.user_csv import read_kernel_csv
     from ..core.hardware.device import Source
     from ..core.precision import BYTES_PER_ELEMENT, PRECISIONS
-
-    from ..core.analysis.trace_kernels import detect_format, read_nsight_kernels, read_torch_trace
 
     path = Path(args.file)
     if not path.is_file():

@@ -37,6 +37,7 @@ class LinkCalibration:
     ranks: int
     algorithm: str = "ring"
     conditions: str = ""
+    sharpness: float = 1.0  # the join of the latency and bandwidth terms (1: their sum, the alpha-beta model)
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,7 @@ class Domain:
     per: str = "device"
     oversubscription: float = 1.0
     calibration: LinkCalibration | None = None  # the fitted link, used by the calibrated time model only
+    sharpness: float = 1.0  # the join of a collective's latency and bandwidth terms: 1 (their sum) unless fitted
 
     def calibrated(self) -> Domain:
         """This domain as the calibrated time model sees it: the fitted bandwidth (already what one device sends,
@@ -66,7 +68,7 @@ class Domain:
         if fit is None:
             return self
         return replace(self, link=replace(self.link, bandwidth=fit.bandwidth, direction="per_direction"),
-                       latency=fit.alpha, per="device", oversubscription=1.0)
+                       latency=fit.alpha, per="device", oversubscription=1.0, sharpness=fit.sharpness)
 
     def bandwidth_per_device(self, node_devices: int = 1) -> float:
         """B/s one device can send in one direction across this domain (NaN when unknown)."""

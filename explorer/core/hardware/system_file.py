@@ -38,7 +38,7 @@ TOP_LEVEL = ("format", "id", "name", "vendor", "kind", "device", "devices", "nod
              "host_link", "host_memory", "notes", "conflicts")
 DOMAIN_KEYS = ("name", "scope", "size", "topology", "bandwidth", "direction", "per", "latency", "oversubscription",
                "energy", "calibrated")
-CALIBRATED_KEYS = ("alpha", "bandwidth", "op", "ranks", "algorithm", "conditions")
+CALIBRATED_KEYS = ("alpha", "bandwidth", "op", "ranks", "algorithm", "conditions", "sharpness")
 FIT_OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
 FIT_ALGORITHMS = ("ring", "tree", "auto")
 LINK_KEYS = ("name", "bandwidth", "direction", "energy")
@@ -101,9 +101,14 @@ def _calibration(r: Reader, raw: Any, field: str) -> LinkCalibration | None:
     conditions = raw.get("conditions") or ""
     if not isinstance(conditions, str):
         r.problem(f"{field}.conditions", f"expected text, got {type(conditions).__name__}")
+    sharpness = raw.get("sharpness", 1.0)
+    if isinstance(sharpness, bool) or not isinstance(sharpness, (int, float)) or not 0.1 <= sharpness <= 1:
+        r.problem(f"{field}.sharpness", f"expected a number from 0.1 to 1 (1: latency + size / bandwidth), got "
+                                        f"{sharpness!r}")
+        sharpness = 1.0
     if alpha is None or bandwidth is None or op is None or ranks is None:
         return None
-    return LinkCalibration(alpha, bandwidth, op, ranks, algorithm, str(conditions))
+    return LinkCalibration(alpha, bandwidth, op, ranks, algorithm, str(conditions), float(sharpness))
 
 
 def _domain(r: Reader, raw: Any, field: str) -> Domain | None:
@@ -242,7 +247,8 @@ def _calibration_out(fit: LinkCalibration | None) -> dict | None:
     if fit is None:
         return None
     return drop_none({"alpha": cited_out(fit.alpha), "bandwidth": cited_out(fit.bandwidth), "op": fit.op,
-                      "ranks": fit.ranks, "algorithm": fit.algorithm, "conditions": fit.conditions or None})
+                      "ranks": fit.ranks, "algorithm": fit.algorithm, "conditions": fit.conditions or None,
+                      "sharpness": None if fit.sharpness == 1.0 else fit.sharpness})
 
 
 def system_to_dict(system: System) -> dict:

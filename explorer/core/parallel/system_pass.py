@@ -38,7 +38,7 @@ from explorer.core.hardware.system import System
 from explorer.core.workload.layers import Context
 from explorer.core.workload.model import LayerTable, Model, build_table
 
-from .collectives import BUS_FACTOR, collective_time, hierarchical_all_reduce
+from .collectives import BUS_FACTOR, collective_time, hierarchical_all_reduce, join
 from .experts import imbalance
 from .layout import Layout, ModelShape
 from .shard import Comms, query_heads_of, shard_many
@@ -158,17 +158,20 @@ def _comm_seconds(comms: Comms, act_bpe: float, system: System, algorithm: str) 
     level = np.array([_level(system, g) for g in comms.group], dtype=int)
     bw = np.array([system.bandwidth(system.domains[j]) if j >= 0 else math.nan for j in level])
     alpha = np.array([system.domains[j].alpha if j >= 0 else math.nan for j in level])
+    sharp = np.array([system.domains[j].sharpness if j >= 0 else 1.0 for j in level])
     seconds = np.full(len(comms), math.nan)
     ops = np.array(comms.op, dtype=object)
     for op in set(comms.op):
         sel = ops == op
-        seconds[sel] = collective_time(op, nbytes[sel], comms.group[sel], bw[sel], alpha[sel], algorithm)
+        seconds[sel] = collective_time(op, nbytes[sel], comms.group[sel], bw[sel], alpha[sel], algorithm,
+                                       sharp[sel])
     inner = system.domains[0] if system.domains else None
     wide = (ops == "all_reduce") & (level > 0) & (comms.group > (inner.size if inner else 0))
     if wide.any():
         p_in = inner.size
         seconds[wide] = hierarchical_all_reduce(nbytes[wide], p_in, comms.group[wide] // p_in,
-                                                system.bandwidth(inner), bw[wide], inner.alpha, alpha[wide], algorithm)
+                                                system.bandwidth(inner), bw[wide], inner.alpha, alpha[wide], algorithm,
+                                                inner.sharpness, sharp[wide])
     return seconds, level
 
 
@@ -288,7 +291,8 @@ def analyze_system(model: Model, system: System, device: Device, layouts: Sequen
             nbytes = out_elems * act_bpe
             for s in range(1, lay.pp):  # pipeline sends: one micro-batch's activations per stage boundary
                 j_level = _boundary_level(system, s, lay.tp)  # alpha + n / B (collectives.transfer_time)
-                cols["send"][j] += sends[j_level] + nbytes / bandwidths[j_level]
+                cols["send"][j] += float(join(sends[j_level], nbytes / bandwidths[j_level],
+                                              system.domains[j_level].sharpness))
                 level_bytes[j, j_level] += nbytes * lay.microbatches
             cols["w"][j] = per_stage @ w_rows[k]
             cols["kv"][j] = (per_stage @ kv_rows[k]) * lay.microbatches

@@ -19,10 +19,11 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtGui import QColor
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
 
+from explorer.core.analysis.time_source import system_time_sources
 from explorer.core.parallel.compare import bandwidth_ladder
 from explorer.core.parallel.link_energy import link_energy
 from explorer.core.parallel.system_pass import STEP_PARTS
@@ -31,8 +32,20 @@ from ..plot_items.dots import Dots
 from ..plot_items.pinned_text import PinnedText
 from ..plot_items.stacked_bars import StackedBars
 from .base import AnalysisPanel
-from .plotting import DASH, BarPicker, changed, device_color, elide, name_axis, new_plot, nice_ceil, set_range, \
-    set_ticks, set_title, si
+from .plotting import (
+    DASH,
+    BarPicker,
+    changed,
+    device_color,
+    elide,
+    name_axis,
+    new_plot,
+    nice_ceil,
+    set_range,
+    set_ticks,
+    set_title,
+    si,
+)
 from .systems_controls import SystemControls, short_name
 from .systems_ladder import Ladder, fit_right
 from .systems_table import LayoutTable, csv_rows
@@ -51,8 +64,20 @@ def _rgba(color: str, alpha: int = 255) -> tuple[int, int, int, int]:
 
 class SystemsPanel(AnalysisPanel):
     title = "Systems"
-    time_model = "ideal"
+    time_model = "follows"  # the system pass times with the chosen model (kernels and stored link fits)
     chart_min_height = 400  # two rows of charts
+
+    def model_caption(self, analysis=None) -> str:
+        """'ideal model', or 'calibrated model' and where the chosen layouts' times come from (spec, partly
+        calibrated, calibrated: docs/calibration.md)."""
+        if self.workspace.assumptions.time_model == "ideal":
+            return "ideal model"
+        try:
+            results = self.workspace.results.systems
+        except ValueError:
+            results = ()
+        labels = sorted({system_time_sources(r.analysis)[r.chosen] for r in results if r.analysis is not None})
+        return "calibrated model" + (f" ({', '.join(labels)})" if labels else "")
 
     def build_header(self, header) -> None:
         self.controls = SystemControls(self.workspace, parent=self)

@@ -139,3 +139,27 @@ def test_a_time_is_labelled_by_its_least_certain_part(devices):
     plain = analyze_system(LLAMA70, hgx(), bare, [Layout(tp=8)], "fp16", DECODE,
                            options=Options(time_model="calibrated"))
     assert system_time_sources(plain) == ("spec",)  # the calibrated model with nothing calibrated says spec
+
+
+def test_a_soft_fit_joins_the_terms_in_the_calibrated_model_by_hand(devices):
+    """The same run as above with a stored sharpness s = 0.6: each collective takes (L**s + W**s)**(1/s) of its
+    latency term L and bandwidth term W instead of L + W (collectives.join)."""
+    from explorer.core.parallel.collectives import join
+
+    assert join(3.0, 4.0, 1.0) == 7.0 and join(3.0, 4.0, 0.5) == pytest.approx((3**0.5 + 2.0) ** 2, rel=1e-15)
+    a, bw, s, n, g = 1.84e-6, 297.8e9, 0.6, 131_072, 512_000
+    hand = 161 * (((14 * a) ** s + (1.75 * n / bw) ** s) ** (1 / s)) + (
+        ((7 * a) ** s + (0.875 * g / bw) ** s) ** (1 / s))
+    system = fitted()
+    soft = replace(system, domains=(replace(system.domains[0], calibration=replace(FIT, sharpness=s)),
+                                    system.domains[1]))
+    cal = analyze_system(LLAMA70, soft, devices["nvidia-h100-sxm5"], [Layout(tp=8)], "fp16", DECODE,
+                         options=Options(algorithm="ring", time_model="calibrated"))
+    assert cal.comm_time[0] == pytest.approx(hand, rel=1e-12)  # 5.04 ms: above the sum's 4.29 ms
+    data = system_to_dict(soft)
+    data["domains"][1]["bandwidth"] = "50 GB/s"  # the hand system's text "400 Gb/s" is not a file's unit
+    assert data["domains"][0]["calibrated"]["sharpness"] == 0.6
+    assert system_from_dict(data).domains[0].calibration.sharpness == 0.6
+    data["domains"][0]["calibrated"]["sharpness"] = 2
+    with pytest.raises(SystemFileError, match="calibrated.sharpness: expected a number from 0.1 to 1"):
+        system_from_dict(data)
