@@ -24,7 +24,7 @@ from ..core.analysis.procurement import PlanResult, Requirements, format_usd
 from ..core.analysis.roofline_view import RooflineResult
 from ..core.analysis.sensitivity import Sensitivity, sensitivity
 from ..core.analysis.tiling_view import TilingView, default_row
-from ..core.analysis.time_source import device_time_sources, heading
+from ..core.analysis.time_source import device_time_sources, heading, system_time_sources
 from ..core.session.results import Results
 from ..core.units import format_bytes, format_si
 from .serving_section import ServingSection
@@ -350,17 +350,28 @@ def _workload(analysis: ModelAnalysis) -> str:
     return ", ".join(parts)
 
 
-def time_statement(analysis: ModelAnalysis, time_model: str) -> str:
-    """What the report's times are: the model, and per device where its times come from."""
+def time_statement(analysis: ModelAnalysis, time_model: str, systems: SystemsSection | None = None,
+                   training: bool = False, serving: bool = False) -> str:
+    """What the report's times are: the model, per device where its times come from, and the sections that
+    keep the ideal model (training, serving) whatever the choice."""
     sources = device_time_sources(analysis, time_model)
     per = "; ".join(f"{d.name}: {heading(s)}" for d, s in zip(analysis.devices.devices, sources))
     how = ("the ideal model (the roofline with the devices' efficiency factors)" if time_model == "ideal" else
            "the calibrated model (curves fitted to measured kernels where a device has them)")
-    return f"Every time, throughput and cost per million comes from {how}. {per}"
+    out = f"The device times, throughputs and costs per million come from {how}. {per}."
+    if systems:
+        labels = [f"{r.system.name}: {system_time_sources(r.analysis)[r.chosen]}" for r in systems.results
+                  if r.analysis is not None and r.analysis.time_model == time_model]
+        out += f" Systems section: the {time_model} model" + (f" ({'; '.join(labels)})" if labels else "") + "."
+    ideal_only = [name for name, on in (("training", training), ("serving", serving)) if on]
+    if ideal_only and time_model != "ideal":
+        out += f" The {' and '.join(ideal_only)} section{'s' * (len(ideal_only) > 1)} use{'s' * (len(ideal_only) == 1)}" \
+               " the ideal model (spec): not calibrated there."
+    return out
 
 
-def _assumptions(data_plan: PlanResult, analysis: ModelAnalysis, time_model: str = "ideal"
-                 ) -> tuple[tuple[str, str], ...]:
+def _assumptions(data_plan: PlanResult, analysis: ModelAnalysis, time_model: str = "ideal",
+                 sections: tuple = (None, False, False)) -> tuple[tuple[str, str], ...]:
     req = data_plan.requirements
     t = analysis.table
     params, active = t.total("params"), t.total("active_params")
@@ -368,7 +379,7 @@ def _assumptions(data_plan: PlanResult, analysis: ModelAnalysis, time_model: str
             ("Workload", _workload(analysis)),
             ("Parameters", format_si(params, "params", 4) + (f", {format_si(active, 'params', 4)} active per token"
                                                            if active != params else "")),
-            ("Times", time_statement(analysis, time_model))]
+            ("Times", time_statement(analysis, time_model, *sections))]
     if req.target is not None:
         rows.append(("Target", f"{req.target:,.0f} {req.target_unit}"))
     if req.latency is not None:
@@ -428,7 +439,8 @@ def build_report(analysis: ModelAnalysis, assumptions: CostAssumptionsLike, requ
         created=(created or _dt.date.today()).isoformat(), generator=f"Hardware Explorer {__version__}",
         workload=_workload(a), analysis=a, cost=cost, plan=result, roofline=roofline, energy=energy, tiling=tiling,
         summary=summary_metrics(a, cost, energy, frozenset(req.price), result, time_model),
-        assumptions=_assumptions(result, a, time_model), time_model=time_model,
+        assumptions=_assumptions(result, a, time_model, (systems, bool(training), bool(serving))),
+        time_model=time_model,
         sources=figure_sources(a, req), method=METHOD, recommendation=recommendation, systems=systems,
         sensitivity=sensitivity(analysis, req, assumptions) if req.target is not None else None,
         training=training, serving=serving,

@@ -94,7 +94,7 @@ def test_report_assumptions_say_where_the_times_come_from(analyzed):
                  Context(batch=8, seq_len=1024, phase="decode"))
     data = build_report(as_time_model(a, "calibrated"), CostAssumptions(), time_model="calibrated")
     times = dict(data.assumptions)["Times"]
-    assert times.startswith("Every time, throughput and cost per million comes from the calibrated model")
+    assert times.startswith("The device times, throughputs and costs per million come from the calibrated model")
     assert "NVIDIA L4 24GB: spec: predicted from datasheet figures" in times and data.time_model == "calibrated"
     assert "ideal model" in dict(build_report(a, CostAssumptions()).assumptions)["Times"]
 
@@ -129,3 +129,32 @@ def test_search_batch_refuses_the_calibrated_model_in_one_line(capsys):
     err = run(capsys, "plan", *WORK, "--target", "3000 tokens/s", "--time-model", "calibrated", "--search-batch",
               code=2).err
     assert err.count("\n") == 1 and "--search-batch: not with --time-model calibrated" in err
+
+
+def test_report_times_row_names_the_sections_that_stay_ideal(tmp_path, capsys):
+    """With systems and training asked for, the Times row says the systems section follows the model (with each
+    system's label) and the training section stays at the ideal model."""
+    out = tmp_path / "r.csv"
+    run(capsys, "report", "llama2-7b", "--system", "nvidia-dgx-h100", "--train", "nvidia-dgx-h100", "--batch", "8",
+        "--seq-len", "1024", "--phase", "decode", "--time-model", "calibrated", "-o", out)
+    from explorer.core.analysis.evaluate import evaluate
+    from explorer.core.hardware.catalog_files import load_shipped_devices
+    from explorer.core.parallel.compare import size_on_systems
+    from explorer.core.parallel.system_pass import Options
+    from explorer.core.workload.layers import Context
+    from explorer.core.workload.templates import get_template
+    from explorer.report.build import time_statement
+    from explorer.report.systems_section import build_section
+    from explorer.store.resolve import resolve_system
+
+    h100 = next(d for d in load_shipped_devices() if d.id == "nvidia-h100-sxm5")
+    model, ctx = get_template("llama2-7b").build(), Context(batch=8, seq_len=1024, phase="decode")
+    a = evaluate(model, [h100], "fp16", ctx)
+    dgx = resolve_system("nvidia-dgx-h100")
+    section = build_section(size_on_systems(model, [(dgx, h100)], "fp16", ctx,
+                                            options=Options(time_model="calibrated")))
+    text = time_statement(a, "calibrated", section, training=True)
+    assert f"Systems section: the calibrated model ({dgx.name}: " in text
+    assert text.endswith("The training section uses the ideal model (spec): not calibrated there.")
+    assert "training" not in time_statement(a, "ideal", section, training=True)
+    assert out.exists()
