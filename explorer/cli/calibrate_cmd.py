@@ -40,6 +40,8 @@ def add_parser(sub) -> None:
     link.add_argument("--save", action="store_true", help="store the fitted alpha and bandwidth in the system "
                       "(its file when --system is a file, else the catalog database); the calibrated time model "
                       "uses them")
+    link.add_argument("--name", default=None, help="the saved calibration's name: its source key is fit-NAME "
+                      "(default: the file's name)")
     link.add_argument("--json", action="store_true", help="print JSON")
     link.set_defaults(func=run_link)
     kern = inner.add_parser("kernels", help="fit a device's calibration to measured kernels: a CSV of shapes and "
@@ -53,8 +55,17 @@ def add_parser(sub) -> None:
     kern.add_argument("--device", required=True, metavar="DEV", help="a device id of the catalog or a device file")
     kern.add_argument("--precision", default="bf16", help="the precision the kernels ran at (default bf16)")
     kern.add_argument("--save", action="store_true", help="store the fitted calibration in the catalog database")
+    kern.add_argument("--name", default=None, help="the saved calibration's name: its source key is fit-NAME "
+                      "(default: the file's name)")
     kern.add_argument("--json", action="store_true", help="print JSON")
     kern.set_defaults(func=run_kernels)
+    undo = inner.add_parser("revert", help="undo saved calibrations: a catalog device's curves or a catalog "
+                            "system's fitted links back to the shipped ones")
+    which = undo.add_mutually_exclusive_group(required=True)
+    which.add_argument("--device", metavar="DEV", help="a device id of the catalog")
+    which.add_argument("--system", metavar="SYS", help="a system id of the catalog")
+    undo.add_argument("--json", action="store_true", help="print JSON")
+    undo.set_defaults(func=run_revert)
 
 
 # ---------------------------------------------------------------------------------------------------- link
@@ -90,7 +101,8 @@ def run_link(args) -> int:
     data = link_json(fit, table, system, domain, stated_bw, stated_alpha, imported.warnings)
     data["saved"] = None
     if args.save:
-        data["saved"] = _save_link(args.system, system, domain, fit, table, path, getattr(args, "db", None))
+        data["saved"] = _save_link(args.system, system, domain, fit, table, path, getattr(args, "db", None),
+                                   getattr(args, "name", None))
     if args.json:
         print_json(data)
     else:
@@ -117,22 +129,22 @@ def stored_fit(fit: LinkFit, table, key: str):
                            fit.op, fit.ranks, fit.algorithm, link_conditions(fit, table), round(fit.sharpness, 4))
 
 
-def with_fit(system, domain, fit: LinkFit, table, path: Path):
+def with_fit(system, domain, fit: LinkFit, table, path: Path, name: str | None = None):
     """``system`` with ``domain``'s fitted link stored, citing the measurement file (URL, today's date)."""
     from ..core.hardware.device import Source
 
-    key, today = _source_key(path, "link"), date.today().isoformat()
+    key, today = _source_key(path, "link", name), date.today().isoformat()
     source = Source(key, f"collective times measured in {path.name}, fitted by 'hwexplorer calibrate link'",
                     path.resolve().as_uri(), today)
     domains = tuple(replace(d, calibration=stored_fit(fit, table, key)) if d is domain else d for d in system.domains)
     return replace(system, domains=domains, sources={**system.sources, key: source})
 
 
-def _save_link(spec: str, system, domain, fit: LinkFit, table, path: Path, db_url) -> str:
+def _save_link(spec: str, system, domain, fit: LinkFit, table, path: Path, db_url, name=None) -> str:
     """Store the fit in the system file ``spec`` or the catalog's system; returns where it went."""
     from ..core.hardware.system_file import save_system_file
 
-    saved = with_fit(system, domain, fit, table, path)
+    saved = with_fit(system, domain, fit, table, path, name)
     if is_path(spec) or Path(spec).exists():
         save_system_file(saved, spec)
         return str(spec)
@@ -210,8 +222,17 @@ def print_link(d: dict, fit: LinkFit) -> None:
 # ------------------------------------------------------------------------------------------------- kernels
 
 
-def _source_key(path: Path, default: str = "kernels") -> str:
-    return "fit-" + (re.sub(r"[^a-z0-9]+", "-", path.stem.lower()).strip("-") or default)
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def _source_key(path: Path, default: str = "kernels", name: str | None = None) -> str:
+    """``fit-<name>``, or ``fit-<file stem>`` without a name: the saved calibration's source key."""
+    if name is not None:
+        if not _slug(name):
+            raise CliError(f"--name: expected letters or digits, got {name!r}")
+        return "fit-" + _slug(name)
+    return "fit-" + (_slug(path.stem) or default)
 
 
 def run_kernels(args) -> int:
@@ -230,7 +251,7 @@ def run_kernels(args) -> int:
     device = resolve_devices([args.device], getattr(args, "db", None))[0]
     if device.peak_flops(args.precision) != device.peak_flops(args.precision) or not device.bandwidth:
         raise CliError(f"--device {device.id}: no {args.precision} peak or no memory bandwidth to calibrate against")
-    key, today = _source_key(path), date.today().isoformat()
+    key, today = _source_key(path, name=getattr(args, "name", None)), date.today().isoformat()
     fmt = getattr(args, "file_format", "auto")
     fmt = detect_format(path) if fmt == "auto" else fmt
     skipped, in_file = {}, None
@@ -299,3 +320,33 @@ def print_kernels(d: dict) -> None:
                 for r in c["rows"]]
         print(text_table(["kernel", "shape", "measured (us)", "calibrated (us)", "error (%)"], rows))
     print("  saved in the catalog database" if d["saved"] else "  not saved (--save stores it in the catalog)")
+
+
+# -------------------------------------------------------------------------------------------------- revert
+
+
+def run_revert(args) -> int:
+    """Give a shipped catalog device its shipped calibration back (and drop the fit-* sources saved with it), or a
+    shipped system its shipped domains (dropping the fitted links). One transaction; a user device or system has no
+    shipped version to go back to (exit 2, one line)."""
+    from ..store.engine import open_catalog
+
+    kind, ident = ("device", args.device) if args.device else ("system", args.system)
+    try:
+        with open_catalog(getattr(args, "db", None)) as repo:
+            stored = repo.record(ident) if kind == "device" else repo.system_record(ident)
+            main = "calibration" if kind == "device" else "domains"
+            fields = [f for f in stored.overrides if f == main or f.startswith("sources.fit-")]
+            if fields:
+                revert = repo.revert if kind == "device" else repo.revert_system
+                revert(ident, stored.version, fields)
+    except (ValueError, KeyError) as exc:
+        raise CliError(f"--{kind}: {exc.args[0] if isinstance(exc, KeyError) and exc.args else exc}") from None
+    out = {kind: ident, "reverted": fields}
+    if args.json:
+        print_json(out)
+    elif fields:
+        print(f"{ident}: {', '.join(fields)} back to the shipped values")
+    else:
+        print(f"{ident}: no saved calibration to revert (its calibration is the shipped one)")
+    return 0

@@ -220,3 +220,37 @@ def test_kernels_bad_trace_is_one_line_and_exit_2(capsys, tmp_path, text, suffix
     path.write_text(text)
     err = run(capsys, "calibrate", "kernels", path, "--device", "nvidia-a100-sxm4-40gb", code=2).err
     assert message in err and err.count("\n") == 1
+
+
+def test_named_calibrations_are_saved_and_reverted(capsys, tmp_path):
+    """--name names the saved calibration (source fit-NAME); calibrate revert gives the shipped curves and links
+    back, and says when there is nothing to revert."""
+    db = f"sqlite:///{tmp_path / 'catalog.db'}"
+    from explorer.store.engine import open_catalog
+
+    with open_catalog(db) as repo:
+        shipped = repo.get("nvidia-a100-sxm4-40gb").calibration
+    trace = TRACES / "torch_cuda_calibration_trace.json"
+    run(capsys, "--db", db, "calibrate", "kernels", trace, "--device", "nvidia-a100-sxm4-40gb", "--precision", "fp16",
+        "--save", "--name", "Lab run 3")
+    run(capsys, "--db", db, "calibrate", "link", FIXTURE, "--system", "amd-instinct-mi300x-platform", "--save",
+        "--name", "rccl 2024")
+    with open_catalog(db) as repo:
+        device, system = repo.get("nvidia-a100-sxm4-40gb"), repo.get_system("amd-instinct-mi300x-platform")
+    assert device.calibration.matrix["fp16"].source == "fit-lab-run-3" and "fit-lab-run-3" in device.sources
+    assert system.domains[0].calibration.alpha.source == "fit-rccl-2024" and "fit-rccl-2024" in system.sources
+    out = json.loads(run(capsys, "--db", db, "calibrate", "revert", "--device", "nvidia-a100-sxm4-40gb",
+                         "--json").out)
+    assert sorted(out["reverted"]) == ["calibration", "sources.fit-lab-run-3"]
+    text = run(capsys, "--db", db, "calibrate", "revert", "--system", "amd-instinct-mi300x-platform").out
+    assert "back to the shipped values" in text and "domains" in text and "sources.fit-rccl-2024" in text
+    with open_catalog(db) as repo:
+        device, system = repo.get("nvidia-a100-sxm4-40gb"), repo.get_system("amd-instinct-mi300x-platform")
+    assert device.calibration == shipped and "fit-lab-run-3" not in device.sources
+    assert system.domains[0].calibration is None and "fit-rccl-2024" not in system.sources
+    again = run(capsys, "--db", db, "calibrate", "revert", "--device", "nvidia-a100-sxm4-40gb").out
+    assert "no saved calibration to revert" in again
+    err = run(capsys, "--db", db, "calibrate", "revert", "--device", "no-such-gpu", code=2).err
+    assert err.count("\n") == 1 and "--device: no device 'no-such-gpu'" in err
+    err = run(capsys, "calibrate", "kernels", trace, "--device", "nvidia-a100-sxm4-40gb", "--name", "!!", code=2).err
+    assert "--name: expected letters or digits" in err
