@@ -158,3 +158,17 @@ def test_report_times_row_names_the_sections_that_stay_ideal(tmp_path, capsys):
     assert text.endswith("The training section uses the ideal model (spec): not calibrated there.")
     assert "training" not in time_statement(a, "ideal", section, training=True)
     assert out.exists()
+
+
+def test_training_and_serving_say_their_times_are_spec(capsys):
+    """Training and serving are timed with the ideal model only; their JSON and text say so."""
+    train = ["train", "llama3-70b", "--system", "nvidia-dgx-h100", "--global-batch", "64", "--seq-len", "4096",
+             "--tp", "8", "--pp", "1"]
+    data = json.loads(run(capsys, *train, "--json").out)
+    assert (data["time_model"], data["time_source"]) == ("ideal", "spec")
+    assert "-- times: spec: predicted from datasheet figures" in run(capsys, *train).out
+    serve = ["serve", "llama3-8b", "--device", "nvidia-h100-sxm5", "--rate", "10/s", "--input", "1024", "--output",
+             "256"]
+    data = json.loads(run(capsys, *serve, "--json").out)
+    assert (data["time_model"], data["time_source"]) == ("ideal", "spec")
+    assert "(serving is timed with the ideal model only)" in run(capsys, *serve).out
