@@ -11,6 +11,7 @@ from explorer.core.workload.layers.moe import ROUTING_ASSUMPTION
 
 from ..core.analysis.evaluate import MODELS, ModelAnalysis, evaluate
 from ..core.analysis.tensor_bytes import formats_of
+from ..core.analysis.time_source import SPEC, device_time_sources, heading
 from ..core.hardware.capacity import device_capacity
 from ..core.precision import PRECISIONS
 from ..core.units import format_bytes, format_si
@@ -27,7 +28,7 @@ def add_parser(sub) -> None:
     p.add_argument("model", metavar="MODEL", help="a template id (e.g. gpt2, resnet50) or a model file (.json)")
     add_workload_args(p)
     add_system_args(p)
-    p.add_argument("--model", dest="time_model", choices=MODELS, default="ideal",
+    p.add_argument("--model", "--time-model", dest="time_model", choices=MODELS, default="ideal",
                    help="the time shown in the tables: ideal (default; the roofline with the device's efficiency "
                         "factors and mapping) or calibrated (fitted to measured kernels, where the device file has a "
                         "calibration; JSON always carries both)")
@@ -126,6 +127,7 @@ def analysis_json(r: ModelAnalysis, model: str = "ideal", stream: bool = False) 
         "results": [],
     }
     dev = r.devices
+    sources, calibrated = device_time_sources(r, model), device_time_sources(r, "calibrated")
     for j, device in enumerate(dev.devices):
         tot = r.totals
         out["results"].append({
@@ -143,6 +145,8 @@ def analysis_json(r: ModelAnalysis, model: str = "ideal", stream: bool = False) 
             },
             "defaults_used": list(dev.defaults_used[j]),
             "calibration": r.calibration_status[j],
+            "time_source": sources[j],  # of the chosen model's times: spec | partly calibrated | calibrated
+            "time_sources": {"time_s": SPEC, "calibrated_time_s": calibrated[j]},
         })
         out["results"][-1]["device"].update(compute_precision=dev.compute_of(j),
                                             precision_note=(dev.precision_notes or ("",) * len(dev))[j] or None)
@@ -228,6 +232,7 @@ def print_tables(r: ModelAnalysis, model: str = "ideal") -> None:
                "energy [mJ]"]
     bounds = r.bound_names()
     times = r.model_time(model)
+    sources = device_time_sources(r, model)
     for j, device in enumerate(r.devices.devices):
         dev, tot = r.devices, r.totals
         print()
@@ -238,6 +243,7 @@ def print_tables(r: ModelAnalysis, model: str = "ideal") -> None:
                  bounds[i, j], _f(r.mapping_efficiency[i, j]) if r.mapping_known[i, j] else "unknown",
                  _f(r.energy[i, j] * 1e3)] for i in range(len(t))]
         print(text_table(headers, rows))
+        print(f"-- times: {heading(sources[j])}")
         fits = "fits" if tot.fits[j] else "does NOT fit"
         if model == "calibrated":
             total = tot.calibrated_time[j]

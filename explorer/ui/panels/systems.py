@@ -21,6 +21,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtGui import QColor
 
+from explorer.core.analysis.time_source import system_time_sources
 from explorer.core.parallel.link_energy import link_energy
 from explorer.core.parallel.system_pass import STEP_PARTS
 
@@ -49,8 +50,20 @@ def _rgba(color: str, alpha: int = 255) -> tuple[int, int, int, int]:
 
 class SystemsPanel(AnalysisPanel):
     title = "Systems"
-    time_model = "ideal"
+    time_model = "follows"  # the system pass times with the chosen model (kernels and stored link fits)
     chart_min_height = 400  # two rows of charts
+
+    def model_caption(self, analysis=None) -> str:
+        """'ideal model', or 'calibrated model' and where the chosen layouts' times come from (spec, partly
+        calibrated, calibrated: docs/calibration.md)."""
+        if self.workspace.assumptions.time_model == "ideal":
+            return "ideal model"
+        try:
+            results = self.workspace.results.systems
+        except ValueError:
+            results = ()
+        labels = sorted({system_time_sources(r.analysis)[r.chosen] for r in results if r.analysis is not None})
+        return "calibrated model" + (f" ({', '.join(labels)})" if labels else "")
 
     def build_header(self, header) -> None:
         self.controls = SystemControls(self.workspace, parent=self)

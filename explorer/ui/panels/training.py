@@ -54,7 +54,7 @@ IDEAL = ("MFU is ideal-model MFU: model FLOPs (6 N D + attention) over the analy
 
 class TrainingPanel(AnalysisPanel):
     title = "Training"
-    time_model = "ideal"  # the system pass has no calibrated times yet
+    time_model = "ideal"  # training steps are timed with the ideal model (calibrated training is not built)
     chart_min_height = 400  # two rows of charts
 
     def build(self, layout) -> None:
