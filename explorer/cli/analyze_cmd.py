@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from explorer.core.workload.layers import ATTENTION, LM_HEAD, Context
+from explorer.core.workload.layers import ATTENTION, LM_HEAD, PHASES, Context
 from explorer.core.workload.layers.moe import ROUTING_ASSUMPTION
 
 from ..core.analysis.evaluate import MODELS, ModelAnalysis, evaluate
@@ -15,6 +15,7 @@ from ..core.hardware.capacity import device_capacity
 from ..core.precision import PRECISIONS
 from ..core.units import format_bytes, format_si
 from ..core.workload.model import build_table
+from ..core.workload.train_step import part_of
 from .common import CliError, print_json, text_table
 from .resolve import load_model_arg, resolve_devices
 from .system_cmd import add_system_args, run_system
@@ -25,7 +26,7 @@ def add_parser(sub) -> None:
     p = sub.add_parser("analyze", help="analyze a model on one or more devices",
                        description="Roofline, tiling, energy and totals for every layer of MODEL on each DEV.")
     p.add_argument("model", metavar="MODEL", help="a template id (e.g. gpt2, resnet50) or a model file (.json)")
-    add_workload_args(p)
+    add_workload_args(p, PHASES)
     add_system_args(p)
     p.add_argument("--model", dest="time_model", choices=MODELS, default="ideal",
                    help="the time shown in the tables: ideal (default; the roofline with the device's efficiency "
@@ -35,15 +36,17 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
-def add_workload_args(p) -> None:
-    """Arguments shared by analyze, plan and report."""
+def add_workload_args(p, phases: tuple[str, ...] = ("prefill", "decode")) -> None:
+    """Arguments shared by analyze, plan and report (analyze also offers the train phase)."""
     p.add_argument("--device", "-d", action="append", metavar="DEV",
                    help="a device id from the catalog or a device file (repeatable; required unless --system)")
     p.add_argument("--precision", default="fp16", choices=PRECISIONS, help="numeric precision (default fp16)")
     p.add_argument("--batch", type=int, default=1, help="batch size (default 1)")
     p.add_argument("--seq-len", type=int, default=None, help="sequence length (token models; decode: context)")
-    p.add_argument("--phase", choices=("prefill", "decode"), default=None,
-                   help="prefill processes the sequence; decode one token per sequence against a KV cache")
+    p.add_argument("--phase", choices=phases, default=None,
+                   help="prefill processes the sequence; decode one token per sequence against a KV cache"
+                   + ("; train one training step of --batch sequences (forward, backward at 2x for trainable "
+                      "GEMMs and 1x for frozen ones, Adam per layer; docs/training.md)" if "train" in phases else ""))
     add_format_args(p)
     p.add_argument("--attention", choices=ATTENTION, default="naive",
                    help="naive: the S x S scores go through memory (default); fused: FlashAttention, K and V re-read "
@@ -59,8 +62,9 @@ def workload_from_args(args):
         if value is not None and value < 1:
             raise CliError(f"--{name.replace('_', '-')}: must be a positive whole number, got {value}")
     model, phase_default = load_model_arg(args.model)
-    ctx = Context(batch=args.batch, seq_len=args.seq_len, phase=args.phase or phase_default,
-                  attention=args.attention, lm_head=args.lm_head)
+    phase = args.phase or phase_default
+    ctx = Context(batch=args.batch, seq_len=args.seq_len, phase=phase, attention=args.attention,
+                  lm_head="all" if phase == "train" else args.lm_head)  # training computes every position's loss
     if not args.device:
         if getattr(args, "system", None):
             return model, ctx, []
@@ -74,6 +78,9 @@ def run(args) -> int:
     if args.system and args.device:
         raise CliError("--system: give either --system or --device, not both")
     model, ctx, devices = workload_from_args(args)
+    if args.system and ctx.phase == "train":
+        raise CliError("--phase: train on a system is 'hwexplorer train MODEL --system SYS' (its layouts, memory and "
+                       "communication); analyze --phase train takes --device")
     if args.system:
         table_errors = build_table(model, ctx).errors
         if table_errors:
@@ -90,6 +97,10 @@ def run(args) -> int:
     else:
         print_tables(result, model)
     return 0
+
+
+PARTS = ("forward", "backward", "optimizer")  # a train-phase row's part of the step (JSON "part")
+PER = {"prefill": "inference", "decode": "step", "train": "training step"}
 
 
 def _num(x) -> float | None:
@@ -126,6 +137,7 @@ def analysis_json(r: ModelAnalysis, model: str = "ideal") -> dict:
     }
     dev = r.devices
     bounds = r.bound_names()
+    parts = part_of(t)
     for j, device in enumerate(dev.devices):
         levels = dev.level_names[j]
         layers = []
@@ -148,6 +160,8 @@ def analysis_json(r: ModelAnalysis, model: str = "ideal") -> dict:
                 "energy_j": energy,
                 "gemm": {"m": int(t.gemm[i, 0]), "n": int(t.gemm[i, 1]), "k": int(t.gemm[i, 2])},
             })
+            if r.ctx.phase == "train":
+                layers[-1]["part"] = PARTS[parts[i]]
         tot = r.totals
         out["results"].append({
             "device": {"id": device.id, "name": device.name, "peak_flops": _num(dev.peak[j]),
@@ -190,7 +204,8 @@ def print_tables(r: ModelAnalysis, model: str = "ideal") -> None:
     params, active = t.total("params"), t.total("active_params")
     per_token = f" ({format_si(active, 'params')} active per token)" if active != params else ""
     print(f"{r.model.name}: {format_si(params, 'params')}{per_token}, {format_si(t.total('macs'), 'MAC')}, "
-          f"{format_si(t.total('flops'), 'FLOP')} per {'step' if r.ctx.phase == 'decode' else 'inference'} "
+          f"{format_si(t.total('flops'), 'FLOP')} per "
+          f"{PER[r.ctx.phase]} "
           f"(batch {r.ctx.batch}, {formats_of(r.devices).label()}, {r.ctx.phase}{_settings(r)}"
           f"{', calibrated model' if model == 'calibrated' else ''})")
     if routing_assumption(r):
@@ -228,6 +243,9 @@ def print_tables(r: ModelAnalysis, model: str = "ideal") -> None:
                   f"{format_si(tot.ideal_time[j], 's')}), throughput {_f(tot.throughput[j], 4)} {tot.throughput_unit}, "
                   f"achieved {format_si(tot.achieved_flops[j], 'FLOP/s')} ({_f(100 * tot.utilization[j])}% of peak), "
                   f"energy {format_si(tot.energy[j], 'J')}")
+        if r.ctx.phase == "train":
+            print("-- memory: the weights and the largest row's tensors only; a training step's memory (gradients, "
+                  "optimizer states, the activations held for the backward) is hwexplorer train's")
         print(f"-- memory: {format_bytes(tot.memory_bytes)} needed (weights {format_bytes(tot.weight_bytes)}, "
               f"KV cache {format_bytes(tot.kv_cache_bytes)}, activations {format_bytes(tot.activation_peak_bytes)})"
               f" of {device_capacity(dev.devices[j])}: {fits}")

@@ -248,8 +248,9 @@ class Results:
 
     @property
     def systems(self) -> tuple[SystemResult, ...]:
-        """The model on each chosen system: its layouts ranked and the one chosen (empty without systems)."""
-        if not self.hardware:
+        """The model on each chosen system: its layouts ranked and the one chosen (empty without systems, and in
+        the train phase: the training step on systems is the Training panel's, :attr:`training`)."""
+        if not self.hardware or self.state.assumptions.phase == "train":
             return ()
         a, choice = self.state.assumptions, self.state.system
         options = Options(overlap=choice.overlap, algorithm=choice.collective, skew=choice.skew,
@@ -263,7 +264,7 @@ class Results:
         """Every valid layout of each chosen system ranked by the objective, whatever layout is chosen (the
         Systems panel plots them all); :attr:`systems` itself when the best is chosen."""
         choice = self.state.system
-        if not self.hardware or choice.layout is None:
+        if not self.hardware or choice.layout is None or self.state.assumptions.phase == "train":
             return self.systems
         a = self.state.assumptions
         options = Options(overlap=choice.overlap, algorithm=choice.collective, skew=choice.skew,
