@@ -177,3 +177,15 @@ def choices(draw):
 def test_every_valid_choice_survives_the_project_file(choice):
     """JSON and back gives the same choice (the layout's tuple, the tokens' float)."""
     assert TrainingChoice.from_dict(json.loads(json.dumps(choice.to_dict()))) == choice
+
+
+def test_the_training_results_follow_the_times_switch():
+    """The Times switch re-analyses the training run (the DGX H100's device has fitted curves: the calibrated step
+    is longer) and leaves a system whose device has none as it was (the TPU v5p slice)."""
+    ws = _ws(DGX, TPU)
+    ideal = [r.analysis.step_time[r.chosen] for r in ws.results.training]
+    ws.set_assumptions(time_model="calibrated")
+    runs = ws.results.training
+    assert runs[0].analysis.setup.time_model == "calibrated"
+    cal = [r.analysis.step_time[r.chosen] for r in runs]
+    assert cal[0] > ideal[0] and cal[1] == ideal[1]

@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from explorer.core.analysis.evaluate import evaluate
+from explorer.core.analysis.time_model import as_time_model
 from explorer.core.analysis.tensor_bytes import formats_of
 from explorer.core.formats import TensorFormats
 from explorer.core.hardware.device import Device
@@ -71,6 +72,7 @@ class Options:
     skew: float = 0.0  # expert routing skew (0: uniform)
     offload: bool = False  # stream what does not fit from host memory
     collective_format: str = "engine"  # element size of collectives and sends: one of COLLECTIVE_FORMATS
+    time_model: str = "ideal"  # the rows' compute times: ideal, or calibrated where the device has curves
 
 
 @dataclass(frozen=True, eq=False)
@@ -237,7 +239,8 @@ def analyze_system(model: Model, system: System, device: Device, layouts: Sequen
         stacked, comms = shard_many(table, [t for t, _ in keys], [e for _, e in keys], micro, imb)
         prepared.append((micro, members, table, keys, imb, stacked, comms))
     # one single-device pass over every micro-batch's device tables together
-    whole = evaluate(_concat([p[5] for p in prepared]), [device], precision, ctx, model, formats)
+    whole = as_time_model(evaluate(_concat([p[5] for p in prepared]), [device], precision, ctx, model, formats),
+                          options.time_model)
     memory_names = whole.devices.level_names[0]
     memory_traffic = np.zeros((len(layouts), whole.level_traffic.shape[2]))
     start = 0
