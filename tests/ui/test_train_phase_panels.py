@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_panels import make, settle, ws  # noqa: F401 - ws: the fixture
 
 from explorer.core.workload.train_step import part_of
 from explorer.ui.panels import AnalysisControls, EnergyPanel, RooflinePanel, TilingPanel
-
-from test_panels import make, settle, ws  # noqa: F401 - ws: the fixture
 
 
 def test_the_phase_combo_sets_train_and_the_panels_show_the_step(qtbot, ws):  # noqa: F811

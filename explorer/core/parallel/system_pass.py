@@ -30,8 +30,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from explorer.core.analysis.evaluate import evaluate
-from explorer.core.analysis.time_model import as_time_model
 from explorer.core.analysis.tensor_bytes import formats_of
+from explorer.core.analysis.time_model import as_time_model
 from explorer.core.formats import TensorFormats
 from explorer.core.hardware.device import Device
 from explorer.core.hardware.system import System
