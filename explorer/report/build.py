@@ -179,7 +179,8 @@ def summary_metrics(analysis: ModelAnalysis, cost: CostResult, energy: EnergyVie
     def m(key, label, unit_, values, display):
         return Metric(key, label, unit_, tuple(values), tuple(display))
 
-    latency_label = "Latency per decode step" if analysis.ctx.phase == "decode" else "Latency per inference"
+    latency_label = {"decode": "Latency per decode step", "train": "Time per training step"}.get(
+        analysis.ctx.phase, "Latency per inference")
     plan_rows = plan_metrics(plan_result, dev.ids) if plan_result is not None else ()
     return plan_rows + (
         m("latency", latency_label + " (one unit)", "s", tot.time, [_fmt(t, "s") for t in tot.time]),

@@ -101,9 +101,10 @@ def train_step_table(forward, table_type, status_type):
         "kv_cache_elems": np.zeros(2 * n + k),
         "state_bytes": cat(zeros_n, zeros_n, OPTIMIZER_STATE_BYTES * trainable[opt_layers]),
         "count": cat(c["count"], c["count"], repeat[opt_layers]),
+        "part": np.concatenate([np.zeros(n), np.ones(n), np.full(k, 2.0)]),  # 0 forward, 1 backward, 2 optimizer
     }
     layer_all = np.concatenate([layer, layer, opt_layers]).astype(int)
-    part = np.concatenate([np.zeros(n), np.ones(n), np.full(k, 2.0)])
+    part = cols["part"]
     order = np.lexsort((np.arange(2 * n + k), part, layer_all))  # by layer, then forward/backward/optimizer
     cols = {name: a[order] for name, a in cols.items()}
     for a in cols.values():
@@ -142,7 +143,5 @@ def _layer_name(forward, layer: int) -> str:
 
 def part_of(table) -> np.ndarray:
     """Per row of a work table: 0 forward, 1 backward, 2 optimizer (a table not of the train phase: all 0)."""
-    names = np.array(table.names, dtype=object)
-    bwd = np.array([x.endswith(" (backward)") for x in names], dtype=bool)
-    opt = np.array([k == "optimizer" for k in table.kinds], dtype=bool)
-    return np.where(opt, 2, np.where(bwd, 1, 0))
+    part = table.columns.get("part")
+    return np.zeros(len(table), dtype=int) if part is None else part.astype(int)
