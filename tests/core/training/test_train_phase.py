@@ -1,11 +1,14 @@
 """The train phase: the work table of one training step (forward, backward, Adam) that the roofline, energy and
 tiling panels read; checked by hand on a tiny MLP and against the training core on templates."""
 
+import functools
 import json
 from dataclasses import replace
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from explorer.core.analysis.evaluate import evaluate
 from explorer.core.session.project import Project
@@ -109,6 +112,36 @@ def test_the_phase_is_a_state_value_and_projects_round_trip(tmp_path):
     assert replace(back.assumptions, phase="prefill").context.phase == "prefill"
 
 
+@functools.lru_cache(maxsize=1)
 def _h100():
     from explorer.core.hardware.catalog_files import load_shipped_devices
     return next(d for d in load_shipped_devices() if d.id == "nvidia-h100-sxm5")
+
+
+@given(st.lists(st.integers(1, 64), min_size=2, max_size=6), st.integers(1, 8), st.booleans())
+@settings(max_examples=40, deadline=None)
+def test_any_mlp_step_is_three_forwards_plus_adam(widths, batch, bias):
+    """Invariant over random MLPs: step FLOPs = 3 x forward + 12 x parameters; rows per layer contiguous; the
+    parameters counted once; the optimizer's bytes 28 per parameter at 16-bit weights."""
+    layers = [LayerSpec.make("dense", f"fc{i}", in_features=a, out_features=b, bias=bias)
+              for i, (a, b) in enumerate(zip(widths, widths[1:]))]
+    model = Model.make("mlp", {"features": widths[0]}, layers)
+    fwd = build_table(model, Context(batch=batch))
+    t = build_table(model, Context(batch=batch, phase="train"))
+    params = fwd.total("params")
+    assert t.total("flops") == 3 * fwd.total("flops") + 12 * params and t.total("params") == params
+    assert [s.n_rows for s in t.status] == [3] * len(layers)
+    a = evaluate(t, [_h100()], "bf16", Context(batch=batch, phase="train"), model)
+    opt = part_of(t) == 2
+    assert float(a.bytes[opt].sum()) == 28 * params
+
+
+def test_a_model_without_layers_or_with_a_broken_layer():
+    empty = Model.make("empty", {"features": 4}, [])
+    t = build_table(empty, Context(phase="train"))
+    assert len(t) == 0 and t.status == ()
+    broken = Model.make("broken", {"features": 4}, [LayerSpec.make("dense", "bad", in_features=5, out_features=2),
+                                                    LayerSpec.make("dense", "ok", in_features=4, out_features=2)])
+    t = build_table(broken, Context(phase="train"))
+    assert t.status[0].error and t.status[0].n_rows == 0
+    assert t.names == ("ok", "ok (backward)", "ok (Adam)") and t.status[1].first_row == 0
