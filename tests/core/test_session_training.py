@@ -189,3 +189,16 @@ def test_the_training_results_follow_the_times_switch():
     assert runs[0].analysis.setup.time_model == "calibrated"
     cal = [r.analysis.step_time[r.chosen] for r in runs]
     assert cal[0] > ideal[0] and cal[1] == ideal[1]
+
+
+def test_the_train_phase_leaves_systems_to_the_training_results():
+    """In the train phase the Systems view (inference layouts) is empty and the training run on the same systems
+    is what answers; the single-device analysis is the training step's rows."""
+    ws = _ws(DGX)
+    assert ws.results.systems
+    ws.set_assumptions(phase="train")
+    assert ws.results.systems == () and ws.results.system_layouts == ()
+    assert ws.results.training[0].analysis is not None
+    ws.select_devices(["nvidia-h100-sxm5"])
+    kinds = ws.results.evaluation.table.kinds
+    assert "optimizer" in kinds and ws.results.evaluation.totals.throughput_unit == "sequences/s"
