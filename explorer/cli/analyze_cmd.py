@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from explorer.core.workload.layers import ATTENTION, LM_HEAD, Context
+from explorer.core.workload.layers import ATTENTION, LM_HEAD, PHASES, Context
 from explorer.core.workload.layers.moe import ROUTING_ASSUMPTION
 
 from ..core.analysis.evaluate import MODELS, ModelAnalysis, evaluate
@@ -16,6 +16,7 @@ from ..core.hardware.capacity import device_capacity
 from ..core.precision import PRECISIONS
 from ..core.units import format_bytes, format_si
 from ..core.workload.model import build_table
+from ..core.workload.train_step import part_of
 from .common import CliError, Rows, print_json, text_table
 from .resolve import load_model_arg, resolve_devices, with_project_overrides
 from .system_cmd import add_system_args, run_system
@@ -26,7 +27,7 @@ def add_parser(sub) -> None:
     p = sub.add_parser("analyze", help="analyze a model on one or more devices",
                        description="Roofline, tiling, energy and totals for every layer of MODEL on each DEV.")
     p.add_argument("model", metavar="MODEL", help="a template id (e.g. gpt2, resnet50) or a model file (.json)")
-    add_workload_args(p)
+    add_workload_args(p, PHASES)
     add_system_args(p)
     p.add_argument("--model", "--time-model", dest="time_model", choices=MODELS, default="ideal",
                    help="the time shown in the tables: ideal (default; the roofline with the device's efficiency "
@@ -36,15 +37,17 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
-def add_workload_args(p) -> None:
-    """Arguments shared by analyze, plan and report."""
+def add_workload_args(p, phases: tuple[str, ...] = ("prefill", "decode")) -> None:
+    """Arguments shared by analyze, plan and report (analyze also offers the train phase)."""
     p.add_argument("--device", "-d", action="append", metavar="DEV",
                    help="a device id from the catalog or a device file (repeatable; required unless --system)")
     p.add_argument("--precision", default="fp16", choices=PRECISIONS, help="numeric precision (default fp16)")
     p.add_argument("--batch", type=int, default=1, help="batch size (default 1)")
     p.add_argument("--seq-len", type=int, default=None, help="sequence length (token models; decode: context)")
-    p.add_argument("--phase", choices=("prefill", "decode"), default=None,
-                   help="prefill processes the sequence; decode one token per sequence against a KV cache")
+    p.add_argument("--phase", choices=phases, default=None,
+                   help="prefill processes the sequence; decode one token per sequence against a KV cache"
+                   + ("; train one training step of --batch sequences (forward, backward at 2x for trainable "
+                      "GEMMs and 1x for frozen ones, Adam per layer; docs/training.md)" if "train" in phases else ""))
     add_format_args(p)
     p.add_argument("--attention", choices=ATTENTION, default="naive",
                    help="naive: the S x S scores go through memory (default); fused: FlashAttention, K and V re-read "
@@ -60,8 +63,9 @@ def workload_from_args(args):
         if value is not None and value < 1:
             raise CliError(f"--{name.replace('_', '-')}: must be a positive whole number, got {value}")
     model, phase_default = load_model_arg(args.model)
-    ctx = Context(batch=args.batch, seq_len=args.seq_len, phase=args.phase or phase_default,
-                  attention=args.attention, lm_head=args.lm_head)
+    phase = args.phase or phase_default
+    ctx = Context(batch=args.batch, seq_len=args.seq_len, phase=phase, attention=args.attention,
+                  lm_head="all" if phase == "train" else args.lm_head)  # training computes every position's loss
     if not args.device:
         if getattr(args, "system", None):
             return model, ctx, []
@@ -75,6 +79,9 @@ def run(args) -> int:
     if args.system and args.device:
         raise CliError("--system: give either --system or --device, not both")
     model, ctx, devices = workload_from_args(args)
+    if args.system and ctx.phase == "train":
+        raise CliError("--phase: train on a system is 'hwexplorer train MODEL --system SYS' (its layouts, memory and "
+                       "communication); analyze --phase train takes --device")
     if args.system:
         table_errors = build_table(model, ctx).errors
         if table_errors:
@@ -91,6 +98,10 @@ def run(args) -> int:
     else:
         print_tables(result, model)
     return 0
+
+
+PARTS = ("forward", "backward", "optimizer")  # a train-phase row's part of the step (JSON "part")
+PER = {"prefill": "inference", "decode": "step", "train": "training step"}
 
 
 def _num(x) -> float | None:
@@ -171,6 +182,7 @@ def layer_rows(r: ModelAnalysis, j: int, chunk: int = 4096):
                 "fringe_tax", "compute", "total")
     names = r.devices.level_names[j]
     known = _known
+    train, parts = r.ctx.phase == "train", part_of(t)
     for start in range(0, len(t), chunk):
         part = slice(start, start + chunk)
         c = {k: np.asarray(v[part]).tolist() for k, v in columns.items()}
@@ -185,7 +197,7 @@ def layer_rows(r: ModelAnalysis, j: int, chunk: int = 4096):
             energy = {name: levels[v][n] for v, name in enumerate(names)}
             energy["compute"] = c["compute"][n]
             energy["total"] = c["total"][n]
-            yield {
+            row = {
                 "name": t.names[i], "kind": t.kinds[i], "count": c["count"][n], "macs": float(c["macs"][n]),
                 "flops": float(c["flops"][n]), "params": float(c["params"][n]),
                 "active_params": float(c["active_params"][n]), "weight_bytes": float(c["weight_bytes"][n]),
@@ -194,6 +206,9 @@ def layer_rows(r: ModelAnalysis, j: int, chunk: int = 4096):
                 "mapping_efficiency": c["mapping_efficiency"][n], "fringe_tax": c["fringe_tax"][n],
                 "energy_j": energy, "gemm": dict(zip(("m", "n", "k"), gemm[n], strict=True)),
             }
+            if train:
+                row["part"] = PARTS[parts[i]]
+            yield row
 
 
 def _known(x: float) -> float | None:
@@ -221,7 +236,8 @@ def print_tables(r: ModelAnalysis, model: str = "ideal") -> None:
     params, active = t.total("params"), t.total("active_params")
     per_token = f" ({format_si(active, 'params')} active per token)" if active != params else ""
     print(f"{r.model.name}: {format_si(params, 'params')}{per_token}, {format_si(t.total('macs'), 'MAC')}, "
-          f"{format_si(t.total('flops'), 'FLOP')} per {'step' if r.ctx.phase == 'decode' else 'inference'} "
+          f"{format_si(t.total('flops'), 'FLOP')} per "
+          f"{PER[r.ctx.phase]} "
           f"(batch {r.ctx.batch}, {formats_of(r.devices).label()}, {r.ctx.phase}{_settings(r)}"
           f"{', calibrated model' if model == 'calibrated' else ''})")
     if routing_assumption(r):
@@ -261,6 +277,9 @@ def print_tables(r: ModelAnalysis, model: str = "ideal") -> None:
                   f"{format_si(tot.ideal_time[j], 's')}), throughput {_f(tot.throughput[j], 4)} {tot.throughput_unit}, "
                   f"achieved {format_si(tot.achieved_flops[j], 'FLOP/s')} ({_f(100 * tot.utilization[j])}% of peak), "
                   f"energy {format_si(tot.energy[j], 'J')}")
+        if r.ctx.phase == "train":
+            print("-- memory: the weights and the largest row's tensors only; a training step's memory (gradients, "
+                  "optimizer states, the activations held for the backward) is hwexplorer train's")
         print(f"-- memory: {format_bytes(tot.memory_bytes)} needed (weights {format_bytes(tot.weight_bytes)}, "
               f"KV cache {format_bytes(tot.kv_cache_bytes)}, activations {format_bytes(tot.activation_peak_bytes)})"
               f" of {device_capacity(dev.devices[j])}: {fits}")

@@ -182,7 +182,8 @@ def summary_metrics(analysis: ModelAnalysis, cost: CostResult, energy: EnergyVie
     def m(key, label, unit_, values, display):
         return Metric(key, label, unit_, tuple(values), tuple(display))
 
-    latency_label = "Latency per decode step" if analysis.ctx.phase == "decode" else "Latency per inference"
+    latency_label = {"decode": "Latency per decode step", "train": "Time per training step"}.get(
+        analysis.ctx.phase, "Latency per inference")
     plan_rows = plan_metrics(plan_result, dev.ids) if plan_result is not None else ()
     return plan_rows + (
         m("latency", latency_label + " (one unit)", "s", tot.time, [_fmt(t, "s") for t in tot.time]),
@@ -370,6 +371,12 @@ def time_statement(analysis: ModelAnalysis, time_model: str, systems: SystemsSec
     return out
 
 
+def _training_on_ideal(training: TrainingSection, time_model: str) -> bool:
+    """Whether the training section keeps the ideal model while the report's is another (its steps were timed
+    before the switch, e.g. ``report --train``)."""
+    return any(r.analysis is not None and r.analysis.setup.time_model != time_model for r in training.results)
+
+
 def _assumptions(data_plan: PlanResult, analysis: ModelAnalysis, time_model: str = "ideal",
                  sections: tuple = (None, False, False)) -> tuple[tuple[str, str], ...]:
     req = data_plan.requirements
@@ -439,7 +446,8 @@ def build_report(analysis: ModelAnalysis, assumptions: CostAssumptionsLike, requ
         created=(created or _dt.date.today()).isoformat(), generator=f"Hardware Explorer {__version__}",
         workload=_workload(a), analysis=a, cost=cost, plan=result, roofline=roofline, energy=energy, tiling=tiling,
         summary=summary_metrics(a, cost, energy, frozenset(req.price), result, time_model),
-        assumptions=_assumptions(result, a, time_model, (systems, bool(training), bool(serving))),
+        assumptions=_assumptions(result, a, time_model, (systems, _training_on_ideal(training, time_model),
+                                                         bool(serving))),
         time_model=time_model,
         sources=figure_sources(a, req), method=METHOD, recommendation=recommendation, systems=systems,
         sensitivity=sensitivity(analysis, req, assumptions) if req.target is not None else None,

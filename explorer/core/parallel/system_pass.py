@@ -32,6 +32,7 @@ import numpy as np
 from explorer.core.analysis.evaluate import MODELS, evaluate
 from explorer.core.analysis.tensor_bytes import formats_of
 from explorer.core.analysis.time_source import device_time_sources
+from explorer.core.analysis.time_model import as_time_model
 from explorer.core.formats import TensorFormats
 from explorer.core.hardware.device import Device
 from explorer.core.hardware.system import System
@@ -249,7 +250,8 @@ def analyze_system(model: Model, system: System, device: Device, layouts: Sequen
         stacked, comms = shard_many(table, [t for t, _ in keys], [e for _, e in keys], micro, imb)
         prepared.append((micro, members, table, keys, imb, stacked, comms))
     # one single-device pass over every micro-batch's device tables together
-    whole = evaluate(_concat([p[5] for p in prepared]), [device], precision, ctx, model, formats)
+    whole = as_time_model(evaluate(_concat([p[5] for p in prepared]), [device], precision, ctx, model, formats),
+                          options.time_model)
     memory_names = whole.devices.level_names[0]
     memory_traffic = np.zeros((len(layouts), whole.level_traffic.shape[2]))
     start = 0

@@ -85,8 +85,10 @@ DEPENDS: dict[str, tuple[str, ...]] = {
     # the planner's fleet on each chosen system: every layout (as ``plan --system``), the target, limit, quotes
     "system_plan": ("system_layouts", "requirements"),
     # the training run on the chosen systems (its analyses): the model, the systems and their nodes, the training
-    # part except the tokens; nothing of the inference assumptions (precision, batch, phase...) reaches it
-    "training_runs": ("model", "hardware", "system.nodes", *(f"training.{f}" for f in TRAINING_FIELDS)),
+    # part except the tokens, and the Times switch; nothing of the inference assumptions (precision, batch, phase...)
+    # reaches it
+    "training_runs": ("model", "hardware", "system.nodes", *(f"training.{f}" for f in TRAINING_FIELDS),
+                      "assumptions.time_model"),
     # costed for the tokens at the session's electricity price, PUE and horizon: these re-cost, never re-analyse
     "training": ("training_runs", "training.tokens", "assumptions.electricity_usd_per_kwh", "assumptions.pue",
                  "assumptions.years"),
@@ -248,8 +250,9 @@ class Results:
 
     @property
     def systems(self) -> tuple[SystemResult, ...]:
-        """The model on each chosen system: its layouts ranked and the one chosen (empty without systems)."""
-        if not self.hardware:
+        """The model on each chosen system: its layouts ranked and the one chosen (empty without systems, and in
+        the train phase: the training step on systems is the Training panel's, :attr:`training`)."""
+        if not self.hardware or self.state.assumptions.phase == "train":
             return ()
         a, choice = self.state.assumptions, self.state.system
         options = Options(overlap=choice.overlap, algorithm=choice.collective, skew=choice.skew,
@@ -263,7 +266,7 @@ class Results:
         """Every valid layout of each chosen system ranked by the objective, whatever layout is chosen (the
         Systems panel plots them all); :attr:`systems` itself when the best is chosen."""
         choice = self.state.system
-        if not self.hardware or choice.layout is None:
+        if not self.hardware or choice.layout is None or self.state.assumptions.phase == "train":
             return self.systems
         a = self.state.assumptions
         options = Options(overlap=choice.overlap, algorithm=choice.collective, skew=choice.skew,
@@ -295,7 +298,8 @@ class Results:
             return ()
         st = self.state
         return self._get("training_runs", lambda: train_choice(st.model, self.hardware, st.system.nodes, st.training,
-                                                               cost_assumptions(st.assumptions)))
+                                                               cost_assumptions(st.assumptions),
+                                                               st.assumptions.time_model))
 
     @property
     def training(self) -> tuple:

@@ -19,7 +19,7 @@ from explorer.core.files import names
 from explorer.core.formats import TENSORS, TensorFormats, check_format
 from explorer.core.precision import check_precision
 from explorer.core.traces.model import Trace
-from explorer.core.workload.layers import ATTENTION, LM_HEAD, Context
+from explorer.core.workload.layers import ATTENTION, LM_HEAD, PHASES, Context
 from explorer.core.workload.model import Model
 
 from .device_overrides import DeviceOverrides, check_overrides
@@ -30,8 +30,6 @@ from .training_choice import TrainingChoice
 #: model: an edit of the layer list, of the input description).
 PARTS = ("model", "layers", "input", "devices", "assumptions", "trace", "requirements", "system", "training",
          "serving")
-
-PHASES = ("prefill", "decode")
 
 
 @dataclass(frozen=True)
@@ -45,7 +43,7 @@ class Assumptions:
     kv_cache: str | None = None
     batch: int = 1
     seq_len: int | None = None  # None = the model's own token count
-    phase: str = "prefill"
+    phase: str = "prefill"  # prefill | decode | train (the training step: forward, backward, optimizer)
     electricity_usd_per_kwh: float = 0.12
     pue: float = 1.3
     utilization: float = 0.6  # duty cycle for TCO and cost per million
@@ -61,7 +59,7 @@ class Assumptions:
             if v is not None and (not isinstance(v, str) or check_format(v, name) != v):
                 raise ValueError(f"{name}: expected a format name such as 'int4-g128' or null, got {v!r}")
         if self.phase not in PHASES:
-            raise ValueError(f"phase: expected prefill or decode, got {self.phase!r}")
+            raise ValueError(f"phase: expected {', '.join(PHASES)}, got {self.phase!r}")
         for name, choices in (("attention", ATTENTION), ("lm_head", LM_HEAD), ("time_model", MODELS)):
             if getattr(self, name) not in choices:
                 raise ValueError(f"{name}: expected {' or '.join(choices)}, got {getattr(self, name)!r}")

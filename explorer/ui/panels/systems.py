@@ -226,11 +226,13 @@ class SystemsPanel(AnalysisPanel):
                   "Layouts", [(device_color(i), name) for i, name in enumerate(names)])
         self.scatter.setLabel("left", f"throughput per device ({unit})")
         decode = self.workspace.state.assumptions.phase == "decode"
+        train = self.workspace.state.assumptions.phase == "train"
         bottom = self.scatter.getAxis("bottom")
-        if changed(self.scatter, "empty", (not points, decode)):
+        if changed(self.scatter, "empty", (not points, decode, train)):
             for axis in (bottom, self.scatter.getAxis("left")):
                 axis.setStyle(showValues=bool(points))
-            self.scatter.setLabel("bottom", "nothing to plot: no system chosen" if not points
+            self.scatter.setLabel("bottom", "the train phase on systems: see the Training panel" if train and not points
+                                  else "nothing to plot: no system chosen" if not points
                                   else "latency per output token (s)" if decode else "latency of a prefill pass (s)")
         finite = self._xy[np.isfinite(self._xy).all(axis=1)]
         if len(finite):

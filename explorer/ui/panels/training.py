@@ -54,8 +54,18 @@ IDEAL = ("MFU is ideal-model MFU: model FLOPs (6 N D + attention) over the analy
 
 class TrainingPanel(AnalysisPanel):
     title = "Training"
-    time_model = "ideal"  # training steps are timed with the ideal model (calibrated training is not built)
+    time_model = "follows"  # the Times switch: the system pass takes the calibrated rows where a device has curves
     chart_min_height = 400  # two rows of charts
+
+    def model_caption(self, analysis=None) -> str:
+        """The time model of the training numbers: the switch's, said to be ideal where no chosen system's device
+        is calibrated (the single-device analysis the base class reads is not what this panel shows)."""
+        if self.workspace.assumptions.time_model == "ideal":
+            return "ideal model"
+        devices = [d for _, d in self.workspace.hardware]
+        if devices and not any(d.calibration is not None for d in devices):
+            return "calibrated model (no system's device calibrated: ideal times)"
+        return "calibrated model"
 
     def build(self, layout) -> None:
         self.controls = TrainingControls(self.workspace, parent=self)
