@@ -144,7 +144,7 @@ def run(args) -> int:
         raise CliError(f"--system {system.id}: {res.error}")
     if args.json:
         print_json({**training_json(res.analysis, res.cost, res.order, layout is None),
-                    "time_source": training_time_source(res.analysis)})
+                    "time_model": res.analysis.setup.time_model, "time_source": training_time_source(res.analysis)})
     else:
         print_training(res.analysis, res.cost, res.order, layout is None)
         print(f"-- times: {heading(training_time_source(res.analysis))}")
