@@ -152,6 +152,9 @@ def _setup(args, model, workload: Workload) -> tuple[Setup, str]:
 def run(args) -> int:
     if args.system and args.device:
         raise CliError("--system: give either --system or --device, not both")
+    if args.system and args.decode_device:
+        raise CliError("--decode-device: with --system both pools are replicas of the system's layout; a decode "
+                       "pool on other hardware needs --device")
     _check_counts(args)
     slo = _slo(args)
     workload = _workload(args)
@@ -175,9 +178,7 @@ def run(args) -> int:
         atomic_write_text(args.trace_out, json.dumps(chrome_trace(ans.runs, model.name)))
     disagg = None
     if args.disaggregate:
-        if args.system:
-            raise CliError("--disaggregate: pools of --device replicas only (not --system)")
-        decode = setup
+        decode = setup  # on --system: both pools are replicas of the chosen layout (tp x pp devices each)
         if args.decode_device:
             device = resolve_devices([args.decode_device], getattr(args, "db", None))[0]
             decode = device_setup(model, device, workload, **_common(args))
