@@ -163,7 +163,8 @@ def _system_row(system, device, sized_system, workload: Workload, seconds: float
     best, fleets, setups = sized_system
     f = best.fleet
     row = _row(system.id, system.name, "" if best.feasible else
-               ("; ".join(x.reason for x in fleets) if all(x.fleet is None for x in fleets) else
+               (f"no layout on its {system.devices} devices leaves room for the KV cache after the weights ("
+                + ", ".join(x.label for x in fleets) + ")" if all(x.fleet is None for x in fleets) else
                 _no_load_reason(workload, setups[best.layout], slo)), kind="system", device=device.id)
     layouts = [{"layout": x.replica.to_dict(), "label": x.label, "replica_devices": x.replica_devices,
                 "slo_rate_per_s": _num(x.fleet.slo_rate) if x.fleet else 0.0,
@@ -225,6 +226,6 @@ def print_plan_serving(data: dict) -> None:
             print(f"{r['id']}: {r['reason']}")
         if r["layouts"]:
             print(f"{r['id']} layouts searched (replica of tp x pp {r['device']}): " + "; ".join(
-                f"{x['label']} {_f(x['slo_rate_per_s'], '.3g')} req/s"
-                + (f" -> {x['devices']} devices, {_f(x['cost_per_million_usd'], '.3g')} USD/M" if x["devices"] else
-                   f" ({x['reason']})" if x["reason"] else "") for x in r["layouts"]))
+                x["label"] + (f" {_f(x['slo_rate_per_s'], '.3g')} req/s -> {x['devices']} devices, "
+                              f"{_f(x['cost_per_million_usd'], '.3g')} USD/M" if x["devices"] else
+                              f": {x['reason']}") for x in r["layouts"]))

@@ -100,7 +100,7 @@ def test_text_output_names_the_layouts(capsys):
     out = capsys.readouterr().out
     assert code == 0
     assert "TP2 PP1" in out and "layouts searched" in out
-    assert "TP1 PP1 0 req/s (TP1 PP1: no load meets the service levels)" in out  # one L4 misses 50 ms alone
+    assert "TP1 PP1: no load meets the service levels" in out  # one L4 misses 50 ms alone
 
 
 @pytest.mark.parametrize(("args", "field"), [
@@ -111,3 +111,17 @@ def test_bad_input_is_one_line(capsys, args, field):
     code = main(["plan", "llama3-8b", *args, *SERVE])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and field in err and "Traceback" not in err
+
+
+def test_a_model_no_layout_holds_says_why(capsys):
+    """Llama-3-70B in fp16 (about 141 GB of weights) on four 24 GB L4s: no tensor layout leaves room for a KV block,
+    so the pipelines are searched too, and none does either; the row says so, naming the layouts."""
+    code = main(["plan", "llama3-70b", "--system", SERVER, "--rate", "1/s", "--input", "1024", "--output", "256",
+                 "--tpot-p90", "100ms", "--json"])
+    assert code == 0
+    (row,) = json.loads(capsys.readouterr().out)["devices"]
+    assert not row["feasible"] and row["replicas"] is None and row["devices"] is None
+    assert row["reason"].startswith("no layout on its 4 devices leaves room for the KV cache after the weights")
+    labels = [x["label"] for x in row["layouts"]]
+    assert {"TP1 PP1", "TP2 PP1", "TP4 PP1"} <= set(labels) and any(x.endswith("PP2") for x in labels)
+    assert all(x["reason"] == "no room for the KV cache (the weights fill each device)" for x in row["layouts"])

@@ -92,11 +92,9 @@ def layout_fleet(model: Model, system: System, device: Device, layout: Layout, w
     setup = setup or system_setup(model, system, device, layout, workload, **setup_args)
     setup = replace(setup, replicas=1)
     if setup.memory.blocks < 1:
-        return LayoutFleet(system, layout, None, f"{replica_label(layout)}: no room for the KV cache (the weights fill "
-                                                 "each device)"), setup
+        return LayoutFleet(system, layout, None, "no room for the KV cache (the weights fill each device)"), setup
     row = fleet_row(workload, setup, device, slo, quotes, years, usd_per_kwh, pue, system.id, system.name)
-    return LayoutFleet(system, layout, row, "" if row.feasible else
-                       f"{replica_label(layout)}: no load meets the service levels"), setup
+    return LayoutFleet(system, layout, row, "" if row.feasible else "no load meets the service levels"), setup
 
 
 def _key(f: LayoutFleet):
