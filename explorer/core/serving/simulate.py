@@ -204,7 +204,8 @@ def _engine(sh: _Shared, surface: StepSurface, memory: ReplicaMemory, policy: Po
                 if b:  # each decoder adds one token (speculative: E on average): new blocks where they are full
                     g = gen[dec]
                     ht = bd + g
-                    full = np.maximum(-(-(ht + tps + 1) // bs) - held[dec], 0).astype(np.int64)
+                    full = (held[dec] * bs < ht + 2) if spec is None else np.maximum(
+                        -(-(ht + tps + 1) // bs) - held[dec], 0).astype(np.int64)
                     grow = int(full.sum())
                     if grow > free:
                         preempt += _preempt(decoding, held, gen, prompt, inp, cached, waiting, release)
