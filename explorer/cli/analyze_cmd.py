@@ -11,12 +11,13 @@ from explorer.core.workload.layers.moe import ROUTING_ASSUMPTION
 
 from ..core.analysis.evaluate import MODELS, ModelAnalysis, evaluate
 from ..core.analysis.tensor_bytes import formats_of
+from ..core.analysis.time_source import SPEC, device_time_sources, heading
 from ..core.hardware.capacity import device_capacity
 from ..core.precision import PRECISIONS
 from ..core.units import format_bytes, format_si
 from ..core.workload.model import build_table
-from .common import CliError, print_json, text_table
-from .resolve import load_model_arg, resolve_devices
+from .common import CliError, Rows, print_json, text_table
+from .resolve import load_model_arg, resolve_devices, with_project_overrides
 from .system_cmd import add_system_args, run_system
 from .tensor_args import add_format_args, formats_from_args
 
@@ -27,7 +28,7 @@ def add_parser(sub) -> None:
     p.add_argument("model", metavar="MODEL", help="a template id (e.g. gpt2, resnet50) or a model file (.json)")
     add_workload_args(p)
     add_system_args(p)
-    p.add_argument("--model", dest="time_model", choices=MODELS, default="ideal",
+    p.add_argument("--model", "--time-model", dest="time_model", choices=MODELS, default="ideal",
                    help="the time shown in the tables: ideal (default; the roofline with the device's efficiency "
                         "factors and mapping) or calibrated (fitted to measured kernels, where the device file has a "
                         "calibration; JSON always carries both)")
@@ -66,7 +67,7 @@ def workload_from_args(args):
             return model, ctx, []
         raise CliError("--device: give at least one --device DEV" + (
             " (or --system SYS)" if hasattr(args, "system") else ""))
-    devices = resolve_devices(args.device, getattr(args, "db", None))
+    devices = with_project_overrides(args.model, resolve_devices(args.device, getattr(args, "db", None)))
     return model, ctx, devices
 
 
@@ -86,7 +87,7 @@ def run(args) -> int:
         raise CliError(f"layer {i} ({model.layers[i].name or model.layers[i].kind}): {msg}")
     model = getattr(args, "time_model", "ideal")
     if args.json:
-        print_json(analysis_json(result, model))
+        print_json(analysis_json(result, model, stream=True))
     else:
         print_tables(result, model)
     return 0
@@ -111,9 +112,10 @@ def formats_json(r: ModelAnalysis) -> dict:
             "format_notes": list(fm.notes())}
 
 
-def analysis_json(r: ModelAnalysis, model: str = "ideal") -> dict:
+def analysis_json(r: ModelAnalysis, model: str = "ideal", stream: bool = False) -> dict:
     """The documented JSON shape (docs/cli.md): plain numbers in SI base units, null where unknown. Both time
-    models are always present (``time_s`` ideal, ``calibrated_time_s``); ``model`` records the one chosen."""
+    models are always present (``time_s`` ideal, ``calibrated_time_s``); ``model`` records the one chosen.
+    ``stream``: each device's layers as a :class:`Rows` that :func:`print_json` writes one at a time."""
     t = r.table
     out = {
         "model": {"name": r.model.name, "params": t.total("params"), "active_params": t.total("active_params"),
@@ -125,34 +127,13 @@ def analysis_json(r: ModelAnalysis, model: str = "ideal") -> dict:
         "results": [],
     }
     dev = r.devices
-    bounds = r.bound_names()
+    sources, calibrated = device_time_sources(r, model), device_time_sources(r, "calibrated")
     for j, device in enumerate(dev.devices):
-        levels = dev.level_names[j]
-        layers = []
-        for i in range(len(t)):
-            energy = {name: _num(r.level_energy[i, j, v]) for v, name in enumerate(levels)}
-            energy["compute"] = _num(r.compute_energy[i, j])
-            energy["total"] = _num(r.energy[i, j])
-            layers.append({
-                "name": t.names[i], "kind": t.kinds[i], "count": int(r.count[i]),
-                "macs": float(t.macs[i]), "flops": float(r.flops[i]), "params": float(t.params[i]),
-                "active_params": float(t.active_params[i]),
-                "weight_bytes": float(r.weight_bytes[i]), "activation_bytes": float(r.activation_bytes[i]),
-                "bytes": float(r.bytes[i]), "intensity": _num(r.intensity[i]),
-                "attainable_flops": _num(r.attainable[i, j]), "ideal_time_s": _num(r.ideal_time[i, j]),
-                "time_s": _num(r.time[i, j]), "calibrated_time_s": _num(r.calibrated_time[i, j]),
-                "calibrated": bool(r.calibrated[i, j]),
-                "bound": bounds[i, j] if r.bound_known[i, j] else None,
-                "mapping_efficiency": _num(r.mapping_efficiency[i, j]) if r.mapping_known[i, j] else None,
-                "fringe_tax": _num(1 - r.mapping_efficiency[i, j]) if r.mapping_known[i, j] else None,
-                "energy_j": energy,
-                "gemm": {"m": int(t.gemm[i, 0]), "n": int(t.gemm[i, 1]), "k": int(t.gemm[i, 2])},
-            })
         tot = r.totals
         out["results"].append({
             "device": {"id": device.id, "name": device.name, "peak_flops": _num(dev.peak[j]),
                        "bandwidth": _num(dev.bandwidth[j]), "ridge": _num(dev.ridge[j])},
-            "layers": layers,
+            "layers": Rows(lambda j=j: layer_rows(r, j)) if stream else list(layer_rows(r, j)),
             "totals": {
                 "ideal_time_s": _num(tot.ideal_time[j]), "time_s": _num(tot.time[j]),
                 "calibrated_time_s": _num(tot.calibrated_time[j]),
@@ -164,10 +145,60 @@ def analysis_json(r: ModelAnalysis, model: str = "ideal") -> dict:
             },
             "defaults_used": list(dev.defaults_used[j]),
             "calibration": r.calibration_status[j],
+            "time_source": sources[j],  # of the chosen model's times: spec | partly calibrated | calibrated
+            "time_sources": {"time_s": SPEC, "calibrated_time_s": calibrated[j]},
         })
         out["results"][-1]["device"].update(compute_precision=dev.compute_of(j),
                                             precision_note=(dev.precision_notes or ("",) * len(dev))[j] or None)
     return out
+
+
+def layer_rows(r: ModelAnalysis, j: int, chunk: int = 4096):
+    """The rows of device ``j`` in ``analysis_json``'s layer shape, one dict at a time. The arrays are read
+    ``chunk`` rows at a time (as Python lists), so the work is linear in the layers (it was quadratic: two (L, D)
+    masks were rebuilt for every row) and the memory is bounded by the chunk."""
+    t = r.table
+    known_map, mapping = r.mapping_known[:, j], r.mapping_efficiency[:, j]
+    columns = {  # name -> (L,) array; unknown (masked or non-finite) values are NaN, written as null
+        "count": np.asarray(r.count).astype(int), "macs": t.macs, "flops": r.flops, "params": t.params,
+        "active_params": t.active_params, "weight_bytes": r.weight_bytes, "activation_bytes": r.activation_bytes,
+        "bytes": r.bytes, "intensity": r.intensity, "attainable_flops": r.attainable[:, j],
+        "ideal_time_s": r.ideal_time[:, j], "time_s": r.time[:, j], "calibrated_time_s": r.calibrated_time[:, j],
+        "calibrated": r.calibrated[:, j], "mapping_efficiency": np.where(known_map, mapping, np.nan),
+        "fringe_tax": np.where(known_map, 1 - mapping, np.nan), "compute": r.compute_energy[:, j],
+        "total": r.energy[:, j]}
+    nullable = ("intensity", "attainable_flops", "ideal_time_s", "time_s", "calibrated_time_s", "mapping_efficiency",
+                "fringe_tax", "compute", "total")
+    names = r.devices.level_names[j]
+    known = _known
+    for start in range(0, len(t), chunk):
+        part = slice(start, start + chunk)
+        c = {k: np.asarray(v[part]).tolist() for k, v in columns.items()}
+        for k in nullable:
+            c[k] = [known(x) for x in c[k]]
+        levels = [[known(x) for x in r.level_energy[part, j, v].tolist()] for v in range(len(names))]
+        bound = np.where(r.bound_known[part, j], np.where(r.memory_bound[part, j], "memory", "compute"),
+                         None).tolist()
+        gemm = np.asarray(t.gemm[part]).astype(int).tolist()
+        for n in range(len(c["count"])):
+            i = start + n
+            energy = {name: levels[v][n] for v, name in enumerate(names)}
+            energy["compute"] = c["compute"][n]
+            energy["total"] = c["total"][n]
+            yield {
+                "name": t.names[i], "kind": t.kinds[i], "count": c["count"][n], "macs": float(c["macs"][n]),
+                "flops": float(c["flops"][n]), "params": float(c["params"][n]),
+                "active_params": float(c["active_params"][n]), "weight_bytes": float(c["weight_bytes"][n]),
+                "activation_bytes": float(c["activation_bytes"][n]), "bytes": float(c["bytes"][n]),
+                **{k: c[k][n] for k in nullable[:5]}, "calibrated": c["calibrated"][n], "bound": bound[n],
+                "mapping_efficiency": c["mapping_efficiency"][n], "fringe_tax": c["fringe_tax"][n],
+                "energy_j": energy, "gemm": dict(zip(("m", "n", "k"), gemm[n], strict=True)),
+            }
+
+
+def _known(x: float) -> float | None:
+    """``x``, or None where it is NaN or infinite (JSON null)."""
+    return x if math.isfinite(x) else None
 
 
 def _f(x, digits=3) -> str:
@@ -201,6 +232,7 @@ def print_tables(r: ModelAnalysis, model: str = "ideal") -> None:
                "energy [mJ]"]
     bounds = r.bound_names()
     times = r.model_time(model)
+    sources = device_time_sources(r, model)
     for j, device in enumerate(r.devices.devices):
         dev, tot = r.devices, r.totals
         print()
@@ -211,6 +243,7 @@ def print_tables(r: ModelAnalysis, model: str = "ideal") -> None:
                  bounds[i, j], _f(r.mapping_efficiency[i, j]) if r.mapping_known[i, j] else "unknown",
                  _f(r.energy[i, j] * 1e3)] for i in range(len(t))]
         print(text_table(headers, rows))
+        print(f"-- times: {heading(sources[j])}")
         fits = "fits" if tot.fits[j] else "does NOT fit"
         if model == "calibrated":
             total = tot.calibrated_time[j]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 
+from ..core.analysis.time_source import SPEC, heading
 from ..core.files import atomic_write_text
 from ..core.precision import PRECISIONS
 from ..core.serving.analytic import Setup
@@ -186,11 +187,12 @@ def run(args) -> int:
     if args.json:
         data = answer_json(ans, model.name, where, args)
         data["disaggregated"] = {k: v for k, v in disagg.items() if not k.startswith("_")} if disagg else None
-        print_json(data)
+        print_json({**data, "time_model": "ideal", "time_source": SPEC})
     else:
         print_answer(ans, model.name, where, args)
         if disagg:
             serve_disagg.print_disagg(disagg, _result_lines)
+        print(f"-- times: {heading(SPEC)} (serving is timed with the ideal model only)")
     return 0
 
 

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from ..core.analysis.time_source import SPEC, heading
 from ..core.parallel.collectives import ALGORITHMS
 from ..core.parallel.layout import LayoutError
 from ..core.training.compare import train_on_system
@@ -137,9 +138,10 @@ def run(args) -> int:
     if res.error:
         raise CliError(f"--system {system.id}: {res.error}")
     if args.json:
-        print_json(training_json(res.analysis, res.cost, res.order, layout is None))
+        print_json({**training_json(res.analysis, res.cost, res.order, layout is None), **IDEAL_TIMES})
     else:
         print_training(res.analysis, res.cost, res.order, layout is None)
+        print(f"-- times: {heading(SPEC)} (training is timed with the ideal model only)")
     return 0
 
 
@@ -195,6 +197,10 @@ def _days(seconds: float) -> str:
 
 def _mwh(joules: float) -> str:
     return "\u2014" if not np.isfinite(joules) else f"{joules / 3.6e9:.4g}"
+
+
+#: training and serving are timed with the ideal model only: their JSON says so (docs/calibration.md)
+IDEAL_TIMES = {"time_model": "ideal", "time_source": SPEC}
 
 
 def print_training(r: TrainingAnalysis, c: TrainingCost, order, ranked: bool) -> None:

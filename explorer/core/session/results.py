@@ -63,7 +63,7 @@ DEPENDS: dict[str, tuple[str, ...]] = {
     "fidelity": ("evaluation", "trace", "args"),  # both time models side by side: not the switch
     "systems": ("model", "hardware", "system", "assumptions.precision", "assumptions.weights",
                 "assumptions.activations", "assumptions.kv_cache", "assumptions.batch", "assumptions.seq_len",
-                "assumptions.phase", "assumptions.attention", "assumptions.lm_head"),
+                "assumptions.phase", "assumptions.attention", "assumptions.lm_head", "assumptions.time_model"),
     # per device checked: the serving step-time surface and memory (explorer.core.serving.serve.device_setup);
     # the serving part's rate, arrivals and service levels are not inputs, so editing them reuses the surfaces
     "serving_setups": ("model", "devices", "assumptions.precision", "assumptions.weights", "assumptions.activations",
@@ -81,7 +81,7 @@ DEPENDS: dict[str, tuple[str, ...]] = {
                        "system.offload", "system.collective", "system.skew", "assumptions.precision",
                        "assumptions.weights", "assumptions.activations", "assumptions.kv_cache",
                        "assumptions.batch", "assumptions.seq_len", "assumptions.phase", "assumptions.attention",
-                       "assumptions.lm_head"),
+                       "assumptions.lm_head", "assumptions.time_model"),
     # the planner's fleet on each chosen system: every layout (as ``plan --system``), the target, limit, quotes
     "system_plan": ("system_layouts", "requirements"),
     # the training run on the chosen systems (its analyses): the model, the systems and their nodes, the training
@@ -253,7 +253,7 @@ class Results:
             return ()
         a, choice = self.state.assumptions, self.state.system
         options = Options(overlap=choice.overlap, algorithm=choice.collective, skew=choice.skew,
-                          offload=choice.offload)
+                          offload=choice.offload, time_model=a.time_model)
         return self._get("systems", lambda: size_on_systems(
             self.state.model, self.hardware, a.precision, a.context, a.tensor_formats, choice.layout,
             choice.objective, options, choice.nodes))
@@ -267,7 +267,7 @@ class Results:
             return self.systems
         a = self.state.assumptions
         options = Options(overlap=choice.overlap, algorithm=choice.collective, skew=choice.skew,
-                          offload=choice.offload)
+                          offload=choice.offload, time_model=a.time_model)
         return self._get("system_layouts", lambda: size_on_systems(
             self.state.model, self.hardware, a.precision, a.context, a.tensor_formats, None,
             choice.objective, options, choice.nodes))

@@ -1,8 +1,9 @@
 """The session's state: one frozen value holding everything an edit can change.
 
 A :class:`State` is the model, the selected device ids, the assumptions, the imported trace, the procurement
-planner's requirements (quotes included), the systems the model is sized on (:class:`SystemChoice`) and the
-training run on them (:class:`TrainingChoice`). Commands (:mod:`.commands`) map a state to a new one; the workspace
+planner's requirements (quotes included), the systems the model is sized on (:class:`SystemChoice`), the
+training run on them (:class:`TrainingChoice`), the serving workload and the device overrides (a user's edited
+figures, :mod:`.device_overrides`). Commands (:mod:`.commands`) map a state to a new one; the workspace
 swaps it in one place. Nothing here is mutable, so an old state is a free snapshot for undo. Qt-free.
 """
 
@@ -21,6 +22,7 @@ from explorer.core.traces.model import Trace
 from explorer.core.workload.layers import ATTENTION, LM_HEAD, Context
 from explorer.core.workload.model import Model
 
+from .device_overrides import DeviceOverrides, check_overrides
 from .serving_choice import ServingChoice
 from .training_choice import TrainingChoice
 
@@ -190,9 +192,12 @@ class State:
     system: SystemChoice = field(default_factory=SystemChoice)
     training: TrainingChoice = field(default_factory=TrainingChoice)  # the training run (the Training panel)
     serving: ServingChoice | None = None  # the serving workload and service levels (None: not set, the defaults)
+    # figures by device id and field that win over the catalog's (.device_overrides): saved with the project
+    device_overrides: DeviceOverrides = field(default_factory=dict)
 
     def __post_init__(self):
         object.__setattr__(self, "device_ids", tuple(dict.fromkeys(self.device_ids)))
+        object.__setattr__(self, "device_overrides", check_overrides(self.device_overrides))
         self.assumptions.checked()
         self.system.checked()
         self.training.checked()
