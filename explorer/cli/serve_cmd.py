@@ -22,6 +22,7 @@ from ..core.units import UnitError, format_bytes, parse_si
 from ..core.workload.layers import Context
 from . import serve_disagg
 from .common import CliError, print_json, text_table
+from .progress import ProgressBar
 from .resolve import load_model_arg, resolve_devices
 from .serving_args import _slo, _workload, check_engine, policy_from_args
 from .serving_args import add_workload_args as add_serving_args
@@ -152,6 +153,9 @@ def _setup(args, model, workload: Workload) -> tuple[Setup, str]:
 def run(args) -> int:
     if args.system and args.device:
         raise CliError("--system: give either --system or --device, not both")
+    if args.system and args.decode_device:
+        raise CliError("--decode-device: with --system both pools are replicas of the system's layout; a decode "
+                       "pool on other hardware needs --device")
     _check_counts(args)
     slo = _slo(args)
     workload = _workload(args)
@@ -163,17 +167,19 @@ def run(args) -> int:
                        f"{setup.memory.utilization} per device")
     n = args.requests if workload.trace is None else min(args.requests, len(workload.trace))
     simulate_n = n if (args.simulate or args.trace_out) else 0
-    try:
-        ans = answer(workload, setup, slo, simulate_n, args.seed, record=bool(args.trace_out), router=args.router)
-    except ValueError as exc:
-        raise CliError(f"serve: {exc}") from None
+    # a progress bar on stderr while the simulation runs: only on a terminal, never with --json (cli/progress.py)
+    with ProgressBar("simulating", simulate_n, enabled=bool(simulate_n) and not args.json) as bar:
+        try:
+            ans = answer(workload, setup, slo, simulate_n, args.seed, record=bool(args.trace_out),
+                         router=args.router, progress=bar if bar.active else None)
+        except ValueError as exc:
+            raise CliError(f"serve: {exc}") from None
+        bar(1.0)
     if args.trace_out:
         atomic_write_text(args.trace_out, json.dumps(chrome_trace(ans.runs, model.name)))
     disagg = None
     if args.disaggregate:
-        if args.system:
-            raise CliError("--disaggregate: pools of --device replicas only (not --system)")
-        decode = setup
+        decode = setup  # on --system: both pools are replicas of the chosen layout (tp x pp devices each)
         if args.decode_device:
             device = resolve_devices([args.decode_device], getattr(args, "db", None))[0]
             decode = device_setup(model, device, workload, **_common(args))
