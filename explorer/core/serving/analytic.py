@@ -124,13 +124,45 @@ def capacity(workload: Workload, setup: Setup) -> float:
     """The highest stable arrival rate [requests/s] of one replica (bisection on the estimate's stability)."""
     i_mean, p, o = _prompt(workload, setup)
     c = i_mean + o / 2
-    lo, hi = 0.0, 1.0
-    while _fixed_point(setup, np.array([hi]), p, o, c)[3][0] and hi < 1e9:
-        lo, hi = hi, hi * 2
-    for _ in range(50):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if _fixed_point(setup, np.array([mid]), p, o, c)[3][0] else (lo, mid)
+
+    def stable(rates: list[float]) -> dict[float, bool]:  # element-wise: one call answers for every rate
+        return dict(zip(rates, _fixed_point(setup, np.array(rates), p, o, c)[3].tolist()))
+
+    # doubling from 1 request/s while stable and below 1e9 (every candidate at once, the first failure taken)
+    his = [1.0]
+    while his[-1] < 1e9:
+        his.append(his[-1] * 2)
+    ok = stable(his)
+    k = next(i for i, h in enumerate(his) if not ok[h] or h >= 1e9)
+    lo, hi = (his[k - 1] if k else 0.0), his[k]
+    # 50 halvings, BISECT_LEVELS at a time: every midpoint the next levels could visit is tested in one call,
+    # then the same walk as one halving per call (the same midpoints, so the same answer)
+    done = 0
+    while done < 50:
+        levels = min(BISECT_LEVELS, 50 - done)
+        ok = stable(_midpoints(lo, hi, levels))
+        for _ in range(levels):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if ok[mid] else (lo, mid)
+        done += levels
     return lo
+
+
+BISECT_LEVELS = 5  # halvings per call of the capacity search (31 rates a call)
+
+
+def _midpoints(lo: float, hi: float, levels: int) -> list[float]:
+    """Every midpoint a bisection of [lo, hi] can test in its next ``levels`` halvings, each computed as the
+    bisection computes it."""
+    out, spans = [], [(lo, hi)]
+    for _ in range(levels):
+        nxt = []
+        for a, b in spans:
+            m = (a + b) / 2
+            out.append(m)
+            nxt += [(a, m), (m, b)]
+        spans = nxt
+    return out
 
 
 def estimate(workload: Workload, setup: Setup, slo: SLO, rates=None) -> list[ServingResult]:

@@ -19,6 +19,7 @@ from .memory import device_memory, system_memory
 from .result import Latency, ServingResult, met_mask, slo_checks
 from .simulate import Policy, SimRun, Speculative, cached_tokens, simulate_routed
 from .surface import Grid, device_surface, system_surface
+from .surfaces import KeyedCache, device_surfaces
 from .workload import SLO, Requests, Workload
 
 
@@ -56,6 +57,19 @@ def device_setup(model: Model, device: Device, workload: Workload, policy: Polic
     surface = device_surface(model, device, g, precision, formats)
     memory = device_memory(model, device, step_tokens, precision, formats, utilization, block_size)
     return Setup(surface, memory, policy, spec, replicas, *_power_price(device, idle_w, usd_per_s))
+
+
+def device_setups(model: Model, devices, workload: Workload, policy: Policy | None = None,
+                  precision: str = "fp16", formats: TensorFormats | None = None, utilization: float = 0.9,
+                  block_size: int = 16) -> tuple[Setup, ...]:
+    """:func:`device_setup` on each device, their surfaces from one stacked pass
+    (:func:`~.surfaces.device_surfaces`, cached by model, device, grid and formats)."""
+    policy = policy or Policy()
+    g = grid_for(workload, policy, None, block_size)
+    step_tokens = policy.chunk if policy.chunked else policy.max_batched_tokens
+    found = device_surfaces(model, devices, g, precision, formats)
+    return tuple(Setup(surface, device_memory(model, d, step_tokens, precision, formats, utilization, block_size),
+                       policy, None, 1, *_power_price(d, 0.0, None)) for d, surface in zip(devices, found))
 
 
 def system_setup(model: Model, system: System, device: Device, layout: Layout, workload: Workload,
@@ -149,3 +163,17 @@ def answer(workload: Workload, setup: Setup, slo: SLO, simulate_n: int = 0, seed
         sim = summarize(req, run_list, setup, slo, workload.mean_rate())
         runs = tuple(run_list)
     return ServingAnswer(workload, slo, setup, est, curve, sim, runs)
+
+
+ANSWERS = KeyedCache(64)  # analytic answers by (workload, setup, service levels): a device checked again is free
+
+
+def cached_answer(workload: Workload, setup: Setup, slo: SLO) -> ServingAnswer:
+    """:func:`answer` (the analytic estimate and load curve, no simulation), kept by its inputs: the same setup
+    object (the surfaces are cached, :mod:`.surfaces`), an equal workload and service levels."""
+    key = ("answer", workload, setup, slo)
+    try:
+        hash(key)
+    except TypeError:  # a workload with a trace: not kept
+        return answer(workload, setup, slo)
+    return ANSWERS.get(key, lambda: answer(workload, setup, slo))

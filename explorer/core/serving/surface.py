@@ -26,15 +26,13 @@ from functools import cached_property
 
 import numpy as np
 
-from explorer.core.analysis.evaluate import evaluate
 from explorer.core.formats import TensorFormats
 from explorer.core.hardware.device import Device
 from explorer.core.hardware.system import System
 from explorer.core.parallel.layout import Layout
 from explorer.core.parallel.system_pass import Options, analyze_system
-from explorer.core.parallel.system_pass import _concat as concat_tables
 from explorer.core.workload.layers import Context
-from explorer.core.workload.model import Model, build_table
+from explorer.core.workload.model import Model
 
 
 @dataclass(frozen=True, eq=False)
@@ -156,27 +154,11 @@ def _lengths(g: Grid) -> np.ndarray:
 
 def device_surface(model: Model, device: Device, g: Grid, precision: str = "fp16",
                    formats: TensorFormats | None = None, attention: str = "fused") -> StepSurface:
-    """The surface on one device: every grid point's table stacked, one :func:`evaluate` pass."""
-    batch, ctxs = grid(g.max_batch, g.points), _contexts(g)
-    pbatch, lengths = grid(g.max_prefill_batch, max(g.points // 2, 3)), _lengths(g)
-    points = [Context(batch=int(b), seq_len=int(c), phase="decode", attention=attention)
-              for b in batch for c in ctxs]
-    points += [Context(batch=int(n), seq_len=int(L), phase="prefill", attention=attention)
-               for n in pbatch for L in lengths]
-    tables = [build_table(model, ctx) for ctx in points]
-    if not any(len(t) for t in tables):
-        raise ValueError("model: it has no layers to serve")
-    for t in tables:
-        if t.errors:
-            i, msg = t.errors[0]
-            raise ValueError(f"layer {i} ({model.layers[i].name or model.layers[i].kind}): {msg}")
-    starts = np.cumsum([0] + [len(t) for t in tables])[:-1]
-    r = evaluate(concat_tables(tables), [device], precision, points[0], model, formats)
-    per_row = r.count * r.time[:, 0]
-    seconds = np.add.reduceat(per_row, starts)
-    n_dec = len(batch) * len(ctxs)
-    return StepSurface(batch, ctxs, seconds[:n_dec].reshape(len(batch), len(ctxs)), pbatch, lengths,
-                       seconds[n_dec:].reshape(len(pbatch), len(lengths)), 1, device.id)
+    """The surface on one device: every grid point's table stacked, one :func:`evaluate` pass (built and cached
+    by :func:`explorer.core.serving.surfaces.device_surfaces`, which does many devices in that one pass)."""
+    from .surfaces import device_surfaces  # it builds on this module's grid and StepSurface
+
+    return device_surfaces(model, [device], g, precision, formats, attention)[0]
 
 
 def system_surface(model: Model, system: System, device: Device, layout: Layout, g: Grid,
