@@ -22,6 +22,7 @@ rho_p < 1 (chunked: p <= C - b); above that the queue grows without bound (TTFT 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -134,21 +135,26 @@ def capacity(workload: Workload, setup: Setup) -> float:
         his.append(his[-1] * 2)
     ok = stable(his)
     k = next(i for i, h in enumerate(his) if not ok[h] or h >= 1e9)
-    lo, hi = (his[k - 1] if k else 0.0), his[k]
-    # 50 halvings, BISECT_LEVELS at a time: every midpoint the next levels could visit is tested in one call,
-    # then the same walk as one halving per call (the same midpoints, so the same answer)
+    return bisect(his[k - 1] if k else 0.0, his[k], 50, stable)
+
+
+BISECT_LEVELS = 5  # halvings per call of a batched bisection (31 rates a call)
+
+
+def bisect(lo: float, hi: float, halvings: int, test: Callable[[list[float]], dict[float, bool]]) -> float:
+    """The ``lo`` of ``halvings`` halvings of [lo, hi] keeping the half whose lower end passes, as the loop
+    ``mid = (lo + hi) / 2; lo, hi = (mid, hi) if ok(mid) else (lo, mid)`` finds it; ``test`` answers for many
+    rates at once, so every midpoint the next :data:`BISECT_LEVELS` halvings could visit is tested in one call
+    (the same midpoints, the same floats: the same answer)."""
     done = 0
-    while done < 50:
-        levels = min(BISECT_LEVELS, 50 - done)
-        ok = stable(_midpoints(lo, hi, levels))
+    while done < halvings:
+        levels = min(BISECT_LEVELS, halvings - done)
+        ok = test(_midpoints(lo, hi, levels))
         for _ in range(levels):
             mid = (lo + hi) / 2
             lo, hi = (mid, hi) if ok[mid] else (lo, mid)
         done += levels
     return lo
-
-
-BISECT_LEVELS = 5  # halvings per call of the capacity search (31 rates a call)
 
 
 def _midpoints(lo: float, hi: float, levels: int) -> list[float]:

@@ -21,7 +21,8 @@ import numpy as np
 
 from explorer.core.parallel.layout_cost import JOULES_PER_KWH, device_price
 
-from .analytic import Setup, capacity, estimate
+from .analytic import Setup, bisect, capacity, estimate
+from .surfaces import KeyedCache
 from .workload import SLO, Workload
 
 SECONDS_PER_YEAR = 365.25 * 24 * 3600
@@ -41,11 +42,23 @@ def slo_rate(workload: Workload, setup: Setup, slo: SLO, points: int = 48) -> fl
         if j == points - 1:
             return float(rates[-1])
         lo, hi = float(rates[j]), float(rates[j + 1])
-    for _ in range(24):
-        mid = (lo + hi) / 2
-        r = estimate(workload, setup, slo, [mid])[0]
-        lo, hi = (mid, hi) if (r.stable and r.slo_met) else (lo, mid)
-    return lo
+    def meets(mids: list[float]) -> dict[float, bool]:  # the estimate is per rate: one call answers for all
+        return {m: r.stable and r.slo_met for m, r in zip(mids, estimate(workload, setup, slo, mids))}
+
+    return bisect(lo, hi, 24, meets)
+
+
+def cached_slo_rate(workload: Workload, setup: Setup, slo: SLO, points: int = 48) -> float:
+    """:func:`slo_rate`, kept by its inputs (the same setup object, an equal workload and service levels)."""
+    key = ("slo_rate", workload, setup, slo, points)
+    try:
+        hash(key)
+    except TypeError:  # a workload with a trace: not kept
+        return slo_rate(workload, setup, slo, points)
+    return SLO_RATES.get(key, lambda: slo_rate(workload, setup, slo, points))
+
+
+SLO_RATES = KeyedCache(64)
 
 
 @dataclass(frozen=True)
@@ -86,7 +99,7 @@ def size_fleet(workload: Workload, setups, devices, slo: SLO, quotes=None, years
     _, o = workload.mean_lengths()
     seconds = years * SECONDS_PER_YEAR
     for setup, device in zip(setups, devices):
-        per = slo_rate(workload, setup, slo)
+        per = cached_slo_rate(workload, setup, slo)
         price, source = device_price(device, quotes)
         if not per > 0:
             rows.append(FleetRow(device.id, device.name, 0.0, 0, price, source, math.nan, math.nan, math.nan,

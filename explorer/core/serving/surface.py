@@ -90,8 +90,11 @@ class StepSurface:
 
 def _bilinear(xs, ys, z, x, y):
     """Linear interpolation of z (len(xs), len(ys)) at (x, y), clamped to the grid; arrays broadcast."""
-    x, y = np.broadcast_arrays(np.asarray(x, dtype=float), np.asarray(y, dtype=float))
-    x, y = np.clip(x, xs[0], xs[-1]), np.clip(y, ys[0], ys[-1])
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if x.shape != y.shape:
+        x, y = np.broadcast_arrays(x, y)
+    # clamped as np.clip does (maximum, then minimum), without its wrappers: the fixed points call this a lot
+    x, y = np.minimum(np.maximum(x, xs[0]), xs[-1]), np.minimum(np.maximum(y, ys[0]), ys[-1])
     i = np.clip(np.searchsorted(xs, x, side="right") - 1, 0, max(len(xs) - 2, 0))
     j = np.clip(np.searchsorted(ys, y, side="right") - 1, 0, max(len(ys) - 2, 0))
     if len(xs) == 1:

@@ -12,7 +12,7 @@ from explorer.core.serving import surfaces
 from explorer.core.serving.serve import device_setup, device_setups, grid_for
 from explorer.core.serving.simulate import Policy
 from explorer.core.serving.surface import Grid, _contexts, _lengths, device_surface, grid
-from explorer.core.serving.workload import Lengths, Workload
+from explorer.core.serving.workload import SLO, Lengths, Workload
 from explorer.core.workload.layers import Context
 from explorer.core.workload.model import build_table
 from explorer.core.workload.templates import get_template
@@ -132,3 +132,40 @@ def test_the_capacity_search_by_hand_on_a_constant_surface():
     setup = Setup(surface, memory, Policy(max_batch=64))
     assert capacity(w, setup) == reference_capacity(w, setup)
     assert capacity(w, setup) == pytest.approx(64 / 128.15, rel=1e-12)
+
+
+def reference_slo_rate(workload, setup, slo, points=48):
+    """The service-level rate search before the batched midpoints: one estimate per halving."""
+    from explorer.core.serving.analytic import capacity, estimate
+
+    cap = capacity(workload, setup)
+    if not cap > 0:
+        return 0.0
+    rates = np.linspace(cap / points, cap, points)
+    ok = np.array([r.stable and r.slo_met for r in estimate(workload, setup, slo, rates)])
+    if not ok.any():
+        lo, hi = 0.0, float(rates[0])
+    else:
+        j = int(np.flatnonzero(ok)[-1])
+        if j == points - 1:
+            return float(rates[-1])
+        lo, hi = float(rates[j]), float(rates[j + 1])
+    for _ in range(24):
+        mid = (lo + hi) / 2
+        r = estimate(workload, setup, slo, [mid])[0]
+        lo, hi = (mid, hi) if (r.stable and r.slo_met) else (lo, mid)
+    return lo
+
+
+@pytest.mark.parametrize("slo", [SLO(ttft=0.5, tpot=0.05), SLO(ttft=0.2, tpot=0.02, ttft_pct="p99"), SLO(ttft=30.0)])
+def test_the_batched_slo_rate_search_equals_the_one_rate_bisection(devices, llama8b, slo):
+    from explorer.core.serving import fleet
+
+    w = Workload(rate=1.0, lengths=Lengths.fixed(1024, 256))
+    setups = device_setups(llama8b, [devices[i] for i in DEVICES], w, Policy(max_batch=128))
+    got = [fleet.slo_rate(w, s, slo) for s in setups]
+    assert got == [reference_slo_rate(w, s, slo) for s in setups]
+    assert any(x > 0 for x in got)
+    fleet.SLO_RATES.clear()
+    assert fleet.cached_slo_rate(w, setups[0], slo) == got[0] and fleet.SLO_RATES.misses == 1
+    assert fleet.cached_slo_rate(w, setups[0], slo) == got[0] and fleet.SLO_RATES.hits == 1
