@@ -121,3 +121,11 @@ def size_fleet(workload: Workload, setups, devices, slo: SLO, quotes=None, years
                 math.isfinite(r.rented_per_million) else math.inf)
 
     return tuple(sorted(rows, key=key))
+
+
+def slo_rates_ready(workload: Workload, setups, slo: SLO, points: int = 48) -> bool:
+    """Whether :func:`cached_slo_rate` would search nothing for any of ``setups``."""
+    try:
+        return all(SLO_RATES.peek(("slo_rate", workload, s, slo, points)) is not None for s in setups)
+    except TypeError:
+        return False

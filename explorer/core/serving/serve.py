@@ -59,17 +59,41 @@ def device_setup(model: Model, device: Device, workload: Workload, policy: Polic
     return Setup(surface, memory, policy, spec, replicas, *_power_price(device, idle_w, usd_per_s))
 
 
+SETUPS = KeyedCache(64)  # one device's setup by (model, device, grid, policy, precision, formats, memory settings)
+
+
+def _setup_keys(model, devices, workload, policy, precision, formats, utilization, block_size):
+    g = grid_for(workload, policy, None, block_size)
+    return g, [("setup", model, d, g, policy, precision, formats, utilization, block_size) for d in devices]
+
+
 def device_setups(model: Model, devices, workload: Workload, policy: Policy | None = None,
                   precision: str = "fp16", formats: TensorFormats | None = None, utilization: float = 0.9,
                   block_size: int = 16) -> tuple[Setup, ...]:
-    """:func:`device_setup` on each device, their surfaces from one stacked pass
-    (:func:`~.surfaces.device_surfaces`, cached by model, device, grid and formats)."""
+    """:func:`device_setup` on each device, kept by key (:data:`SETUPS`); the ones not kept get their surfaces
+    from one stacked pass (:func:`~.surfaces.device_surfaces`)."""
     policy = policy or Policy()
-    g = grid_for(workload, policy, None, block_size)
-    step_tokens = policy.chunk if policy.chunked else policy.max_batched_tokens
-    found = device_surfaces(model, devices, g, precision, formats)
-    return tuple(Setup(surface, device_memory(model, d, step_tokens, precision, formats, utilization, block_size),
-                       policy, None, 1, *_power_price(d, 0.0, None)) for d, surface in zip(devices, found))
+    g, keys = _setup_keys(model, devices, workload, policy, precision, formats, utilization, block_size)
+    found = [SETUPS.peek(k) for k in keys]
+    todo = [i for i, x in enumerate(found) if x is None]
+    if todo:
+        step_tokens = policy.chunk if policy.chunked else policy.max_batched_tokens
+        made = device_surfaces(model, [devices[i] for i in todo], g, precision, formats)
+        for i, surface in zip(todo, made):
+            d = devices[i]
+            found[i] = Setup(surface, device_memory(model, d, step_tokens, precision, formats, utilization,
+                                                    block_size), policy, None, 1, *_power_price(d, 0.0, None))
+            SETUPS.put(keys[i], found[i])
+    return tuple(found)
+
+
+def device_setups_ready(model: Model, devices, workload: Workload, policy: Policy | None = None,
+                        precision: str = "fp16", formats: TensorFormats | None = None, utilization: float = 0.9,
+                        block_size: int = 16) -> bool:
+    """Whether :func:`device_setups` would compute nothing (every setup is kept)."""
+    _, keys = _setup_keys(model, devices, workload, policy or Policy(), precision, formats, utilization,
+                          block_size)
+    return all(SETUPS.peek(k) is not None for k in keys)
 
 
 def system_setup(model: Model, system: System, device: Device, layout: Layout, workload: Workload,
@@ -177,3 +201,11 @@ def cached_answer(workload: Workload, setup: Setup, slo: SLO) -> ServingAnswer:
     except TypeError:  # a workload with a trace: not kept
         return answer(workload, setup, slo)
     return ANSWERS.get(key, lambda: answer(workload, setup, slo))
+
+
+def answers_ready(workload: Workload, setups, slo: SLO) -> bool:
+    """Whether :func:`cached_answer` would compute nothing for any of ``setups``."""
+    try:
+        return all(ANSWERS.peek(("answer", workload, s, slo)) is not None for s in setups)
+    except TypeError:  # unhashable: never kept
+        return False
