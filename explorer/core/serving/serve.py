@@ -18,8 +18,8 @@ from .analytic import LoadCurve, Setup, estimate, load_curve
 from .memory import device_memory, system_memory
 from .result import Latency, ServingResult, met_mask, slo_checks
 from .simulate import Policy, SimRun, Speculative, cached_tokens, simulate_routed
-from .surface import Grid, device_surface, system_surface
-from .surfaces import KeyedCache, device_surfaces
+from .surface import Grid, system_surface
+from .surfaces import KeyedCache, device_surface, device_surfaces
 from .workload import SLO, Requests, Workload
 
 

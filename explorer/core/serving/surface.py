@@ -155,15 +155,6 @@ def _lengths(g: Grid) -> np.ndarray:
     return np.unique(np.concatenate([grid(g.max_length, g.points), np.array(extra, dtype=float)]))
 
 
-def device_surface(model: Model, device: Device, g: Grid, precision: str = "fp16",
-                   formats: TensorFormats | None = None, attention: str = "fused") -> StepSurface:
-    """The surface on one device: every grid point's table stacked, one :func:`evaluate` pass (built and cached
-    by :func:`explorer.core.serving.surfaces.device_surfaces`, which does many devices in that one pass)."""
-    from .surfaces import device_surfaces  # it builds on this module's grid and StepSurface
-
-    return device_surfaces(model, [device], g, precision, formats, attention)[0]
-
-
 def system_surface(model: Model, system: System, device: Device, layout: Layout, g: Grid,
                    precision: str = "fp16", formats: TensorFormats | None = None,
                    options: Options | None = None, attention: str = "fused") -> StepSurface:

@@ -1,12 +1,12 @@
-"""Step-time surfaces of many devices at once: one stacked work table per (model, grid), one analysis pass over
-every device, both kept in small caches so an edit that does not touch them (a device checked, a rate, a service
-level) costs no work.
+"""Step-time surfaces on devices (:func:`device_surface`), many at once: one stacked work table per (model,
+grid), one analysis pass over every device, both kept in small caches so an edit that does not touch them (a
+device checked, a rate, a service level) costs no work.
 
-The numbers are those of :func:`explorer.core.serving.surface.device_surface` taken one device at a time (the
-stacked table is the same; :func:`explorer.core.analysis.evaluate.evaluate` is element-wise per device column), to
-1e-12 (``tests/core/serving/test_surface_fast.py``). What used to cost the time: the work table of each of the
-~155 grid points was built once per device (the work-table cache of 64 entries is smaller than the grid, so it
-never hit); here it is built once per model and grid.
+The numbers are those of the earlier per-device algorithm (each device its own stacked table and pass), to 1e-12:
+the stacked table is the same and :func:`explorer.core.analysis.evaluate.evaluate` is element-wise per device
+column (``tests/core/serving/test_surface_fast.py`` keeps that algorithm as its reference). What used to cost
+the time: the work table of each of the ~155 grid points was built once per device (the work-table cache of 64
+entries is smaller than the grid, so it never hit); here it is built once per model and grid.
 
 Only token models are served: a model whose input has no ``tokens`` (a CNN) raises ``ValueError`` ("not a token
 model") before any table is built.
@@ -141,3 +141,10 @@ def device_surfaces(model: Model, devices: Sequence[Device], g: Grid, precision:
                                    1, devices[i].id)
             SURFACES.put(keys[i], found[i])
     return tuple(found)
+
+
+def device_surface(model: Model, device: Device, g: Grid, precision: str = "fp16",
+                   formats: TensorFormats | None = None, attention: str = "fused") -> StepSurface:
+    """The surface on one device: every grid point's table stacked, one :func:`evaluate` pass (cached by key;
+    :func:`device_surfaces` does many devices in that one pass)."""
+    return device_surfaces(model, [device], g, precision, formats, attention)[0]

@@ -11,7 +11,8 @@ from explorer.core.parallel.system_pass import _concat as concat_tables
 from explorer.core.serving import surfaces
 from explorer.core.serving.serve import device_setup, device_setups, grid_for
 from explorer.core.serving.simulate import Policy
-from explorer.core.serving.surface import Grid, _contexts, _lengths, device_surface, grid
+from explorer.core.serving.surface import Grid, _contexts, _lengths, grid
+from explorer.core.serving.surfaces import device_surface
 from explorer.core.serving.workload import SLO, Lengths, Workload
 from explorer.core.workload.layers import Context
 from explorer.core.workload.model import build_table
