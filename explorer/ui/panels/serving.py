@@ -150,6 +150,8 @@ class ServingPanel(AnalysisPanel):
             self.core_error = f"Estimating serving on {n} device{'s' if n != 1 else ''}\u2026"
         else:
             self.core_error = f"Serving not estimated: {error}." if error else ""
+        if self._drawn is not None and _same_objects(answers, self._drawn[0]):
+            answers = self._drawn[0]  # the kept answers again in a new tuple: nothing to redraw for them
         drawn = (answers, self.simulated, self.controls.error, self.sim_error, self.core_error)
         if self._drawn is not None and all(a is b for a, b in zip(drawn, self._drawn)):
             return
@@ -375,6 +377,10 @@ def _short(device) -> str:
     """A device's name without its vendor's (the charts' keys are narrow)."""
     name, vendor = device.name, getattr(device, "vendor", "") or ""
     return name[len(vendor) + 1:] if vendor and name.lower().startswith(vendor.lower() + " ") else name
+
+
+def _same_objects(a: tuple, b: tuple) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
 
 
 def _same_inputs(a, b) -> bool:  # the same setups (kept per device: a new tuple of the same ones is the same)
