@@ -43,7 +43,7 @@ from explorer.core.session.commands import ReplaceLayer, SelectDevices, SetAssum
 from explorer.core.session.workspace import Assumptions, Workspace
 from explorer.core.workload.model import LayerSpec, Model
 from explorer.ui.app import configure_qt_environment
-from explorer.ui.panels import PANELS
+from explorer.ui.panels import PANELS, serving_worker
 from explorer.ui.panels.base import AnalysisPanel
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -117,8 +117,10 @@ def measure(app, ws, panels, runs: int, label: str) -> None:
     def drawing(p) -> bool:  # a redraw is due (not counting estimates in flight on a worker thread)
         return AnalysisPanel.pending.fget(p)
 
-    def busy() -> bool:  # the Serving panel's estimates on its worker thread (explorer/ui/panels/serving_worker.py)
-        return any(getattr(p, "estimator", None) is not None and p.estimator.busy for p in panels)
+    def busy() -> bool:  # serving estimates on a worker thread (explorer/ui/panels/serving_worker.py): the Serving
+        # panel's, and in the main window the planner's serving box's too
+        return bool(serving_worker._RUNNING) or any(
+            getattr(p, "estimator", None) is not None and p.estimator.busy for p in panels)
 
     def settle(background: bool = True):
         """Process events until a pass delivers none (no redraw, layout or paint left to do); with

@@ -7,7 +7,7 @@ no longer the workspace's is dropped, as the panel's Simulate does. Reading a ke
 
 from __future__ import annotations
 
-from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
+from PySide6.QtCore import QObject, QRunnable, QThreadPool, QTimer, Signal
 
 
 def inputs_token(results, name: str = "serving") -> tuple:
@@ -18,6 +18,10 @@ def inputs_token(results, name: str = "serving") -> tuple:
     if name == "serving_fleet":
         token += (st.requirements.price, a.years, a.electricity_usd_per_kwh, a.pue)
     return token
+
+
+START_DELAY_MS = 40  # a worker run starts this long after the edit that needs it
+_RUNNING: set = set()  # the jobs in flight: a job's Python object must outlive its owner (a panel closed meanwhile)
 
 
 class _Signals(QObject):
@@ -40,6 +44,8 @@ class _Job(QRunnable):
             self.signals.finished.emit(self.token, value, error)
         except RuntimeError:  # the owner was closed meanwhile: nobody to tell
             pass
+        finally:
+            _RUNNING.discard(self)
 
 
 class Estimator(QObject):
@@ -56,8 +62,7 @@ class Estimator(QObject):
         self.workspace, self.name = workspace, name
         self.token = None  # the inputs of the run in flight
         self._last = None  # (token, value, error) of the last answer
-        self.runs = 0  # worker runs started (tests read it)
-        self._jobs: list = []  # (token, job) of the runs in flight (tokens may hold unhashable quotes)
+        self.runs = 0  # worker runs asked for (one per new set of inputs; tests read it)
         self._signals = _Signals()
         self._signals.finished.connect(self._finished)
         self.pool = QThreadPool.globalInstance()
@@ -83,16 +88,18 @@ class Estimator(QObject):
             self.runs += 1
             job = _Job(token, r, self.name, self._signals)
             job.setAutoDelete(False)  # the Python object stays whole while it runs: kept until it is done
-            self._jobs.append((token, job))
-            self.pool.start(job)
+            # after the edit's repaint (the worker would share the interpreter with it), and not at all when
+            # another edit comes first (typing in a field starts one run, not one per key)
+            QTimer.singleShot(START_DELAY_MS, self, lambda: self._start(job))
         return (), "", True
 
-    def wait(self, msecs: int = 60_000) -> bool:
-        """Block until the worker threads are idle (tests and the benchmark)."""
-        return self.pool.waitForDone(msecs)
+    def _start(self, job: _Job) -> None:
+        if job.token is not self.token:
+            return  # stale before it started
+        _RUNNING.add(job)
+        self.pool.start(job)
 
     def _finished(self, token, value, error: str) -> None:
-        self._jobs = [(t, j) for t, j in self._jobs if t != token]
         if token != self.token:
             return  # stale: the inputs changed since it started
         self.token = None
