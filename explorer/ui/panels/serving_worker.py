@@ -21,7 +21,7 @@ def inputs_token(results, name: str = "serving") -> tuple:
 
 
 START_DELAY_MS = 40  # a worker run starts this long after the edit that needs it
-_RUNNING: set = set()  # the jobs in flight: a job's Python object must outlive its owner (a panel closed meanwhile)
+_RUNNING: set = set()  # jobs asked for or running: a job's Python object must outlive its owner (a panel closed)
 
 
 class _Signals(QObject):
@@ -90,13 +90,14 @@ class Estimator(QObject):
             job.setAutoDelete(False)  # the Python object stays whole while it runs: kept until it is done
             # after the edit's repaint (the worker would share the interpreter with it), and not at all when
             # another edit comes first (typing in a field starts one run, not one per key)
+            _RUNNING.add(job)
             QTimer.singleShot(START_DELAY_MS, self, lambda: self._start(job))
         return (), "", True
 
     def _start(self, job: _Job) -> None:
         if job.token is not self.token:
+            _RUNNING.discard(job)
             return  # stale before it started
-        _RUNNING.add(job)
         self.pool.start(job)
 
     def _finished(self, token, value, error: str) -> None:
