@@ -38,9 +38,9 @@ def test_the_chosen_command(argv, name):
 
 
 def _modules_after(argv: list[str]) -> set[str]:
-    code = ("import sys\nfrom explorer.__main__ import main\ntry:\n    main(%r)\nexcept SystemExit:\n    pass\n"
-            "print(' '.join(sorted(sys.modules)), file=sys.stderr)" % (argv,))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+    code = (f"import sys\nfrom explorer.__main__ import main\ntry:\n    main({argv!r})\nexcept SystemExit:\n"
+            "    pass\nprint(' '.join(sorted(sys.modules)), file=sys.stderr)")
+    out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, cwd=ROOT,
                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=120)
     return set(out.stderr.split())
 
