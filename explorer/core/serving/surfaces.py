@@ -31,7 +31,7 @@ from explorer.core.workload.model import LayerTable, Model, build_table
 
 from .surface import Grid, StepSurface, _contexts, _lengths, grid
 
-WORK_ENTRIES = 8  # stacked work tables kept (one per model and grid)
+WORK_ENTRIES = 4  # stacked work tables kept (one per model and grid: 0.3 MB for Llama-3-70B, 4 MB for 200 layers)
 SURFACE_ENTRIES = 64  # surfaces kept (one per model, device, grid, precision, formats, attention)
 
 
