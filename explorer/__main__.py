@@ -4,10 +4,27 @@ from __future__ import annotations
 
 import argparse
 import sys
+from importlib import import_module
 
 from . import __version__
-from .cli.common import CliError
-from .core.session.project import SUFFIX as PROJECT_SUFFIX
+
+PROJECT_SUFFIX = ".hwproj"  # = explorer.core.session.project.SUFFIX, not imported: --help stays light (tested)
+
+#: The subcommands in their order: (name, module under explorer.cli, the help line the module's ``add_parser`` gives).
+#: Only the chosen command's module is imported (``--help`` lists them from here); a test checks that each help line
+#: is the module's own.
+COMMANDS = (
+    ("analyze", "analyze_cmd", "analyze a model on one or more devices"),
+    ("tiling", "tiling_cmd", "map one GEMM onto a systolic array"),
+    ("catalog", "catalog_cmd", "list, show, import, export and validate accelerator devices"),
+    ("plan", "plan_cmd", "size and cost a deployment: checks, units, TCO, buy vs rent, ranking"),
+    ("report", "report_cmd", "write a comparison report (PDF, HTML or CSV)"),
+    ("train", "train_cmd", "time, memory, MFU and cost of training a model on a system"),
+    ("calibrate", "calibrate_cmd", "fit a link or a device to your own measurements"),
+    ("serve", "serve_cmd", "serving under load: latency percentiles, throughput and goodput"),
+    ("sweep", "sweep_cmd", "a design-space sweep: batch x sequence length x phase x precision x device"),
+)
+NAMES = tuple(c[0] for c in COMMANDS)
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -17,19 +34,25 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from .cli import (
-        analyze_cmd,
-        calibrate_cmd,
-        catalog_cmd,
-        plan_cmd,
-        report_cmd,
-        serve_cmd,
-        sweep_cmd,
-        tiling_cmd,
-        train_cmd,
-    )
+def chosen_command(argv: list[str]) -> str | None:
+    """The subcommand named in ``argv`` (the first word that is one, after the global options), or None."""
+    skip = False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a == "--db":
+            skip = True  # its value
+        elif a.startswith("-"):
+            continue
+        else:
+            return a if a in NAMES else None
+    return None
 
+
+def build_parser(load: str | tuple[str, ...] | None = NAMES) -> argparse.ArgumentParser:
+    """The command line. ``load``: the command(s) whose module is imported and whose full parser is built (default
+    all of them); the others are listed by name and help line only (what ``--help`` prints)."""
+    loaded = (load,) if isinstance(load, str) else tuple(load or ())
     parser = OneLineParser(
         prog="hwexplorer",
         description="Hardware Explorer: roofline, energy, tiling and cost models of ML models on accelerators. "
@@ -40,16 +63,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--db", metavar="URL", help="catalog database URL (default: SQLite in the user data "
                         "folder; or $HWEXPLORER_DB), e.g. postgresql+psycopg://user@host/db")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module in (analyze_cmd, tiling_cmd, catalog_cmd, plan_cmd, report_cmd, train_cmd, calibrate_cmd, serve_cmd,
-                   sweep_cmd):
-        module.add_parser(sub)
+    for name, module, help_line in COMMANDS:
+        if name in loaded:
+            import_module(f"explorer.cli.{module}").add_parser(sub)
+        else:
+            sub.add_parser(name, help=help_line)
     parser.commands = tuple(sub.choices)  # the subcommands' names (a project path is none of them)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(chosen_command(argv))  # only the chosen command's module is imported
     project = None
     if argv and argv[-1].lower().endswith(PROJECT_SUFFIX) and not argv[-1].startswith("-") and not any(
             a in parser.commands for a in argv):
@@ -59,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
         from .ui.app import run_app
 
         return run_app(db_url=args.db, project=project)
+    from .cli.common import CliError  # the command's module has imported it already
+
     try:
         return int(args.func(args) or 0)
     except CliError as exc:

@@ -98,7 +98,7 @@ def _with_draft(args, spec, device, workload: Workload, common: dict):
     from dataclasses import replace
 
     from ..core.serving.serve import grid_for
-    from ..core.serving.surface import device_surface
+    from ..core.serving.surfaces import device_surface
 
     draft, _ = load_model_arg(args.spec_draft)
     g = grid_for(workload, common["policy"], spec, args.block_size)

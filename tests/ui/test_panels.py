@@ -97,12 +97,16 @@ def test_panels_tuple_titles_and_empty_workspace(qtbot):
 def test_one_edit_is_one_redraw_per_panel(qtbot, ws):
     panels = [make(qtbot, cls, ws) for cls in PANELS]
     before = [p.redraws for p in panels]
+    runs = [p.estimator.runs if hasattr(p, "estimator") else 0 for p in panels]
     spec = ws.model.layers[0]
     ws.execute(ReplaceLayer(0, spec.with_params(bias=False)))
     ws.set_assumptions(batch=2)  # a burst before the event loop runs: still one redraw
     assert all(p.pending for p in panels)
     settle(qtbot, *panels)
-    assert [p.redraws for p in panels] == [b + 1 for b in before]
+    # the Serving panel draws once more when its estimates come back from the worker thread (one run per edit)
+    extra = [p.estimator.runs - r if hasattr(p, "estimator") else 0 for p, r in zip(panels, runs)]
+    assert all(e in (0, 1) for e in extra)
+    assert [p.redraws for p in panels] == [b + 1 + e for b, e in zip(before, extra)]
 
 
 def test_a_hidden_panel_draws_when_shown_and_is_current_when_read(qtbot, ws):

@@ -22,6 +22,7 @@ rho_p < 1 (chunked: p <= C - b); above that the queue grows without bound (TTFT 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -130,13 +131,50 @@ def capacity(workload: Workload, setup: Setup) -> float:
     """The highest stable arrival rate [requests/s] of one replica (bisection on the estimate's stability)."""
     i_mean, p, o = _prompt(workload, setup)
     c = i_mean + o / 2
-    lo, hi = 0.0, 1.0
-    while _fixed_point(setup, np.array([hi]), p, o, c)[3][0] and hi < 1e9:
-        lo, hi = hi, hi * 2
-    for _ in range(50):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if _fixed_point(setup, np.array([mid]), p, o, c)[3][0] else (lo, mid)
+
+    def stable(rates: list[float]) -> dict[float, bool]:  # element-wise: one call answers for every rate
+        return dict(zip(rates, _fixed_point(setup, np.array(rates), p, o, c)[3].tolist()))
+
+    # doubling from 1 request/s while stable and below 1e9 (every candidate at once, the first failure taken)
+    his = [1.0]
+    while his[-1] < 1e9:
+        his.append(his[-1] * 2)
+    ok = stable(his)
+    k = next(i for i, h in enumerate(his) if not ok[h] or h >= 1e9)
+    return bisect(his[k - 1] if k else 0.0, his[k], 50, stable)
+
+
+BISECT_LEVELS = 5  # halvings per call of a batched bisection (31 rates a call)
+
+
+def bisect(lo: float, hi: float, halvings: int, test: Callable[[list[float]], dict[float, bool]]) -> float:
+    """The ``lo`` of ``halvings`` halvings of [lo, hi] keeping the half whose lower end passes, as the loop
+    ``mid = (lo + hi) / 2; lo, hi = (mid, hi) if ok(mid) else (lo, mid)`` finds it; ``test`` answers for many
+    rates at once, so every midpoint the next :data:`BISECT_LEVELS` halvings could visit is tested in one call
+    (the same midpoints, the same floats: the same answer)."""
+    done = 0
+    while done < halvings:
+        levels = min(BISECT_LEVELS, halvings - done)
+        ok = test(_midpoints(lo, hi, levels))
+        for _ in range(levels):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if ok[mid] else (lo, mid)
+        done += levels
     return lo
+
+
+def _midpoints(lo: float, hi: float, levels: int) -> list[float]:
+    """Every midpoint a bisection of [lo, hi] can test in its next ``levels`` halvings, each computed as the
+    bisection computes it."""
+    out, spans = [], [(lo, hi)]
+    for _ in range(levels):
+        nxt = []
+        for a, b in spans:
+            m = (a + b) / 2
+            out.append(m)
+            nxt += [(a, m), (m, b)]
+        spans = nxt
+    return out
 
 
 def estimate(workload: Workload, setup: Setup, slo: SLO, rates=None) -> list[ServingResult]:

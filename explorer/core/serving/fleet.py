@@ -23,7 +23,8 @@ import numpy as np
 
 from explorer.core.parallel.layout_cost import JOULES_PER_KWH, device_price
 
-from .analytic import Setup, capacity, estimate
+from .analytic import Setup, bisect, capacity, estimate
+from .surfaces import KeyedCache
 from .workload import SLO, Workload
 
 SECONDS_PER_YEAR = 365.25 * 24 * 3600
@@ -43,11 +44,23 @@ def slo_rate(workload: Workload, setup: Setup, slo: SLO, points: int = 48) -> fl
         if j == points - 1:
             return float(rates[-1])
         lo, hi = float(rates[j]), float(rates[j + 1])
-    for _ in range(24):
-        mid = (lo + hi) / 2
-        r = estimate(workload, setup, slo, [mid])[0]
-        lo, hi = (mid, hi) if (r.stable and r.slo_met) else (lo, mid)
-    return lo
+    def meets(mids: list[float]) -> dict[float, bool]:  # the estimate is per rate: one call answers for all
+        return {m: r.stable and r.slo_met for m, r in zip(mids, estimate(workload, setup, slo, mids))}
+
+    return bisect(lo, hi, 24, meets)
+
+
+def cached_slo_rate(workload: Workload, setup: Setup, slo: SLO, points: int = 48) -> float:
+    """:func:`slo_rate`, kept by its inputs (the same setup object, an equal workload and service levels)."""
+    key = ("slo_rate", workload, setup, slo, points)
+    try:
+        hash(key)
+    except TypeError:  # a workload with a trace: not kept
+        return slo_rate(workload, setup, slo, points)
+    return SLO_RATES.get(key, lambda: slo_rate(workload, setup, slo, points))
+
+
+SLO_RATES = KeyedCache(64)
 
 
 @dataclass(frozen=True)
@@ -89,7 +102,7 @@ def fleet_row(workload: Workload, setup: Setup, device, slo: SLO, quotes=None, y
     seconds = years * SECONDS_PER_YEAR
     setup = replace(setup, replicas=1) if setup.replicas != 1 else setup
     row_id, name = row_id or device.id, name or device.name
-    per = slo_rate(workload, setup, slo)
+    per = cached_slo_rate(workload, setup, slo)
     price, source = device_price(device, quotes)
     if not per > 0:
         return FleetRow(row_id, name, 0.0, 0, price, source, math.nan, math.nan, math.nan, math.nan, math.nan)
@@ -119,3 +132,11 @@ def size_fleet(workload: Workload, setups, devices, slo: SLO, quotes=None, years
     rows = [fleet_row(workload, setup, device, slo, quotes, years, usd_per_kwh, pue)
             for setup, device in zip(setups, devices)]
     return tuple(sorted(rows, key=rank_key))
+
+
+def slo_rates_ready(workload: Workload, setups, slo: SLO, points: int = 48) -> bool:
+    """Whether :func:`cached_slo_rate` would search nothing for any of ``setups``."""
+    try:
+        return all(SLO_RATES.peek(("slo_rate", workload, s, slo, points)) is not None for s in setups)
+    except TypeError:
+        return False

@@ -18,7 +18,8 @@ from .analytic import LoadCurve, Setup, estimate, load_curve
 from .memory import device_memory, system_memory
 from .result import Latency, ServingResult, met_mask, slo_checks
 from .simulate import Policy, SimRun, Speculative, cached_tokens, simulate_routed
-from .surface import Grid, device_surface, system_surface
+from .surface import Grid, system_surface
+from .surfaces import KeyedCache, device_surface, device_surfaces
 from .workload import SLO, Requests, Workload
 
 
@@ -56,6 +57,43 @@ def device_setup(model: Model, device: Device, workload: Workload, policy: Polic
     surface = device_surface(model, device, g, precision, formats)
     memory = device_memory(model, device, step_tokens, precision, formats, utilization, block_size)
     return Setup(surface, memory, policy, spec, replicas, *_power_price(device, idle_w, usd_per_s))
+
+
+SETUPS = KeyedCache(64)  # one device's setup by (model, device, grid, policy, precision, formats, memory settings)
+
+
+def _setup_keys(model, devices, workload, policy, precision, formats, utilization, block_size):
+    g = grid_for(workload, policy, None, block_size)
+    return g, [("setup", model, d, g, policy, precision, formats, utilization, block_size) for d in devices]
+
+
+def device_setups(model: Model, devices, workload: Workload, policy: Policy | None = None,
+                  precision: str = "fp16", formats: TensorFormats | None = None, utilization: float = 0.9,
+                  block_size: int = 16) -> tuple[Setup, ...]:
+    """:func:`device_setup` on each device, kept by key (:data:`SETUPS`); the ones not kept get their surfaces
+    from one stacked pass (:func:`~.surfaces.device_surfaces`)."""
+    policy = policy or Policy()
+    g, keys = _setup_keys(model, devices, workload, policy, precision, formats, utilization, block_size)
+    found = [SETUPS.peek(k) for k in keys]
+    todo = [i for i, x in enumerate(found) if x is None]
+    if todo:
+        step_tokens = policy.chunk if policy.chunked else policy.max_batched_tokens
+        made = device_surfaces(model, [devices[i] for i in todo], g, precision, formats)
+        for i, surface in zip(todo, made):
+            d = devices[i]
+            found[i] = Setup(surface, device_memory(model, d, step_tokens, precision, formats, utilization,
+                                                    block_size), policy, None, 1, *_power_price(d, 0.0, None))
+            SETUPS.put(keys[i], found[i])
+    return tuple(found)
+
+
+def device_setups_ready(model: Model, devices, workload: Workload, policy: Policy | None = None,
+                        precision: str = "fp16", formats: TensorFormats | None = None, utilization: float = 0.9,
+                        block_size: int = 16) -> bool:
+    """Whether :func:`device_setups` would compute nothing (every setup is kept)."""
+    _, keys = _setup_keys(model, devices, workload, policy or Policy(), precision, formats, utilization,
+                          block_size)
+    return all(SETUPS.peek(k) is not None for k in keys)
 
 
 def system_setup(model: Model, system: System, device: Device, layout: Layout, workload: Workload,
@@ -151,3 +189,25 @@ def answer(workload: Workload, setup: Setup, slo: SLO, simulate_n: int = 0, seed
         sim = summarize(req, run_list, setup, slo, workload.mean_rate())
         runs = tuple(run_list)
     return ServingAnswer(workload, slo, setup, est, curve, sim, runs)
+
+
+ANSWERS = KeyedCache(64)  # analytic answers by (workload, setup, service levels): a device checked again is free
+
+
+def cached_answer(workload: Workload, setup: Setup, slo: SLO) -> ServingAnswer:
+    """:func:`answer` (the analytic estimate and load curve, no simulation), kept by its inputs: the same setup
+    object (the surfaces are cached, :mod:`.surfaces`), an equal workload and service levels."""
+    key = ("answer", workload, setup, slo)
+    try:
+        hash(key)
+    except TypeError:  # a workload with a trace: not kept
+        return answer(workload, setup, slo)
+    return ANSWERS.get(key, lambda: answer(workload, setup, slo))
+
+
+def answers_ready(workload: Workload, setups, slo: SLO) -> bool:
+    """Whether :func:`cached_answer` would compute nothing for any of ``setups``."""
+    try:
+        return all(ANSWERS.peek(("answer", workload, s, slo)) is not None for s in setups)
+    except TypeError:  # unhashable: never kept
+        return False

@@ -26,15 +26,13 @@ from functools import cached_property
 
 import numpy as np
 
-from explorer.core.analysis.evaluate import evaluate
 from explorer.core.formats import TensorFormats
 from explorer.core.hardware.device import Device
 from explorer.core.hardware.system import System
 from explorer.core.parallel.layout import Layout
 from explorer.core.parallel.system_pass import Options, analyze_system
-from explorer.core.parallel.system_pass import _concat as concat_tables
 from explorer.core.workload.layers import Context
-from explorer.core.workload.model import Model, build_table
+from explorer.core.workload.model import Model
 
 
 @dataclass(frozen=True, eq=False)
@@ -92,8 +90,11 @@ class StepSurface:
 
 def _bilinear(xs, ys, z, x, y):
     """Linear interpolation of z (len(xs), len(ys)) at (x, y), clamped to the grid; arrays broadcast."""
-    x, y = np.broadcast_arrays(np.asarray(x, dtype=float), np.asarray(y, dtype=float))
-    x, y = np.clip(x, xs[0], xs[-1]), np.clip(y, ys[0], ys[-1])
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if x.shape != y.shape:
+        x, y = np.broadcast_arrays(x, y)
+    # clamped as np.clip does (maximum, then minimum), without its wrappers: the fixed points call this a lot
+    x, y = np.minimum(np.maximum(x, xs[0]), xs[-1]), np.minimum(np.maximum(y, ys[0]), ys[-1])
     i = np.clip(np.searchsorted(xs, x, side="right") - 1, 0, max(len(xs) - 2, 0))
     j = np.clip(np.searchsorted(ys, y, side="right") - 1, 0, max(len(ys) - 2, 0))
     if len(xs) == 1:
@@ -152,31 +153,6 @@ def _contexts(g: Grid) -> np.ndarray:
 def _lengths(g: Grid) -> np.ndarray:
     extra = [a for a in g.anchors if 1 <= a <= g.max_length]
     return np.unique(np.concatenate([grid(g.max_length, g.points), np.array(extra, dtype=float)]))
-
-
-def device_surface(model: Model, device: Device, g: Grid, precision: str = "fp16",
-                   formats: TensorFormats | None = None, attention: str = "fused") -> StepSurface:
-    """The surface on one device: every grid point's table stacked, one :func:`evaluate` pass."""
-    batch, ctxs = grid(g.max_batch, g.points), _contexts(g)
-    pbatch, lengths = grid(g.max_prefill_batch, max(g.points // 2, 3)), _lengths(g)
-    points = [Context(batch=int(b), seq_len=int(c), phase="decode", attention=attention)
-              for b in batch for c in ctxs]
-    points += [Context(batch=int(n), seq_len=int(L), phase="prefill", attention=attention)
-               for n in pbatch for L in lengths]
-    tables = [build_table(model, ctx) for ctx in points]
-    if not any(len(t) for t in tables):
-        raise ValueError("model: it has no layers to serve")
-    for t in tables:
-        if t.errors:
-            i, msg = t.errors[0]
-            raise ValueError(f"layer {i} ({model.layers[i].name or model.layers[i].kind}): {msg}")
-    starts = np.cumsum([0] + [len(t) for t in tables])[:-1]
-    r = evaluate(concat_tables(tables), [device], precision, points[0], model, formats)
-    per_row = r.count * r.time[:, 0]
-    seconds = np.add.reduceat(per_row, starts)
-    n_dec = len(batch) * len(ctxs)
-    return StepSurface(batch, ctxs, seconds[:n_dec].reshape(len(batch), len(ctxs)), pbatch, lengths,
-                       seconds[n_dec:].reshape(len(pbatch), len(lengths)), 1, device.id)
 
 
 def system_surface(model: Model, system: System, device: Device, layout: Layout, g: Grid,

@@ -35,7 +35,17 @@ from explorer.core.parallel.sizing import SystemPlan
 from explorer.core.parallel.sizing import size_fleet as size_system_fleet
 from explorer.core.parallel.system_pass import Options
 from explorer.core.serving.fleet import size_fleet as size_serving_fleet
-from explorer.core.serving.serve import ServingAnswer, answer, device_setup
+from explorer.core.serving.fleet import slo_rates_ready
+from explorer.core.serving.serve import (
+    ServingAnswer,
+    answer,
+    answers_ready,
+    cached_answer,
+    device_setup,
+    device_setups,
+    device_setups_ready,
+)
+from explorer.core.serving.surfaces import require_token_model
 
 from .serving_choice import SURFACE_FIELDS, ServingChoice
 from .state import Assumptions, State
@@ -344,9 +354,25 @@ class Results:
         """Per device checked: the replica's step-time surface and memory under the serving part's lengths and
         engine settings (:class:`explorer.core.serving.analytic.Setup`)."""
         s, a = self.serving_choice, self.state.assumptions
-        return self._get("serving_setups", lambda: tuple(
-            device_setup(self.state.model, d, s.workload, s.policy, a.precision, a.tensor_formats,
-                         s.memory_utilization, s.block_size) for d in self.devices))
+        return self._get("serving_setups", lambda: device_setups(  # one stacked pass, cached per device
+            self.state.model, self.devices, s.workload, s.policy, a.precision, a.tensor_formats,
+            s.memory_utilization, s.block_size) if self.devices else ())
+
+    def serving_ready(self, name: str = "serving") -> bool:
+        """Whether ``serving`` (or ``serving_fleet``) can be read without building a step-time surface or running
+        a search (everything is kept in the serving caches): the UI reads it on its thread then, else on a worker."""
+        s, a = self.serving_choice, self.state.assumptions
+        if not self.devices:
+            return True
+        try:
+            require_token_model(self.state.model)  # refused at once, no work
+            if not device_setups_ready(self.state.model, self.devices, s.workload, s.policy, a.precision,
+                                       a.tensor_formats, s.memory_utilization, s.block_size):
+                return False
+            setups = self.serving_setups
+        except ValueError:  # refused (not a token model, a layer error): said at once, no work
+            return True
+        return (answers_ready if name == "serving" else slo_rates_ready)(s.workload, setups, s.slo)
 
     @property
     def serving(self) -> tuple[ServingAnswer, ...]:
@@ -354,7 +380,7 @@ class Results:
         under the state's serving part (``docs/serving.md``); empty without devices."""
         s = self.serving_choice
         setups = self.serving_setups
-        return self._get("serving", lambda: tuple(answer(s.workload, setup, s.slo) for setup in setups))
+        return self._get("serving", lambda: tuple(cached_answer(s.workload, setup, s.slo) for setup in setups))
 
     @property
     def serving_fleet(self) -> tuple:

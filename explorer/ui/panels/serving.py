@@ -26,6 +26,7 @@ from .plotting import DASH, BarPicker, device_color, empty_state, new_plot, set_
 from .serving_controls import ServingControls
 from .serving_sim import Simulator
 from .serving_table import ServingTable, table_rows
+from .serving_worker import Estimator
 
 EMPTY = ("Select one or more devices in the catalog to see them serve the workload: the load curve with its "
          "service-level knee, TTFT and TPOT against the arrival rate, and the capacity and cost of each.")
@@ -51,6 +52,9 @@ class ServingPanel(AnalysisPanel):
         self.simulator.progress.connect(self._sim_progress)
         self.simulator.done.connect(self._sim_done)
         self.simulator.failed.connect(self._sim_failed)
+        # the estimates: on a worker thread when they would build surfaces (a model edit), at once when kept
+        self.estimator = Estimator(self.workspace, "serving", self)
+        self.estimator.ready.connect(lambda: self.schedule(full=True))
 
     def build(self, layout) -> None:
         self.answers: tuple = ()
@@ -126,6 +130,11 @@ class ServingPanel(AnalysisPanel):
         self.splitter.setChildrenCollapsible(False)
         layout.insertWidget(index, self.splitter, 1)
 
+    @property
+    def pending(self) -> bool:
+        """A redraw is due, or the estimates are being computed on the worker (its result brings one)."""
+        return super().pending or self.estimator.busy
+
     # -- drawing
     def inputs(self):
         """What the panel's numbers come from: (the step-time setups, the serving part)."""
@@ -135,15 +144,19 @@ class ServingPanel(AnalysisPanel):
     def redraw(self, _analysis) -> None:
         ws = self.workspace
         self.controls.sync()
-        try:
-            answers = ws.results.serving
-            self.core_error = ""
-        except ValueError as exc:  # a model or setting the serving model refuses: said, not raised
-            answers, self.core_error = (), f"Serving not estimated: {exc}."
-        drawn = (answers, self.simulated, self.controls.error, self.sim_error)
+        answers, error, busy = self.estimator.get()
+        if busy:
+            n = len(ws.devices)
+            self.core_error = f"Estimating serving on {n} device{'s' if n != 1 else ''}\u2026"
+        else:
+            self.core_error = f"Serving not estimated: {error}." if error else ""
+        if self._drawn is not None and _same_objects(answers, self._drawn[0]):
+            answers = self._drawn[0]  # the kept answers again in a new tuple: nothing to redraw for them
+        drawn = (answers, self.simulated, self.controls.error, self.sim_error, self.core_error)
         if self._drawn is not None and all(a is b for a, b in zip(drawn, self._drawn)):
             return
-        if self.simulator.token is not None and not _same_inputs(self.simulator.token, self.inputs()):
+        if self.simulator.token is not None and (busy or not answers
+                                                 or not _same_inputs(self.simulator.token, self.inputs())):
             self.simulator.forget()  # an edit since the run started: its result will be dropped
             self._sim_hide()
             self.simulated = ()
@@ -156,7 +169,7 @@ class ServingPanel(AnalysisPanel):
         self.table.fill(self.names, self.answers, self.simulated)
         self.simulate.setEnabled(bool(answers) and not self.simulator.running)
         self.set_message(self._note())
-        self._drawn = (answers, self.simulated, self.controls.error, self.sim_error)
+        self._drawn = drawn
 
     def _note(self) -> str:
         if not self.answers:
@@ -366,8 +379,12 @@ def _short(device) -> str:
     return name[len(vendor) + 1:] if vendor and name.lower().startswith(vendor.lower() + " ") else name
 
 
-def _same_inputs(a, b) -> bool:
-    return a[0] is b[0] and a[1] == b[1]
+def _same_objects(a: tuple, b: tuple) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
+
+
+def _same_inputs(a, b) -> bool:  # the same setups (kept per device: a new tuple of the same ones is the same)
+    return len(a[0]) == len(b[0]) and all(x is y for x, y in zip(a[0], b[0])) and a[1] == b[1]
 
 
 def _ms(seconds: float) -> str:

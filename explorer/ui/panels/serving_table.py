@@ -75,9 +75,18 @@ class ServingTable(QTableWidget):
 
     def fill(self, names, answers, simulated=()) -> None:
         rows = _rows(names, answers, simulated)
+        header = self.horizontalHeader()
+        # fit the columns once after the fill, not after every cell (ResizeToContents re-measures per setItem)
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         self.setRowCount(len(rows))
         for i, row in enumerate(rows):
             for j, v in enumerate(row):
-                item = QTableWidgetItem(_text(v))
+                text, item = _text(v), self.item(i, j)
+                if item is not None:
+                    if item.text() != text:  # a cell whose text is unchanged is left as it is
+                        item.setText(text)
+                    continue
+                item = QTableWidgetItem(text)
                 item.setToolTip(TIPS[j])
                 self.setItem(i, j, item)
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..binding import bind_many
+from ..panels.serving_worker import Estimator
 
 HEADERS = ("device", "rate per replica\nat the service levels (req/s)", "replicas", "price per device\n(USD)",
            "capital\n(USD)", "TCO over the horizon\n(USD)", "owned\n(USD/M tokens)", "rented\n(USD/M tokens)",
@@ -66,6 +67,9 @@ class ServingFleetBox(QGroupBox):
         self._timer.setSingleShot(True)
         self._timer.setInterval(0)
         self._timer.timeout.connect(self.refresh)
+        # sized on a worker thread when it would build surfaces or search (a model edit), at once when kept
+        self.estimator = Estimator(workspace, "serving_fleet", self)
+        self.estimator.ready.connect(self._timer.start)
         bind_many(self, [(workspace.analysis_updated, lambda _a: self._timer.start())])
         self._timer.start()
 
@@ -81,11 +85,12 @@ class ServingFleetBox(QGroupBox):
             return
         ws = self.workspace
         choice = ws.results.serving_choice
-        try:
-            self.rows = ws.results.serving_fleet
-            error = ""
-        except ValueError as exc:
-            self.rows, error = (), f"Not sized: {exc}."
+        self.rows, error, busy = self.estimator.get()
+        if error:
+            error = f"Not sized: {error}."
+        elif busy:
+            n = len(ws.devices)
+            error = f"Sizing the serving fleet on {n} device{'s' if n != 1 else ''}\u2026"
         a = ws.assumptions
         self.caption.setText(
             error or (f"Workload: {choice.describe()}. " + (
