@@ -23,7 +23,6 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QGraphicsItem,
     QGraphicsView,
-    QHBoxLayout,
     QLabel,
     QPushButton,
     QScrollArea,
@@ -38,6 +37,7 @@ from explorer.core.files import SafeCsvWriter, atomic_write_bytes
 from ..binding import bind_many
 from ..plot_items.note_label import NoteLabel
 from ..status_bar import left_out_details, left_out_text
+from ..widgets.flow_layout import FlowLayout
 from ..widgets.on_screen import OnScreenUpdate
 from .plotting import (
     CACHED_TYPES,
@@ -92,8 +92,8 @@ class AnalysisPanel(QWidget):
         outer = QVBoxLayout(self)
         outer.setContentsMargins(4, 4, 4, 4)
         outer.setSpacing(4)
-        self.header = QHBoxLayout()
-        self.header.setSpacing(6)
+        # wraps onto a second line when the dock is narrow: a one-line row set the window's minimum width
+        self.header = FlowLayout(spacing=6)
         outer.addLayout(self.header)
         self.device_combo = DeviceCombo(workspace) if self.has_device_combo else None
         if self.device_combo is not None:
@@ -149,7 +149,7 @@ class AnalysisPanel(QWidget):
         self.schedule(full=True)
 
     # -- to implement
-    def build_header(self, header: QHBoxLayout) -> None:
+    def build_header(self, header: FlowLayout) -> None:
         """Add panel-specific controls to the header row."""
 
     def build(self, layout: QVBoxLayout) -> None:
