@@ -76,3 +76,22 @@ def test_a_hidden_control_takes_no_room(qtbot):
     wide = flow.sizeHint().width()
     pairs[1][1].hide()
     assert flow.sizeHint().width() < wide - pairs[1][1].sizeHint().width() + 1
+
+
+def test_a_group_stays_on_one_line(qtbot):
+    row = QWidget()
+    flow = FlowLayout(row)
+    flow.setContentsMargins(0, 0, 0, 0)
+    combo = QComboBox()
+    combo.addItem("a long first control " * 3)
+    flow.addWidget(combo)
+    flow.addStretch(1)
+    buttons = [QPushButton(t) for t in ("PNG\u2026", "SVG\u2026", "Copy CSV")]
+    flow.addGroup(buttons)
+    qtbot.addWidget(row)
+    group = sum(b.sizeHint().width() for b in buttons) + 2 * flow.spacing()
+    assert flow.minimumSize().width() >= group
+    _place(row, flow, max(combo.sizeHint().width(), group) + 10)  # too narrow for both: two lines
+    ys = {b.geometry().y() for b in buttons}
+    assert len(ys) == 1 and ys.pop() > combo.geometry().bottom()
+    assert buttons[-1].geometry().right() == row.width() - 1  # still on the right, on their own line

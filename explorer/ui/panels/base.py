@@ -106,6 +106,7 @@ class AnalysisPanel(QWidget):
         self.left_out.hide()
         self.header.addWidget(self.left_out)
         self.header.addStretch(1)
+        buttons = []
         for text, tip, slot in (
             ("PNG\u2026", "Export the charts as a PNG image", self._ask_png),
             ("SVG\u2026", "Export the charts as an SVG drawing", self._ask_svg),
@@ -114,7 +115,8 @@ class AnalysisPanel(QWidget):
             button = QPushButton(text)
             button.setToolTip(tip)
             button.clicked.connect(slot)
-            self.header.addWidget(button)
+            buttons.append(button)
+        self.header.addGroup(buttons)  # the three stay together, on the right
         self.graphics = pg.GraphicsLayoutWidget()
         self.graphics.setBackground("w")
         # a plain white background is filled faster than pyqtgraph's cached background pixmap is copied (the whole

@@ -21,6 +21,7 @@ class FlowLayout(QLayout):
         super().__init__(parent)
         self._items: list[QLayoutItem] = []
         self._stretch: set[int] = set()  # ids of the spacer items that take their line's free width
+        self._joined: set[int] = set()  # ids of the items kept on the line of the item before them
         self._line_spacing = line_spacing
         self.setSpacing(spacing)
         if parent is None:
@@ -40,6 +41,13 @@ class FlowLayout(QLayout):
         self._items.insert(max(0, min(index, len(self._items))) if index >= 0 else len(self._items),
                            QWidgetItem(widget))
         self.invalidate()
+
+    def addGroup(self, widgets) -> None:
+        """Widgets that stay together on one line (the PNG, SVG and Copy CSV buttons)."""
+        for k, widget in enumerate(widgets):
+            self.addWidget(widget)
+            if k:
+                self._joined.add(id(self._items[-1]))
 
     def addLayout(self, layout: QLayout, stretch: int = 0) -> None:
         self.addChildLayout(layout)
@@ -65,6 +73,7 @@ class FlowLayout(QLayout):
             return None
         item = self._items.pop(index)
         self._stretch.discard(id(item))
+        self._joined.discard(id(item))
         self.invalidate()
         return item
 
@@ -107,7 +116,7 @@ class FlowLayout(QLayout):
             if spacer is None and item.isEmpty():  # a hidden widget
                 continue
             stretch = spacer is not None and id(spacer) in self._stretch
-            if joining and spacer is None:
+            if (joining or id(item) in self._joined) and spacer is None and groups:
                 groups[-1].items.append(item)
             else:
                 groups.append(_Group([item], stretch, self.spacing()))
@@ -121,16 +130,20 @@ class FlowLayout(QLayout):
         avail = max(1, rect.width() - m.left() - m.right())
         space = self.spacing()
         lines: list[list[_Group]] = [[]]
+        right = [False]  # a line that begins after a stretch keeps right-aligned (the buttons after the stretch)
         used = 0
+        previous = None
         for group in self._groups():
             width = min(group.hint, max(group.minimum, avail))
             if lines[-1] and used + space + width > avail:
                 lines.append([])
+                right.append(previous is not None and previous.stretch)
                 used = 0
             used += (space if lines[-1] else 0) + width
             lines[-1].append(group)
+            previous = group
         y = top
-        for n, line in enumerate(lines):
+        for n, (line, align_right) in enumerate(zip(lines, right, strict=True)):
             if not line:
                 continue
             widths = [min(g.hint, max(g.minimum, avail)) for g in line]
@@ -140,7 +153,7 @@ class FlowLayout(QLayout):
                 widths[i] += free // len(stretches) + (1 if k < free % len(stretches) else 0)
             height = max(g.height(w) for g, w in zip(line, widths, strict=True))
             if move:
-                x = left
+                x = left + (free if align_right and not stretches else 0)
                 for group, width in zip(line, widths, strict=True):
                     group.put(x, y, width, height)
                     x += width + space
