@@ -99,3 +99,33 @@ def test_operator_names_in_the_energy_chart_do_not_overlap(qtbot, height):
     step = ticks[1][0] - ticks[0][0]
     line = QFontMetricsF(plot.getAxis("left").font()).height()
     assert step * pixels_per_row >= line  # consecutive names are at least a line apart
+
+
+def test_the_tiling_gemm_choice_is_not_squeezed_in_a_laptop_window(qtbot):
+    """In a 1280 x 800 window the analysis dock is about 600 px wide: the GEMM drop-down shows its whole choice
+    ("h.ffn_up (M 1024, N 3072, K 768)"), wrapping the header row, instead of being squeezed to 79 px."""
+    from explorer.core.hardware.catalog_files import load_shipped_devices
+    from explorer.core.session.workspace import Assumptions, Workspace
+    from explorer.core.workload.templates import get_template
+    from explorer.ui.panels import TilingPanel
+
+    catalog = {d.id: d for d in load_shipped_devices()}
+    gpt2 = get_template("gpt2")
+    w = Workspace(gpt2.build(), lookup=lambda ids: [catalog[i] for i in ids],
+                  assumptions=Assumptions(precision="bf16", phase=gpt2.phase_default))
+    w.select_devices(["nvidia-a100-sxm4-80gb"])
+    w.focus_layer(1)
+    panel = TilingPanel(w)
+    qtbot.addWidget(panel)
+    panel.resize(600, 700)
+    panel.show()
+    qtbot.waitExposed(panel)
+    qtbot.waitUntil(lambda: not panel.pending, timeout=5000)
+    qtbot.wait(50)  # the header's layout request after the drop-down was filled
+    combo = panel.operator
+    assert panel.width() == 600
+    text = combo.currentText()
+    assert "M 1024" in text
+    needed = combo.fontMetrics().horizontalAdvance(text)
+    assert combo.width() >= needed + 20  # the text and the arrow
+    assert combo.width() >= combo.sizeHint().width()
