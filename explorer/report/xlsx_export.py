@@ -84,6 +84,10 @@ def render_xlsx(data: ReportData) -> bytes:
         from .csv_export import training_csv
 
         _sheet(wb, "Training", *_csv_rows(training_csv(data)))
+    if getattr(data, "serving", None):  # the same table as FILE-serving.csv
+        from .csv_export import serving_csv
+
+        _sheet(wb, "Serving", *_csv_rows(serving_csv(data)))
     out = io.BytesIO()
     wb.save(out)
     return out.getvalue()

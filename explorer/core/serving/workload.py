@@ -260,6 +260,9 @@ def read_trace(path: str | Path) -> Requests:
         arrival.append(_number(r["arrival"], where, "arrival", False, 0))
         ins.append(int(_number(r["input"], where, "input", True, 1)))
         outs.append(int(_number(r["output"], where, "output", True, 1)))
+    if max(arrival) == min(arrival):  # its offered rate, (N - 1) / span, would be infinite (or 0/0 for one row)
+        raise WorkloadError(f"--trace {path}: every arrival is at {arrival[0]:g} s: a trace needs arrivals at two "
+                            "different times at least (its rate is (requests - 1) / span)")
     order = np.argsort(np.array(arrival), kind="stable")
     return Requests(np.array(arrival)[order], np.array(ins, dtype=np.int64)[order],
                     np.array(outs, dtype=np.int64)[order])
