@@ -233,3 +233,18 @@ def test_a_kernel_csv_cell_with_a_record_separator_stays_one_line(tmp_path, caps
     code = main(["calibrate", "kernels", str(path), "--device", "nvidia-h100-sxm5"])
     err = capsys.readouterr().err
     assert code == 2 and len(err.splitlines()) == 1 and "0\\x1e0" in err, err
+
+
+@pytest.mark.parametrize("args", [
+    ["--input", "1" + "0" * 40], ["--output", "5-" + "9" * 30], ["--prefix-tokens", "1" + "0" * 20],
+    ["--lengths", "{lengths}"], ["--trace", "{trace}"]])
+def test_a_token_count_beyond_any_model_is_one_line(tmp_path, capsys, args):
+    """Found by test_fuzz_serving_csvs: a length of 10^40 tokens made numpy's log10 fail on a Python int
+    (TypeError traceback); lengths are now at most 10^9 tokens, from the command line or a file."""
+    big = "9" * 40
+    (tmp_path / "l.csv").write_text(f"input,output\n{big},5\n")
+    (tmp_path / "t.csv").write_text(f"{TRACE[0]}\n0.0,512,128\n1.0,{big},5\n")
+    args = [a.format(lengths=tmp_path / "l.csv", trace=tmp_path / "t.csv") for a in args]
+    code = main([*SERVE, *args])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "1,000,000,000" in err, err
