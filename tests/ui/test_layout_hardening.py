@@ -129,3 +129,34 @@ def test_the_tiling_gemm_choice_is_not_squeezed_in_a_laptop_window(qtbot):
     needed = combo.fontMetrics().horizontalAdvance(text)
     assert combo.width() >= needed + 20  # the text and the arrow
     assert combo.width() >= combo.sizeHint().width()
+
+
+def test_a_big_model_with_systems_keeps_the_window_within_800_px(qtbot, shared_repository, monkeypatch):
+    """Llama-3-70B on two devices and two systems: the planner (tabbed with the panels) lists the systems plan and
+    the serving fleet under its ranking and needed 715 px, making the window 897 px tall, past a 1280 x 800
+    screen; it now scrolls, and every tab leaves the window within 1280 x 800."""
+    from PySide6.QtWidgets import QDockWidget
+
+    from explorer.core.session.commands import SetSystem
+    from explorer.core.session.state import SystemChoice
+    from explorer.ui.app import system_lookup
+    from explorer.ui.widgets.vertical_scroll import VerticalScrollArea
+
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.StandardButton.Discard)
+    big = Workspace(lookup=device_lookup(shared_repository), systems=system_lookup(shared_repository))
+    window = MainWindow(big, shared_repository)
+    qtbot.addWidget(window)
+    big.reset(get_template("llama3-70b").build(), ("nvidia-h100-sxm5", "nvidia-l40s"), big.assumptions)
+    big.set_assumptions(phase="decode", batch=16, seq_len=4096)
+    big.execute(SetSystem(SystemChoice(system_ids=("nvidia-dgx-h100", "pcie-server-8x-nvidia-l40s"))))
+    window.show()
+    qtbot.waitExposed(window)
+    window.resize(1280, 800)
+    for dock in [*window.panel_docks, window.findChild(QDockWidget, "planner_dock")]:
+        dock.raise_()
+        qtbot.wait(20)
+        hint = window.minimumSizeHint()
+        assert hint.width() <= 1280 and hint.height() <= 800, (dock.objectName(), hint)
+    area = window.planner.findChild(VerticalScrollArea)
+    assert area.widget().minimumSizeHint().height() > window.planner.height()  # taller than shown: it scrolls
+    assert area.verticalScrollBar().maximum() > 0
