@@ -21,6 +21,8 @@ HERE = Path(__file__).resolve().parent
 def fmt(value: float, unit: str) -> str:
     if unit == "s":
         return f"{value * 1e3:.1f} ms" if value < 1 else f"{value:.2f} s"
+    if unit == "x":  # a ratio
+        return f"{value:.2f}x"
     return f"{value:.0f} {unit}"
 
 

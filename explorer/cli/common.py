@@ -20,9 +20,60 @@ class CliError(Exception):
     """Bad input: printed as one line ``hwexplorer: error: ...`` with exit code 2, no traceback."""
 
 
+class Rows:
+    """A JSON list written one item at a time by :func:`print_json` (never whole in memory): ``make()`` gives an
+    iterator of the items. Elsewhere (``to_plain``) it becomes a plain list."""
+
+    def __init__(self, make):
+        self.make = make
+
+
+def to_plain(data):
+    """``data`` with every :class:`Rows` made a list (for callers that want the whole document)."""
+    if isinstance(data, Rows):
+        return [to_plain(x) for x in data.make()]
+    if isinstance(data, dict):
+        return {k: to_plain(v) for k, v in data.items()}
+    if isinstance(data, list | tuple):
+        return [to_plain(x) for x in data]
+    return data
+
+
 def print_json(data) -> None:
-    json.dump(data, sys.stdout, indent=2, allow_nan=False, default=_default)
-    sys.stdout.write("\n")
+    """``data`` as JSON (indent 2, no NaN) on stdout; a :class:`Rows` value is streamed item by item, so a
+    million-layer analysis is written in memory linear in one item, byte for byte as ``json.dumps`` writes it."""
+    streams: list[Rows] = []
+
+    def mark(x):
+        if isinstance(x, Rows):
+            streams.append(x)
+            return f"\x00rows{len(streams) - 1}\x00"
+        if isinstance(x, dict):
+            return {k: mark(v) for k, v in x.items()}
+        if isinstance(x, list | tuple):
+            return [mark(v) for v in x]
+        return x
+
+    text = json.dumps(mark(data), indent=2, allow_nan=False, default=_default)
+    out = sys.stdout
+    pos = 0
+    for n, rows in enumerate(streams):
+        marker = f'"\\u0000rows{n}\\u0000"'
+        at = text.index(marker, pos)
+        out.write(text[pos:at])
+        indent = " " * (at - text.rfind("\n", 0, at) - 1 - len(text[text.rfind("\n", 0, at) + 1:at].lstrip()))
+        inner = indent + "  "
+        first, chunk = True, []
+        for item in rows.make():
+            body = json.dumps(item, indent=2, allow_nan=False, default=_default).replace("\n", "\n" + inner)
+            chunk.append(("[\n" if first else ",\n") + inner + body)
+            first = False
+            if len(chunk) >= 512:
+                out.write("".join(chunk))
+                chunk.clear()
+        out.write("".join(chunk) + ("[]" if first else "\n" + indent + "]"))
+        pos = at + len(marker)
+    out.write(text[pos:] + "\n")
 
 
 def _default(obj):

@@ -3,8 +3,9 @@ the planner's requirements as a serving workload and service levels (docs/servin
 JSON fields in docs/cli.md). Per device, :func:`explorer.core.serving.fleet.size_fleet` finds the highest rate one
 replica serves within the service levels and the fewest replicas for the rate; this module ranks them by the
 chosen basis (buy: owned TCO, rent: the catalog's or --rent's price, cheaper: the cheaper of the two) and says
-why a device meets no load. Replicas are one device each: the core's fleet sizes no system layouts (--system is
-refused with --rate; ``hwexplorer serve --system`` answers one layout)."""
+why a device meets no load. With ``--system`` a replica is a layout of tp x pp devices of the system
+(:func:`explorer.core.serving.system_fleet.size_system`: every tensor-parallel layout sized, the cheapest kept);
+devices and systems are ranked together."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import math
 from ..core.serving.analytic import estimate
 from ..core.serving.fleet import SECONDS_PER_YEAR, size_fleet
 from ..core.serving.serve import device_setup
+from ..core.serving.system_fleet import size_system
 from ..core.serving.workload import SLO, Workload, WorkloadError
 from ..core.units import UnitError, format_bytes, parse_quantity
 from .common import CliError, parse_pairs, print_json, text_table
@@ -27,9 +29,6 @@ _NOT_WITH_RATE = (("target", "--target"), ("latency", "--latency (give --ttft-p9
 
 
 def _refuse_throughput_options(args) -> None:
-    if args.system:
-        raise CliError("--system: planning by serving (--rate) sizes replicas of one device each; the serving fleet "
-                       "has no system layouts (use hwexplorer serve --system for one layout)")
     for name, option in _NOT_WITH_RATE:
         if getattr(args, name, None) is not None:
             raise CliError(f"--rate: plans by serving; {option} is for the throughput plan, not with --rate")
@@ -75,8 +74,8 @@ def run_plan_serving(args) -> int:
     workload = _workload(args)
     if not slo.targets():
         raise CliError("--rate: planning by serving needs a service level, e.g. --ttft-p90 500ms --tpot-p90 50ms")
-    if not args.device:
-        raise CliError("--device: give at least one --device DEV")
+    if not args.device and not args.system:
+        raise CliError("--device: give at least one --device DEV or --system SYS")
     try:
         electricity = float(parse_quantity(args.electricity, "energy_price", "--electricity").to("USD/kWh").magnitude)
     except UnitError as exc:
@@ -88,8 +87,9 @@ def run_plan_serving(args) -> int:
     quotes = parse_pairs(args.price, "--quote", "money")
     rents = parse_pairs(args.cloud_price, "--rent", "money_rate")
     model, _ = load_model_arg(args.model)
-    devices = resolve_devices(args.device, getattr(args, "db", None))
-    ids = {d.id for d in devices}
+    devices = resolve_devices(args.device, getattr(args, "db", None)) if args.device else []
+    systems = _systems(args)
+    ids = {d.id for d in devices} | {d.id for _, d in systems}
     for option, given in (("--quote", quotes), ("--rent", rents)):
         unknown = sorted(set(given) - ids)
         if unknown:
@@ -107,6 +107,9 @@ def run_plan_serving(args) -> int:
                 sized.append((setup, d))
         fleet = size_fleet(workload, [s for s, _ in sized], [d for _, d in sized], slo, quotes, args.years,
                            electricity, args.pue) if sized else ()
+        layouts = [(sy, d, size_system(model, sy, d, workload, slo, quotes=quotes, years=args.years,
+                                       usd_per_kwh=electricity, pue=args.pue, usd_per_s=rents.get(d.id), **common))
+                   for sy, d in systems]
     except (ValueError, WorkloadError) as exc:
         msg = str(exc)
         raise CliError(msg if msg.startswith("--") else f"plan: {msg}") from None
@@ -127,13 +130,16 @@ def run_plan_serving(args) -> int:
                        cost_per_million_usd=_num(f.cost_per_million),
                        rented_per_million_usd=_num(f.rented_per_million))
         rows.append(row)
+    rows += [_system_row(sy, d, sized_system, workload, seconds, slo) for sy, d, sized_system in layouts]
     ranked = _rank(rows, args.rank)
     data = {"mode": "serving", "model": model.name, "precision": args.precision,
             "workload": _workload_json(workload),
             "slo": [{"metric": m, "percentile": p, "target_s": t} for m, t, p in slo.targets()],
             "assumptions": {"years": args.years, "electricity_usd_per_kwh": electricity, "pue": args.pue,
                             "memory_utilization": args.memory_utilization, "max_batch": args.max_batch},
-            "rank_by": args.rank, "devices": ranked}
+            "rank_by": args.rank, "devices": ranked,
+            "notes": {"system_replica": "with --system a replica is one layout of tp x pp devices; every tensor-"
+                                        "parallel layout is sized and the cheapest kept (docs/serving.md)"}}
     if args.json:
         print_json(data)
     else:
@@ -141,8 +147,52 @@ def run_plan_serving(args) -> int:
     return 0
 
 
-def _row(device_id: str, name: str, reason: str) -> dict:
-    return {"id": device_id, "name": name, "rank": 0, "feasible": False, "reason": reason or None,
+def _systems(args) -> list:
+    """(system, its device) per --system, in the order given."""
+    if not args.system:
+        return []
+    from .system_cmd import resolve_system
+
+    systems = [resolve_system(spec, 1, getattr(args, "db", None)) for spec in dict.fromkeys(args.system)]
+    devs = {d.id: d for d in resolve_devices(sorted({s.device_id for s in systems}), getattr(args, "db", None))}
+    return [(s, devs[s.device_id]) for s in systems]
+
+
+def _system_row(system, device, sized_system, workload: Workload, seconds: float, slo: SLO) -> dict:
+    """A system's row: its chosen layout's fleet, and every layout searched (``layouts``)."""
+    best, fleets, setups = sized_system
+    f = best.fleet
+    row = _row(system.id, system.name, "" if best.feasible else
+               (f"no layout on its {system.devices} devices leaves room for the KV cache after the weights ("
+                + ", ".join(x.label for x in fleets) + ")" if all(x.fleet is None for x in fleets) else
+                _no_load_reason(workload, setups[best.layout], slo)), kind="system", device=device.id)
+    layouts = [{"layout": x.replica.to_dict(), "label": x.label, "replica_devices": x.replica_devices,
+                "slo_rate_per_s": _num(x.fleet.slo_rate) if x.fleet else 0.0,
+                "replicas": x.fleet.replicas if x.feasible else None, "devices": x.devices if x.feasible else None,
+                "cost_per_million_usd": _num(x.fleet.cost_per_million) if x.feasible else None,
+                "reason": x.reason or None} for x in fleets]
+    row.update(layout=best.replica.to_dict(), layout_label=best.label, replica_devices=best.replica_devices,
+               layouts=layouts)
+    if f is None:
+        return row
+    setup = setups[best.layout]
+    usd_s = setup.usd_per_s if setup.usd_per_s is not None else math.nan
+    row.update(price_usd=_num(f.price_per_device), price_source=f.price_source or None,
+               rent_usd_per_hour=_num(usd_s * 3600))
+    if best.feasible:
+        _, o = workload.mean_lengths()
+        row.update(feasible=True, reason=f.reason or None, slo_rate_per_s=_num(f.slo_rate), replicas=f.replicas,
+                   devices=best.devices, nodes=best.nodes, busy_share=_num(f.busy_share),
+                   output_tokens_per_s=workload.mean_rate() * o, capital_usd=_num(f.capital), tco_usd=_num(f.tco),
+                   rent_usd=_num(best.devices * usd_s * seconds), cost_per_million_usd=_num(f.cost_per_million),
+                   rented_per_million_usd=_num(f.rented_per_million))
+    return row
+
+
+def _row(device_id: str, name: str, reason: str, kind: str = "device", device: str | None = None) -> dict:
+    return {"id": device_id, "name": name, "kind": kind, "device": device or device_id, "layout": None,
+            "layout_label": None, "replica_devices": 1, "nodes": None, "layouts": None,
+            "rank": 0, "feasible": False, "reason": reason or None,
             "slo_rate_per_s": 0.0, "replicas": None, "devices": None, "busy_share": None, "output_tokens_per_s": None,
             "price_usd": None, "price_source": None, "rent_usd_per_hour": None, "capital_usd": None, "tco_usd": None,
             "rent_usd": None, "cost_per_million_usd": None, "rented_per_million_usd": None, "rank_basis": None,
@@ -161,14 +211,21 @@ def print_plan_serving(data: dict) -> None:
     print(f"{data['model']}, {data['precision']}: serving {w['rate_per_s']:.4g} requests/s ({w['arrival']}), input "
           f"{w['mean_input_tokens']:.4g} and output {w['mean_output_tokens']:.4g} tokens (mean); service levels "
           f"{levels}; ranked by {data['rank_by']}")
-    print(f"ownership: {a['years']:g} years, {a['electricity_usd_per_kwh']:g} USD/kWh, PUE {a['pue']:g}; one device "
-          "per replica")
-    rows = [[f"#{r['rank']}", r["id"], _f(r["slo_rate_per_s"] if r["feasible"] else None, ".3g"),
+    print(f"ownership: {a['years']:g} years, {a['electricity_usd_per_kwh']:g} USD/kWh, PUE {a['pue']:g}; a replica "
+          "is one device, or one layout of tp x pp devices of a system")
+    rows = [[f"#{r['rank']}", r["id"], r["layout_label"] or "1 device",
+             _f(r["slo_rate_per_s"] if r["feasible"] else None, ".3g"),
              _f(r["replicas"], "d"), _f(r["devices"], "d"), _f(r["capital_usd"], ",.0f"), _f(r["tco_usd"], ",.0f"),
              _f(r["rent_usd"], ",.0f"), _f(r["cost_per_million_usd"], ".3g"), _f(r["rented_per_million_usd"], ".3g")]
             for r in data["devices"]]
-    print(text_table(["rank", "device", "rate/replica [req/s]", "replicas", "devices", "capital [USD]", "TCO [USD]",
-                      "rent [USD]", "owned [USD/M out tok]", "rented [USD/M out tok]"], rows))
+    print(text_table(["rank", "device or system", "replica", "rate/replica [req/s]", "replicas", "devices",
+                      "capital [USD]", "TCO [USD]", "rent [USD]", "owned [USD/M out tok]", "rented [USD/M out tok]"],
+                     rows))
     for r in data["devices"]:
         if r["reason"]:
             print(f"{r['id']}: {r['reason']}")
+        if r["layouts"]:
+            print(f"{r['id']} layouts searched (replica of tp x pp {r['device']}): " + "; ".join(
+                x["label"] + (f" {_f(x['slo_rate_per_s'], '.3g')} req/s -> {x['devices']} devices, "
+                              f"{_f(x['cost_per_million_usd'], '.3g')} USD/M" if x["devices"] else
+                              f": {x['reason']}") for x in r["layouts"]))

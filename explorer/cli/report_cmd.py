@@ -7,9 +7,9 @@ from pathlib import Path
 from .analyze_cmd import add_workload_args
 from .common import CliError
 from .plan_cmd import add_requirement_args, prepare
-from .report_training import add_training_args, training_section
 from .report_serving import add_args as add_serving_args
 from .report_serving import choice_from_args, section_from_args
+from .report_training import add_training_args, training_section
 
 
 def add_parser(sub) -> None:
@@ -62,11 +62,11 @@ def run(args) -> int:
     if not args.device and (systems or trained):
         args.device = list(dict.fromkeys(s.device_id for s in (*systems, *trained)))
     analysis, req, costs = prepare(args)
-    section = _systems_section(systems, analysis, req) if systems else None
+    section = _systems_section(systems, analysis, req, args.time_model) if systems else None
     training = training_section(trained, analysis, costs, _devices_of(trained, analysis), args) if trained else None
     serving = section_from_args(args, analysis)
     try:
-        data = build_report(analysis, costs, req, title=args.title,
+        data = build_report(analysis, costs, req, title=args.title, time_model=args.time_model,
                             **({"systems": section} if section else {}),
                             **({"training": training} if training else {}),
                             **({"serving": serving} if serving else {}))
@@ -92,9 +92,10 @@ def _devices_of(systems, analysis) -> dict:
     return devices
 
 
-def _systems_section(systems, analysis, req):
+def _systems_section(systems, analysis, req, time_model: str = "ideal"):
     from ..core.parallel.compare import size_on_systems
     from ..core.parallel.sizing import size_fleet
+    from ..core.parallel.system_pass import Options
     from ..report.systems_section import build_section
     from .resolve import resolve_devices
 
@@ -102,6 +103,6 @@ def _systems_section(systems, analysis, req):
     missing = sorted({s.device_id for s in systems} - set(devices))
     devices.update({d.id: d for d in resolve_devices(missing, None)} if missing else {})
     results = size_on_systems(analysis.model, [(s, devices[s.device_id]) for s in systems], analysis.precision,
-                              analysis.ctx, analysis.devices.formats)
+                              analysis.ctx, analysis.devices.formats, options=Options(time_model=time_model))
     plans = size_fleet(results, req.target, req.latency, req.price) if req.target is not None else ()
     return build_section(results, plans)

@@ -40,6 +40,24 @@ def load_model_arg(spec: str):
     return template.build(), template.phase_default
 
 
+def with_project_overrides(model_arg: str, devices: list) -> list:
+    """When MODEL is a project file, ``devices`` with the project's device overrides applied (a user's edited
+    figures saved with the project, docs/project-file.md), each overridden device named on stderr."""
+    import sys
+
+    from explorer.core.session.device_overrides import apply_overrides, describe
+
+    path = Path(model_arg)
+    if path.suffix.lower() != PROJECT_SUFFIX or not path.exists():
+        return devices
+    overrides = load_project(path).device_overrides  # already read once by MODEL: a bad file stopped there
+    for d in devices:
+        if d.id in overrides:
+            print(f"hwexplorer: the project overrides figures of {d.id}: {describe(overrides[d.id])}",
+                  file=sys.stderr)
+    return [apply_overrides(d, overrides.get(d.id)) for d in devices]
+
+
 def resolve_devices(specs: list[str], db_url: str | None):
     devices = []
     for spec in specs:

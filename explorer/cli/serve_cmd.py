@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 
+from ..core.analysis.time_source import SPEC, heading
 from ..core.files import atomic_write_text
 from ..core.precision import PRECISIONS
 from ..core.serving.analytic import Setup
@@ -21,6 +22,7 @@ from ..core.units import UnitError, format_bytes, parse_si
 from ..core.workload.layers import Context
 from . import serve_disagg
 from .common import CliError, print_json, text_table
+from .progress import ProgressBar
 from .resolve import load_model_arg, resolve_devices
 from .serving_args import _slo, _workload, check_engine, policy_from_args
 from .serving_args import add_workload_args as add_serving_args
@@ -151,6 +153,9 @@ def _setup(args, model, workload: Workload) -> tuple[Setup, str]:
 def run(args) -> int:
     if args.system and args.device:
         raise CliError("--system: give either --system or --device, not both")
+    if args.system and args.decode_device:
+        raise CliError("--decode-device: with --system both pools are replicas of the system's layout; a decode "
+                       "pool on other hardware needs --device")
     _check_counts(args)
     slo = _slo(args)
     workload = _workload(args)
@@ -162,17 +167,19 @@ def run(args) -> int:
                        f"{setup.memory.utilization} per device")
     n = args.requests if workload.trace is None else min(args.requests, len(workload.trace))
     simulate_n = n if (args.simulate or args.trace_out) else 0
-    try:
-        ans = answer(workload, setup, slo, simulate_n, args.seed, record=bool(args.trace_out), router=args.router)
-    except ValueError as exc:
-        raise CliError(f"serve: {exc}") from None
+    # a progress bar on stderr while the simulation runs: only on a terminal, never with --json (cli/progress.py)
+    with ProgressBar("simulating", simulate_n, enabled=bool(simulate_n) and not args.json) as bar:
+        try:
+            ans = answer(workload, setup, slo, simulate_n, args.seed, record=bool(args.trace_out),
+                         router=args.router, progress=bar if bar.active else None)
+        except ValueError as exc:
+            raise CliError(f"serve: {exc}") from None
+        bar(1.0)
     if args.trace_out:
         atomic_write_text(args.trace_out, json.dumps(chrome_trace(ans.runs, model.name)))
     disagg = None
     if args.disaggregate:
-        if args.system:
-            raise CliError("--disaggregate: pools of --device replicas only (not --system)")
-        decode = setup
+        decode = setup  # on --system: both pools are replicas of the chosen layout (tp x pp devices each)
         if args.decode_device:
             device = resolve_devices([args.decode_device], getattr(args, "db", None))[0]
             decode = device_setup(model, device, workload, **_common(args))
@@ -180,11 +187,12 @@ def run(args) -> int:
     if args.json:
         data = answer_json(ans, model.name, where, args)
         data["disaggregated"] = {k: v for k, v in disagg.items() if not k.startswith("_")} if disagg else None
-        print_json(data)
+        print_json({**data, "time_model": "ideal", "time_source": SPEC})
     else:
         print_answer(ans, model.name, where, args)
         if disagg:
             serve_disagg.print_disagg(disagg, _result_lines)
+        print(f"-- times: {heading(SPEC)} (serving is timed with the ideal model only)")
     return 0
 
 

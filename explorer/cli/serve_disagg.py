@@ -14,6 +14,7 @@ from ..core.serving.disagg import (
     simulate_disaggregated,
     summarize_disaggregated,
 )
+from ..core.serving.disagg_estimate import estimate_disaggregated
 from ..core.units import UnitError, format_si, parse_si
 from .common import CliError, text_table
 
@@ -67,17 +68,25 @@ def run(args, workload, prefill: Setup, decode: Setup, slo, n: int) -> dict:
             p, d = replace(prefill, replicas=chosen[0]), replace(decode, replicas=chosen[1])
             res = summarize_disaggregated(simulate_disaggregated(workload, p, d, link, n, args.seed, args.router),
                                           p, d, slo, workload.mean_rate())
-            out.update(prefill_replicas=chosen[0], decode_replicas=chosen[1], result=res.to_dict(), search=None)
-            out["_result"] = res
+            est = estimate_disaggregated(workload, p, d, link, slo)[0]
+            out.update(prefill_replicas=chosen[0], decode_replicas=chosen[1], result=res.to_dict(),
+                       estimate=est.to_dict(), search=None)
+            out["_result"], out["_estimate"] = res, est
             return out
         best, tried = search_pools(workload, prefill, decode, link, slo, n, args.max_pool, args.seed)
     except ValueError as exc:
         raise CliError(f"serve: {exc}") from None
+    est = None
+    if best:
+        from dataclasses import replace
+
+        est = estimate_disaggregated(workload, replace(prefill, replicas=best.prefill_replicas),
+                                     replace(decode, replicas=best.decode_replicas), link, slo)[0]
     out.update(prefill_replicas=best.prefill_replicas if best else None,
                decode_replicas=best.decode_replicas if best else None,
-               result=best.result.to_dict() if best else None,
+               result=best.result.to_dict() if best else None, estimate=est.to_dict() if est else None,
                search=[_choice(c) for c in tried])
-    out["_result"] = best.result if best else None
+    out["_result"], out["_estimate"] = (best.result if best else None), est
     out["_tried"] = tried
     return out
 
@@ -106,4 +115,8 @@ def print_disagg(data: dict, result_lines) -> None:
         return
     print(f"  {data['prefill_replicas']} prefill + {data['decode_replicas']} decode replicas"
           + (" (the cheapest meeting the service levels)" if tried else "") + ":")
+    print("  simulation:")
     print("\n".join(result_lines(data["_result"])))
+    if data.get("_estimate") is not None:
+        print("  estimate (analytic, core/serving/disagg_estimate.py):")
+        print("\n".join(result_lines(data["_estimate"])))

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..core.analysis.time_source import heading, system_time_sources
 from ..core.hardware.capacity import format_capacity
 from ..core.hardware.system import System
 from ..core.hardware.system_file import SystemFileError, load_system_file
@@ -123,7 +124,7 @@ def run_system(args, model, ctx, formats) -> int:
     device = resolve_devices([system.device_id], getattr(args, "db", None))[0]
     layouts, objective = layouts_from_args(args, model, ctx, system)
     options = Options(overlap=args.overlap, algorithm=args.collective, skew=args.skew, offload=args.offload,
-                      collective_format=args.collective_format)
+                      collective_format=args.collective_format, time_model=getattr(args, "time_model", "ideal"))
     quotes = {}
     if getattr(args, "price", None) is not None:
         try:
@@ -176,13 +177,15 @@ def system_json(r: SystemAnalysis, chosen: int, order, objective, options: Optio
                 cost: LayoutCost | None = None) -> dict:
     s = r.system
     e = link_energy(r)
+    sources = system_time_sources(r)
     return {
         "model": r.model.name,
         "system": {"id": s.id, "name": s.name, "device": s.device_id, "devices": s.devices, "nodes": s.nodes,
                    "domains": [{"name": d.name, "scope": d.scope, "size": d.size, "topology": d.topology,
                                 "bandwidth_per_direction_Bps": _n(s.bandwidth(d)), "latency_s": _n(d.alpha),
                                 "energy_per_bit_J": _energy_per_bit(d.link),
-                                "energy_note": d.link.energy.note if d.link.energy is not None else None}
+                                "energy_note": d.link.energy.note if d.link.energy is not None else None,
+                                "calibrated": _fit_json(d.calibration)}
                                for d in s.domains],
                    "host_link": None if s.host_link is None else {
                        "name": s.host_link.name, "bandwidth_per_direction_Bps": _n(s.host_bandwidth()),
@@ -193,6 +196,7 @@ def system_json(r: SystemAnalysis, chosen: int, order, objective, options: Optio
                     "offload": options.offload, "collective_format": options.collective_format,
                     "collective_element_bytes": _n(r.collective_bytes)},
         "objective": objective,
+        "time_model": r.time_model, "kernel_source": r.kernel_source, "calibrated_links": list(r.calibrated_links),
         "cost": _cost_json(cost),
         "chosen": r.layouts[chosen].to_dict(),
         "layouts": [dict(r.layouts[k].to_dict(), label=r.layouts[k].label(), fits=bool(r.fits[k]),
@@ -207,9 +211,27 @@ def system_json(r: SystemAnalysis, chosen: int, order, objective, options: Optio
                          level_bytes={name: _n(b) for name, b in zip(r.level_names, r.level_bytes[k])},
                          host_bytes=_n(r.host_bytes[k]) if r.host_bytes is not None else None,
                          cost_per_million_usd=_n(cost.cost_per_million[k]) if cost is not None else None,
-                         energy=_energy_json(e, k, r.ctx.batch))
+                         energy=_energy_json(e, k, r.ctx.batch), time_source=sources[k])
                     for k in order],
     }
+
+
+def _fit_json(fit) -> dict | None:
+    """A domain's stored link fit (calibrate link --save): None when it has none."""
+    if fit is None:
+        return None
+    return {"alpha_s": fit.alpha.value, "bandwidth_per_direction_Bps": fit.bandwidth.value, "op": fit.op,
+            "ranks": fit.ranks, "algorithm": fit.algorithm, "source": fit.alpha.source, "conditions": fit.conditions}
+
+
+def times_line(r: SystemAnalysis, k: int) -> str:
+    """Where the times of layout ``k`` come from (docs/calibration.md, "Where a time comes from")."""
+    label = system_time_sources(r)[k]
+    if r.time_model == "ideal":
+        return f"-- times: {heading(label)}"
+    links = ", ".join(r.calibrated_links) or "none"
+    return (f"-- times: {heading(label)}; calibrated model: kernels {r.kernel_source}, fitted links: {links}"
+            " (other links at their stated figures)")
 
 
 def _ms(x) -> str:
@@ -224,8 +246,12 @@ def print_system(r: SystemAnalysis, chosen: int, order, objective, options: Opti
           + (f", context {r.ctx.seq_len}" if r.ctx.seq_len else ""))
     for d in s.domains:
         lat = "latency not stated" if not np.isfinite(d.alpha) else f"{d.alpha * 1e6:.3g} us"
+        fit = d.calibration
+        fitted = "" if fit is None else (f"; fitted {format_si(fit.bandwidth.value, 'B/s')}, "
+                                         f"{fit.alpha.value * 1e6:.3g} us ({fit.op} on {fit.ranks} ranks"
+                                         f"{', used' if d.name in r.calibrated_links else ', not used: ideal model'})")
         print(f"  {d.scope:9} {d.name}: {d.size} devices, {format_si(s.bandwidth(d), 'B/s')} per device and "
-              f"direction, {lat}")
+              f"direction, {lat}{fitted}")
     unstated = [d.name for d in s.domains if not np.isfinite(d.alpha)]
     bpe = r.collective_bytes
     print(f"  communication {'overlapped with compute' if options.overlap else 'exposed (no overlap)'}, "
@@ -250,6 +276,7 @@ def print_system(r: SystemAnalysis, chosen: int, order, objective, options: Opti
     ladder = ", ".join(f"{name} {format_bytes(b)}" for name, b in zip(r.level_names, r.level_bytes[k]))
     if ladder:
         print(f"-- bytes each device sends per step: {ladder}")
+    print(times_line(r, k))
     print(energy_line(link_energy(r), k))
     if cost is not None:
         print(cost_line(cost, k, objective))

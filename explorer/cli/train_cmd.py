@@ -7,6 +7,8 @@ import math
 
 import numpy as np
 
+from ..core.analysis.evaluate import MODELS
+from ..core.analysis.time_source import PARTLY, SPEC, heading
 from ..core.parallel.collectives import ALGORITHMS
 from ..core.parallel.layout import LayoutError
 from ..core.training.compare import train_on_system
@@ -61,6 +63,10 @@ def add_parser(sub) -> None:
     p.add_argument("--overlap", action="store_true", help="overlap DP reduction with the backward pass and TP/CP "
                    "communication with compute (default: exposed)")
     p.add_argument("--collective", choices=ALGORITHMS, default="auto", help="all-reduce algorithm (default auto)")
+    p.add_argument("--time-model", choices=MODELS, default="ideal",
+                   help="the rows' compute times: ideal (default; the roofline with the device's efficiency factors) "
+                        "or calibrated (the device's fitted curves, 'calibrate kernels --save'; a device without "
+                        "them keeps the ideal times, and the output says so)")
     p.add_argument("--json", action="store_true", help="print one JSON object (SI units)")
     p.set_defaults(func=run)
 
@@ -93,7 +99,7 @@ def setup_from_args(args) -> tuple[TrainingSetup, float]:
     return TrainingSetup(global_batch=args.global_batch, seq_len=args.seq_len, micro_batch=args.micro_batch,
                          zero=args.zero, recompute=args.recompute, lora_rank=args.lora,
                          lora_targets=args.lora_targets, overlap=args.overlap, attention=args.attention,
-                         algorithm=args.collective), tokens
+                         algorithm=args.collective, time_model=args.time_model), tokens
 
 
 def layout_from_args(args, shape, system, setup: TrainingSetup) -> TrainingLayout | None:
@@ -137,9 +143,11 @@ def run(args) -> int:
     if res.error:
         raise CliError(f"--system {system.id}: {res.error}")
     if args.json:
-        print_json(training_json(res.analysis, res.cost, res.order, layout is None))
+        print_json({**training_json(res.analysis, res.cost, res.order, layout is None),
+                    "time_model": res.analysis.setup.time_model, "time_source": training_time_source(res.analysis)})
     else:
         print_training(res.analysis, res.cost, res.order, layout is None)
+        print(f"-- times: {heading(training_time_source(res.analysis))}")
     return 0
 
 
@@ -174,6 +182,7 @@ def training_json(r: TrainingAnalysis, c: TrainingCost, order, ranked: bool) -> 
                   "tokens_per_step": st.global_batch * st.seq_len, "zero": st.zero, "recompute": st.recompute,
                   "lora_rank": st.lora_rank, "lora_targets": st.lora_targets if st.lora_rank else None,
                   "overlap": st.overlap, "attention": st.attention, "collective": st.algorithm,
+                  "time_model": st.time_model, "calibrated": time_model_used(r) == "calibrated",
                   "precision": "bf16 weights and gradients, fp32 master weights and Adam moments",
                   "tokens": c.tokens},
         "work": {"forward_flops": w.forward, "backward_flops": w.backward, "recompute_flops": w.recompute,
@@ -189,6 +198,17 @@ def training_json(r: TrainingAnalysis, c: TrainingCost, order, ranked: bool) -> 
     }
 
 
+def time_model_used(r: TrainingAnalysis) -> str:
+    """The time model the numbers are in: 'calibrated' only when asked for and the device has curves."""
+    return "calibrated" if r.setup.time_model == "calibrated" and r.device.calibration is not None else "ideal"
+
+
+def time_model_caption(r: TrainingAnalysis) -> str:
+    if r.setup.time_model == "calibrated" and r.device.calibration is None:
+        return f"calibrated model asked, but {r.device.id} has no calibration: ideal times"
+    return f"{time_model_used(r)} model"
+
+
 def _days(seconds: float) -> str:
     return "\u2014" if not np.isfinite(seconds) else f"{seconds / 86400:.3g}"
 
@@ -197,12 +217,20 @@ def _mwh(joules: float) -> str:
     return "\u2014" if not np.isfinite(joules) else f"{joules / 3.6e9:.4g}"
 
 
+def training_time_source(r: TrainingAnalysis) -> str:
+    """The label of a training step's times: spec under the ideal model (or a device without curves); under the
+    calibrated model, partly calibrated (the compute rows take the device's curves; the optimizer's memory traffic
+    and the links stay on their stated figures or stored fits)."""
+    return PARTLY if time_model_used(r) == "calibrated" else SPEC
+
+
 def print_training(r: TrainingAnalysis, c: TrainingCost, order, ranked: bool) -> None:
     s, st, w = r.system, r.setup, r.work
     mode = f"LoRA rank {st.lora_rank} ({st.lora_targets})" if st.lora_rank else "full training"
     print(f"{r.model.name} on {s.name}: {s.devices} x {r.device.name}, {mode}, global batch {st.global_batch} x "
           f"{st.seq_len} tokens, micro-batch {st.micro_batch}, ZeRO {st.zero}, recompute {st.recompute}, "
-          f"{st.attention} attention, communication {'overlapped' if st.overlap else 'exposed'}")
+          f"{st.attention} attention, communication {'overlapped' if st.overlap else 'exposed'}, "
+          f"{time_model_caption(r)}")
     print(f"  per step: {format_si(w.model_flops, 'FLOP')} model (6 N D + attention), "
           f"{format_si(w.hardware_flops, 'FLOP')} with recomputation; {format_si(w.trainable_params, 'params')} "
           f"trainable; bf16 weights and gradients, fp32 master weights and Adam moments (16 B per trained parameter)")

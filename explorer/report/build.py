@@ -24,6 +24,7 @@ from ..core.analysis.procurement import PlanResult, Requirements, format_usd
 from ..core.analysis.roofline_view import RooflineResult
 from ..core.analysis.sensitivity import Sensitivity, sensitivity
 from ..core.analysis.tiling_view import TilingView, default_row
+from ..core.analysis.time_source import device_time_sources, heading, system_time_sources
 from ..core.session.results import Results
 from ..core.units import format_bytes, format_si
 from .serving_section import ServingSection
@@ -82,6 +83,7 @@ class ReportData:
     sensitivity: Sensitivity | None = None  # the ranking under changed prices, utilization, electricity, horizon
     training: TrainingSection = TrainingSection()  # the model trained on systems (empty: none asked for)
     serving: ServingSection = ServingSection()  # serving under load (empty: no serving part)
+    time_model: str = "ideal"  # the times' model (ideal | calibrated); the summary's "time_source" row per device
 
     @property
     def device_names(self) -> tuple[str, ...]:
@@ -161,9 +163,10 @@ COST_PER_MILLION_DEFINITION = (
 
 
 def summary_metrics(analysis: ModelAnalysis, cost: CostResult, energy: EnergyView,
-                    quoted: frozenset[str] = frozenset(), plan_result: PlanResult | None = None
-                    ) -> tuple[Metric, ...]:
+                    quoted: frozenset[str] = frozenset(), plan_result: PlanResult | None = None,
+                    time_model: str = "ideal") -> tuple[Metric, ...]:
     tot, dev = analysis.totals, analysis.devices
+    sources = device_time_sources(analysis, time_model)
     unit = cost.unit
     n = len(dev)
     mem_share = memory_bound_share(analysis)
@@ -179,10 +182,12 @@ def summary_metrics(analysis: ModelAnalysis, cost: CostResult, energy: EnergyVie
     def m(key, label, unit_, values, display):
         return Metric(key, label, unit_, tuple(values), tuple(display))
 
-    latency_label = "Latency per decode step" if analysis.ctx.phase == "decode" else "Latency per inference"
+    latency_label = {"decode": "Latency per decode step", "train": "Time per training step"}.get(
+        analysis.ctx.phase, "Latency per inference")
     plan_rows = plan_metrics(plan_result, dev.ids) if plan_result is not None else ()
     return plan_rows + (
         m("latency", latency_label + " (one unit)", "s", tot.time, [_fmt(t, "s") for t in tot.time]),
+        m("time_source", f"Times from ({time_model} model)", "", sources, sources),
         m("throughput", "Throughput (one unit)", tot.throughput_unit, tot.throughput,
           [f"{x:,.0f} {tot.throughput_unit}" if math.isfinite(x) else "\u2014" for x in tot.throughput]),
         m("energy", f"Energy per {unit} (one unit)", "J", energy.device_total,
@@ -346,14 +351,42 @@ def _workload(analysis: ModelAnalysis) -> str:
     return ", ".join(parts)
 
 
-def _assumptions(data_plan: PlanResult, analysis: ModelAnalysis) -> tuple[tuple[str, str], ...]:
+def time_statement(analysis: ModelAnalysis, time_model: str, systems: SystemsSection | None = None,
+                   training: bool = False, serving: bool = False) -> str:
+    """What the report's times are: the model, per device where its times come from, and the sections that
+    keep the ideal model (training, serving) whatever the choice."""
+    sources = device_time_sources(analysis, time_model)
+    per = "; ".join(f"{d.name}: {heading(s)}" for d, s in zip(analysis.devices.devices, sources))
+    how = ("the ideal model (the roofline with the devices' efficiency factors)" if time_model == "ideal" else
+           "the calibrated model (curves fitted to measured kernels where a device has them)")
+    out = f"The device times, throughputs and costs per million come from {how}. {per}."
+    if systems:
+        labels = [f"{r.system.name}: {system_time_sources(r.analysis)[r.chosen]}" for r in systems.results
+                  if r.analysis is not None and r.analysis.time_model == time_model]
+        out += f" Systems section: the {time_model} model" + (f" ({'; '.join(labels)})" if labels else "") + "."
+    ideal_only = [name for name, on in (("training", training), ("serving", serving)) if on]
+    if ideal_only and time_model != "ideal":
+        out += f" The {' and '.join(ideal_only)} section{'s' * (len(ideal_only) > 1)} use{'s' * (len(ideal_only) == 1)}" \
+               " the ideal model (spec): not calibrated there."
+    return out
+
+
+def _training_on_ideal(training: TrainingSection, time_model: str) -> bool:
+    """Whether the training section keeps the ideal model while the report's is another (its steps were timed
+    before the switch, e.g. ``report --train``)."""
+    return any(r.analysis is not None and r.analysis.setup.time_model != time_model for r in training.results)
+
+
+def _assumptions(data_plan: PlanResult, analysis: ModelAnalysis, time_model: str = "ideal",
+                 sections: tuple = (None, False, False)) -> tuple[tuple[str, str], ...]:
     req = data_plan.requirements
     t = analysis.table
     params, active = t.total("params"), t.total("active_params")
     rows = [("Model", model_statement(analysis)),
             ("Workload", _workload(analysis)),
             ("Parameters", format_si(params, "params", 4) + (f", {format_si(active, 'params', 4)} active per token"
-                                                           if active != params else ""))]
+                                                           if active != params else "")),
+            ("Times", time_statement(analysis, time_model, *sections))]
     if req.target is not None:
         rows.append(("Target", f"{req.target:,.0f} {req.target_unit}"))
     if req.latency is not None:
@@ -389,10 +422,13 @@ def build_report(analysis: ModelAnalysis, assumptions: CostAssumptionsLike, requ
                  *, title: str | None = None, created: _dt.date | None = None,
                  systems: SystemsSection = SystemsSection(),
                  training: TrainingSection = TrainingSection(),
-                 serving: ServingSection = ServingSection()) -> ReportData:
-    """Everything the report shows, for the analysis's model and devices."""
+                 serving: ServingSection = ServingSection(), time_model: str | None = None) -> ReportData:
+    """Everything the report shows, for the analysis's model and devices. ``analysis`` carries the times of
+    ``time_model`` already (:func:`as_time_model`); by default the model is the assumptions' ``time_model`` (the
+    app's state), else ideal. The report says which, and per device where its times come from."""
     if analysis is None or not len(analysis.devices):
         raise ValueError("devices: select at least one device for a report")
+    time_model = time_model or getattr(assumptions, "time_model", None) or "ideal"
     req = requirements or Requirements()
     results = Results.of_analysis(analysis, assumptions, req)  # the bundle the panels and the CLI read too
     result = results.plan
@@ -409,7 +445,10 @@ def build_report(analysis: ModelAnalysis, assumptions: CostAssumptionsLike, requ
         subtitle="Hardware comparison and procurement plan",
         created=(created or _dt.date.today()).isoformat(), generator=f"Hardware Explorer {__version__}",
         workload=_workload(a), analysis=a, cost=cost, plan=result, roofline=roofline, energy=energy, tiling=tiling,
-        summary=summary_metrics(a, cost, energy, frozenset(req.price), result), assumptions=_assumptions(result, a),
+        summary=summary_metrics(a, cost, energy, frozenset(req.price), result, time_model),
+        assumptions=_assumptions(result, a, time_model, (systems, _training_on_ideal(training, time_model),
+                                                         bool(serving))),
+        time_model=time_model,
         sources=figure_sources(a, req), method=METHOD, recommendation=recommendation, systems=systems,
         sensitivity=sensitivity(analysis, req, assumptions) if req.target is not None else None,
         training=training, serving=serving,

@@ -46,10 +46,11 @@ def summary_csv(data: ReportData) -> str:
     for i, (dev_id, name) in enumerate(zip(data.device_ids, data.device_names)):
         p = data.plan.by_id(dev_id)
         mem, bw, comp = p.checks
+        (mem_status, _), (bw_status, _), (comp_status, _) = p.verdicts  # "split", not "fail", for a split model
         row = [dev_id, name] + [_num(m.values[i]) for m in metrics]
         row += [p.rank, p.units or "", _num(p.capital), _num(p.energy_cost), _num(p.tco), _num(p.cloud_cost),
                 p.rank_basis, _num(p.break_even_months), p.buy_or_rent, {True: "yes", False: "no", None: "unknown"}[p.feasible],
-                mem.status, _num(mem.value), bw.status, _num(bw.value), comp.status, _num(comp.value), p.reason,
+                mem_status, _num(mem.value), bw_status, _num(bw.value), comp_status, _num(comp.value), p.reason,
                 "; ".join(p.missing)]
         w.writerow(row)
     return out.getvalue()

@@ -7,7 +7,7 @@ from html import escape
 
 from reportlab.graphics import renderSVG
 
-from ..core.analysis.procurement import format_usd
+from ..core.analysis.procurement import check_verdict, format_usd
 from ..core.units import format_si
 from .systems_section import (
     LADDER_HEADERS,
@@ -75,10 +75,8 @@ def _table(head, rows, label_first=True) -> str:
 
 
 def _status(c, shards: int = 1) -> str:
-    label = "MISSING" if c.status == "unknown" else c.status.upper()
-    cls = {"n/a": "na"}.get(c.status, c.status)
-    if c.name == "memory" and c.status == "fail" and shards > 1:  # the plan splits it: not a failure
-        label, cls = f"SPLIT OVER {shards} UNITS", "na"
+    status, label = check_verdict(c, shards)  # the one reading: a split model reads SPLIT OVER N UNITS, not FAIL
+    cls = {"n/a": "na", "split": "na"}.get(status, status)
     return f'<span class="{cls}">{label}</span> {escape(c.detail or "no " + c.missing)}'
 
 

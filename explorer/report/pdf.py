@@ -56,7 +56,7 @@ NAVY = colors.HexColor("#1F3A5F")
 ZEBRA = colors.HexColor("#F3F5F8")
 RULE = colors.HexColor("#B8C2CC")
 PASS, FAIL, NA = colors.HexColor("#1B7F3B"), colors.HexColor("#B00020"), colors.HexColor("#6B6B6B")
-STATUS_COLOR = {"pass": PASS, "fail": FAIL, "n/a": NA, "unknown": colors.HexColor("#9A6700")}
+STATUS_COLOR = {"pass": PASS, "fail": FAIL, "n/a": NA, "unknown": colors.HexColor("#9A6700"), "split": NA}
 
 BASE = ParagraphStyle("base", fontName="Helvetica", fontSize=9, leading=12, textColor=colors.HexColor("#222222"))
 STYLES = {
@@ -176,11 +176,8 @@ def _checks_table(data: ReportData) -> Table:
     rows = [[P(h, "head") for h in head]]
     for d in data.plan.ranked:
         cells = [P(d.name, "cellb")]
-        for c in d.checks:
-            color = STATUS_COLOR[c.status].hexval()[2:]
-            label = c.status.upper() if c.status != "unknown" else "MISSING"
-            if c.name == "memory" and c.status == "fail" and d.shards > 1:  # the plan splits it: not a failure
-                color, label = NA.hexval()[2:], f"SPLIT OVER {d.shards} UNITS"
+        for c, (status, label) in zip(d.checks, d.verdicts):  # a split model reads SPLIT OVER N UNITS, not FAIL
+            color = STATUS_COLOR[status].hexval()[2:]
             body = esc(c.detail if c.detail else f"no {c.missing}")
             cells.append(P(f'<font color="#{color}"><b>{label}</b></font> {body}', raw=True))
         rows.append(cells)

@@ -1,7 +1,9 @@
 """The report as one XLSX workbook (openpyxl), one sheet per table, for people who take the numbers into their own
 spreadsheets: Summary (one row per device, the plan's columns included), Layers (every operator on every device),
 Sensitivity and Break-even (when the plan has a target), Assumptions, Method, Sources and, with those sections,
-Systems and Training.
+Systems, Training and Serving (per device and method: the rate, capacity and knee, TTFT/TPOT percentiles against
+the targets, goodput, throughput per device, cost per million output tokens and energy per token; the rows of
+``FILE-serving.csv``, with "service levels met" as a true/false cell).
 
 The cells are those of the CSV export: numbers as numbers (SI units, stated in each header), unknowns empty, and
 text that a spreadsheet would run as a formula (``= + - @``, a tab, a carriage return at the start) made inert
@@ -37,6 +39,13 @@ def _value(cell):
     if isinstance(cell, float) and not math.isfinite(cell):
         return None
     return cell
+
+
+def _plain(value):
+    """A cell of the serving rows as openpyxl stores it: Python numbers and booleans, unknown (NaN) empty."""
+    if hasattr(value, "item"):  # a numpy scalar
+        value = value.item()
+    return _value(value) if isinstance(value, float) else value
 
 
 def _cell(ws, value, bold: bool = False) -> WriteOnlyCell:
@@ -84,10 +93,11 @@ def render_xlsx(data: ReportData) -> bytes:
         from .csv_export import training_csv
 
         _sheet(wb, "Training", *_csv_rows(training_csv(data)))
-    if getattr(data, "serving", None):  # the same table as FILE-serving.csv
-        from .csv_export import serving_csv
+    if getattr(data, "serving", None):
+        from .serving_section import csv_rows
 
-        _sheet(wb, "Serving", *_csv_rows(serving_csv(data)))
+        head, *rows = csv_rows(data.serving)
+        _sheet(wb, "Serving", head, [[_plain(v) for v in r] for r in rows])
     out = io.BytesIO()
     wb.save(out)
     return out.getvalue()

@@ -27,11 +27,13 @@ from explorer.core.session.commands import (
     Composite,
     SelectDevices,
     SetAssumptions,
+    SetDeviceOverrides,
     SetModel,
     SetRequirements,
     SetServing,
     SetTrace,
 )
+from explorer.core.session.device_overrides import describe
 from explorer.core.session.project import SUFFIX, Project, ProjectError, load_project, save_project
 from explorer.core.session.workspace import Assumptions, Workspace
 from explorer.core.settings import Preferences
@@ -168,11 +170,15 @@ class ProjectController(QObject):
         if not self.maybe_save():
             return False
         self.ws.reset(project.model, project.device_ids, project.assumptions, project.trace, project.requirements,
-                      project.system, project.training, project.serving)
+                      project.system, project.training, project.serving, project.device_overrides)
         self._set_path(path)
         found = {d.id for d in self.ws.devices}
         missing = [i for i in project.device_ids if i not in found]
         note = f" ({len(missing)} device(s) not in the catalog: {', '.join(missing)})" if missing else ""
+        overridden = [i for i in project.device_overrides if i in found]
+        if overridden:  # the project's figures win over this machine's catalog: say so
+            note += (f"; the project overrides figures of {', '.join(overridden)}: "
+                     + "; ".join(describe(project.device_overrides[i]) for i in overridden))
         self.message.emit(f"Opened {path.name}{note}")
         return True
 
@@ -342,7 +348,7 @@ class ProjectController(QObject):
             try:
                 base = load_project(rec.original)
                 self.ws.reset(base.model, base.device_ids, base.assumptions, base.trace, base.requirements,
-                              base.system, base.training, base.serving)
+                              base.system, base.training, base.serving, base.device_overrides)
                 base_path = rec.original
             except ProjectError:
                 base_path = None
@@ -352,6 +358,7 @@ class ProjectController(QObject):
         p = rec.project
         self.ws.execute(Composite((SetModel(p.model), SelectDevices(p.device_ids), SetAssumptions(p.assumptions.to_dict()),
                                    SetTrace(p.trace), SetRequirements(p.requirements),
+                                   SetDeviceOverrides(p.device_overrides),
                                    *((SetServing(p.serving),) if p.serving is not None else ())),
                                   text="restore unsaved changes"))
         self._emit_title()

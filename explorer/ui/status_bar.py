@@ -113,8 +113,11 @@ class ModelTotalsLabel(QLabel):
         self.setToolTip(
             left_out_details(self.ws) +
             f"Parameters: {t.params:,.0f}\n{per_token}"
-            f"Work: {format_si(t.flops, 'FLOP')} per {'decode step' if phase == 'decode' else 'inference'} "
+            f"Work: {format_si(t.flops, 'FLOP')} per "
+            f"{ {'decode': 'decode step', 'train': 'training step'}.get(phase, 'inference')} "
             f"(batch {self.ws.assumptions.batch}; 1 MAC = 2 FLOP)\n"
+            + ("Memory (not a training step's: gradients, optimizer states and held activations are the Training "
+               "panel's)\n" if phase == "train" else "") +
             f"Memory at {precision}: weights {format_bytes(t.weight_bytes)} + KV cache {format_bytes(t.kv_cache_bytes)}"
             f" + largest activation {format_bytes(t.activation_peak_bytes)} = {format_bytes(t.memory_bytes)}\n"
             "(decimal units: 1 GB = 10^9 bytes)")

@@ -132,3 +132,125 @@ def test_kernels_bad_csv_is_one_line_and_exit_2(capsys, tmp_path, body, message)
     (tmp_path / "k.csv").write_text(body)
     err = run(capsys, "calibrate", "kernels", tmp_path / "k.csv", "--device", tmp_path / "plain.yaml", code=2).err
     assert err.startswith("hwexplorer: error: ") and message in err and err.count("\n") == 1
+
+
+def test_link_save_into_a_system_file_round_trips(capsys, tmp_path):
+    from explorer.core.hardware.system_file import load_system_file
+
+    path = tmp_path / "mi300x.yaml"
+    path.write_text(SYSTEM.read_text())
+    data = json.loads(run(capsys, "calibrate", "link", FIXTURE, "--system", path, "--min-size", "1 MiB", "--save",
+                          "--json").out)
+    assert data["saved"] == str(path)
+    system = load_system_file(path)
+    fit = system.domains[0].calibration
+    assert fit.alpha.value == pytest.approx(data["alpha_s"], rel=1e-5)
+    assert fit.bandwidth.value == pytest.approx(data["bandwidth_Bps"], rel=1e-5)
+    assert (fit.op, fit.ranks, fit.algorithm) == ("all_reduce", 8, "ring")
+    assert "1 MiB to 8 GiB" in fit.conditions and "bus-bandwidth MAPE" in fit.conditions
+    source = system.sources[fit.alpha.source]
+    assert source.url == FIXTURE.resolve().as_uri() and source.date and fit.bandwidth.source == fit.alpha.source
+    # the stated figures stay as they were
+    assert system.domains[0].link.bandwidth.text == "896 GB/s" and system.domains[0].latency.text == "0.8 us"
+    assert "not saved" in run(capsys, "calibrate", "link", FIXTURE, "--system", path).out
+
+
+def test_link_save_into_the_catalog_and_revert_it(capsys, tmp_path):
+    db = f"sqlite:///{tmp_path / 'catalog.db'}"
+    text = run(capsys, "--db", db, "calibrate", "link", FIXTURE, "--system", "amd-instinct-mi300x-platform",
+               "--save").out
+    assert "saved in the catalog database" in text
+    from explorer.store.engine import open_catalog
+
+    with open_catalog(db) as repo:
+        stored = repo.system_record("amd-instinct-mi300x-platform")
+        assert stored.system.domains[0].calibration is not None and "domains" in stored.overrides
+        repo.revert_system(stored.system.id, stored.version)  # undo: the shipped system back
+        assert repo.get_system(stored.system.id).domains[0].calibration is None
+
+
+TRACES = Path(__file__).parents[1] / "fixtures" / "traces"
+
+
+@pytest.mark.parametrize("name, fmt, kinds", [
+    ("torch_cuda_calibration_trace.json", "torch", ("matrix", "vector")),
+    ("ncu_calibration_raw.csv", "nsight", ("vector",)),
+])
+def test_kernels_from_a_trace_recover_the_curve_that_made_it(capsys, tmp_path, name, fmt, kinds):
+    """The fixtures' kernel times were made by matrix (fraction 0.7, 6 us, sharpness 1.5) and vector (0.85, 4 us,
+    2) curves on a 312 TFLOP/s, 2039 GB/s device (tests/fixtures/traces/make_calibration_traces.py)."""
+    (tmp_path / "plain.yaml").write_text(DEVICE.format(id="plain"))
+    data = json.loads(run(capsys, "calibrate", "kernels", TRACES / name, "--device", tmp_path / "plain.yaml",
+                          "--precision", "fp16", "--json").out)
+    assert data["format"] == fmt and tuple(sorted(data["curves"])) == kinds
+    truth = {"matrix": (0.7, 6e-6, 1.5), "vector": (0.85, 4e-6, 2.0)}
+    for kind in kinds:
+        c = data["curves"][kind]
+        assert (c["fraction"], c["latency_s"], c["sharpness"]) == pytest.approx(truth[kind], rel=2e-3)
+        assert c["mape"] < 1e-3 and all(r["measured"] == "median of 3 kernels" for r in c["rows"])
+    assert data["skipped"] and data["kernels_in_file"] in (55, 24)
+    text = run(capsys, "calibrate", "kernels", TRACES / name, "--device", tmp_path / "plain.yaml", "--precision",
+               "fp16").out
+    assert f"({fmt}, " in text and "left out: " in text and "median time" in text
+
+
+def test_kernels_from_a_trace_saved_with_the_trace_as_source(capsys, tmp_path):
+    db = f"sqlite:///{tmp_path / 'catalog.db'}"
+    trace = TRACES / "torch_cuda_calibration_trace.json"
+    run(capsys, "--db", db, "calibrate", "kernels", trace, "--device", "nvidia-a100-sxm4-40gb", "--precision", "fp16",
+        "--save")
+    from explorer.store.engine import open_catalog
+
+    with open_catalog(db) as repo:
+        device = repo.get("nvidia-a100-sxm4-40gb")
+    key = "fit-torch-cuda-calibration-trace"
+    assert device.calibration.matrix["fp16"].source == key and device.calibration.vector.source == key
+    assert device.calibration.matrix["fp16"].fit.points == 8 and device.sources[key].url == trace.resolve().as_uri()
+
+
+@pytest.mark.parametrize("text, suffix, message", [
+    ('{"traceEvents": []}', ".json", "no GPU kernels"),
+    ('{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 0, "dur": 5}]}', ".json",
+     "no kernels to fit among 1 (left out: 1 kernel with no External id"),
+    ('==PROF== x\n"ID","Kernel Name","gpu__time_duration.sum"\n"","","usecond"\n"0","ampere_sgemm","3"\n', ".csv",
+     "no kernels to fit among 1 (left out: 1 GEMM"),
+])
+def test_kernels_bad_trace_is_one_line_and_exit_2(capsys, tmp_path, text, suffix, message):
+    path = tmp_path / f"t{suffix}"
+    path.write_text(text)
+    err = run(capsys, "calibrate", "kernels", path, "--device", "nvidia-a100-sxm4-40gb", code=2).err
+    assert message in err and err.count("\n") == 1
+
+
+def test_named_calibrations_are_saved_and_reverted(capsys, tmp_path):
+    """--name names the saved calibration (source fit-NAME); calibrate revert gives the shipped curves and links
+    back, and says when there is nothing to revert."""
+    db = f"sqlite:///{tmp_path / 'catalog.db'}"
+    from explorer.store.engine import open_catalog
+
+    with open_catalog(db) as repo:
+        shipped = repo.get("nvidia-a100-sxm4-40gb").calibration
+    trace = TRACES / "torch_cuda_calibration_trace.json"
+    run(capsys, "--db", db, "calibrate", "kernels", trace, "--device", "nvidia-a100-sxm4-40gb", "--precision", "fp16",
+        "--save", "--name", "Lab run 3")
+    run(capsys, "--db", db, "calibrate", "link", FIXTURE, "--system", "amd-instinct-mi300x-platform", "--save",
+        "--name", "rccl 2024")
+    with open_catalog(db) as repo:
+        device, system = repo.get("nvidia-a100-sxm4-40gb"), repo.get_system("amd-instinct-mi300x-platform")
+    assert device.calibration.matrix["fp16"].source == "fit-lab-run-3" and "fit-lab-run-3" in device.sources
+    assert system.domains[0].calibration.alpha.source == "fit-rccl-2024" and "fit-rccl-2024" in system.sources
+    out = json.loads(run(capsys, "--db", db, "calibrate", "revert", "--device", "nvidia-a100-sxm4-40gb",
+                         "--json").out)
+    assert sorted(out["reverted"]) == ["calibration", "sources.fit-lab-run-3"]
+    text = run(capsys, "--db", db, "calibrate", "revert", "--system", "amd-instinct-mi300x-platform").out
+    assert "back to the shipped values" in text and "domains" in text and "sources.fit-rccl-2024" in text
+    with open_catalog(db) as repo:
+        device, system = repo.get("nvidia-a100-sxm4-40gb"), repo.get_system("amd-instinct-mi300x-platform")
+    assert device.calibration == shipped and "fit-lab-run-3" not in device.sources
+    assert system.domains[0].calibration is None and "fit-rccl-2024" not in system.sources
+    again = run(capsys, "--db", db, "calibrate", "revert", "--device", "nvidia-a100-sxm4-40gb").out
+    assert "no saved calibration to revert" in again
+    err = run(capsys, "--db", db, "calibrate", "revert", "--device", "no-such-gpu", code=2).err
+    assert err.count("\n") == 1 and "--device: no device 'no-such-gpu'" in err
+    err = run(capsys, "calibrate", "kernels", trace, "--device", "nvidia-a100-sxm4-40gb", "--name", "!!", code=2).err
+    assert "--name: expected letters or digits" in err

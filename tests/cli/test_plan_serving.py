@@ -124,7 +124,6 @@ def test_text_output_names_the_columns_with_units(capsys):
     (["--rate", "10/s", "--ttft-p90", "500ms", "--target", "2000 tokens/s"], "--target"),
     (["--rate", "10/s", "--ttft-p90", "500ms", "--latency", "50 ms"], "--latency"),
     (["--rate", "10/s"], "--rate"),  # no service level
-    (["--rate", "10/s", "--ttft-p90", "500ms", "--system", "nvidia-dgx-h100"], "--system"),
     (["--rate", "10/s", "--ttft-p90", "500ms", "--max-batch", "0"], "--max-batch"),
     (["--rate", "10/s", "--ttft-p90", "500ms", "--quote", "nvidia-l4=9000 USD"], "--quote"),
     ([], "--target"),  # neither a throughput target nor a rate

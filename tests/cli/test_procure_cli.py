@@ -99,3 +99,32 @@ def test_a_project_files_quotes_feed_the_cli_and_flags_win(tmp_path, capsys):
     assert by_id["nvidia-l4"]["price_usd"] == 2_500.0  # from the project
     assert by_id["nvidia-h100-sxm5"]["price_usd"] == 30_000.0  # the flag wins
     assert by_id["nvidia-l4"]["cloud_cost_usd"] == pytest.approx(0.5 * 3 * 365.25 * 24 * by_id["nvidia-l4"]["units"])
+
+
+def test_a_project_files_device_overrides_feed_the_cli(tmp_path, capsys):
+    """The figures a user edited travel in the project (format 7): plan/analyze with the project as MODEL use them
+    and name the overridden device on stderr; a device without overrides is the catalog's."""
+    from explorer.core.session.project import Project, save_project
+    from explorer.core.session.workspace import Assumptions
+    from explorer.core.workload.templates import get_template
+
+    path = tmp_path / "p.hwproj"
+    save_project(Project(get_template("llama2-7b").build(), ("nvidia-l4",), Assumptions(),
+                         device_overrides={"nvidia-l4": {"bandwidth": 150e9, "price": 2_000.0}}), path)
+    args = ["--device", "nvidia-h100-sxm5", "--device", "nvidia-l4", "--batch", "1", "--seq-len", "1024",
+            "--phase", "decode", "--json"]
+    assert main(["analyze", "llama2-7b"] + args) == 0
+    plain = {r["device"]["id"]: r for r in json.loads(capsys.readouterr().out)["results"]}
+    assert main(["analyze", str(path)] + args) == 0
+    captured = capsys.readouterr()
+    edited = {r["device"]["id"]: r for r in json.loads(captured.out)["results"]}
+    assert captured.err.strip() == ("hwexplorer: the project overrides figures of nvidia-l4: bandwidth 150 GB/s, "
+                                    "price 2,000.00 USD")
+    # batch-1 decode of a 7B model is memory-bound: half the L4's 300 GB/s doubles its time; the H100 is unchanged
+    assert edited["nvidia-l4"]["device"]["bandwidth"] == 150e9 and plain["nvidia-l4"]["device"]["bandwidth"] == 300e9
+    l4, l4_plain = edited["nvidia-l4"]["totals"], plain["nvidia-l4"]["totals"]
+    assert l4["time_s"] == pytest.approx(2 * l4_plain["time_s"], rel=0.02)
+    assert edited["nvidia-h100-sxm5"]["totals"] == plain["nvidia-h100-sxm5"]["totals"]
+    assert main(["plan", str(path), "--device", "nvidia-l4", "--target", "100 tokens/s", "--json"]) == 0
+    (l4_plan,) = json.loads(capsys.readouterr().out)["devices"]
+    assert l4_plan["price_usd"] == 2_000.0

@@ -88,7 +88,6 @@ def test_histogram_and_trace_files(capsys, tmp_path):
     (["--max-batch", "0"], "--max-batch"),
     (["--prefix-hit-rate", "2"], "--prefix-hit-rate"),
     (["--spec-k", "0"], "--spec-k"),
-    (["--spec-k", "3", "--chunked-prefill"], "--spec-k"),
 ])
 def test_bad_input_is_one_line_naming_the_option(capsys, extra, option):
     code, _, err = _run(capsys, *extra)

@@ -122,3 +122,28 @@ def test_unknown_tdp_prints_a_dash(capsys):
     assert code == 0 and "nan" not in out and "electricity unknown (no TDP in the catalog)" in out
     code, out, _ = run(capsys, *argv, "--json")
     assert json.loads(out)["chosen"]["train"]["energy_j"] is None
+
+
+def test_best_searches_expert_parallelism_on_a_mixture_of_experts(capsys):
+    """Mixtral-8x7B (8 experts) on a DGX H100: --best ranks layouts with EP 2, 4 and 8 inside the TP group beside
+    EP 1. EP inside TP leaves each device's weights as TP alone places them (8 experts / ep, each split tp / ep
+    ways: 8 / tp experts' worth), so an EP layout and its EP-1 twin hold the same weights and differ in time (the
+    experts' all-to-all against the all-reduce, and the GEMM shapes). A dense model gets EP 1 only."""
+    code, out, _ = run(capsys, "train", "mixtral-8x7b", "--system", "nvidia-dgx-h100", "--global-batch", "64",
+                       "--seq-len", "4096", "--best", "--json")
+    assert code == 0
+    layouts = json.loads(out)["layouts"]
+    eps = {lay["ep"] for lay in layouts}
+    assert eps == {1, 2, 4, 8}
+    assert all(lay["tp"] % lay["ep"] == 0 for lay in layouts)
+    twins = {(lay["tp"], lay["pp"], lay["dp"], lay["ep"]): lay for lay in layouts}
+    compared = 0
+    for (tp, pp, dp, ep), lay in twins.items():
+        if ep > 1:
+            base = twins[(tp, pp, dp, 1)]
+            assert lay["weight_bytes"] == pytest.approx(base["weight_bytes"], rel=1e-9)
+            assert lay["step_time_s"] != base["step_time_s"]
+            compared += 1
+    assert compared >= 6
+    code, out, _ = run(capsys, *BASE, "--best", "--json")
+    assert code == 0 and {lay["ep"] for lay in json.loads(out)["layouts"]} == {1}

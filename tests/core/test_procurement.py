@@ -236,3 +236,16 @@ def test_decode_counts_tokens_and_plan_takes_workspace_assumptions():
 
 def test_format_usd():
     assert [format_usd(x) for x in (950, 13_386.1, 1_250_000, math.nan)] == ["$950", "$13.4k", "$1.25M", "\u2014"]
+
+
+def test_check_verdict_reads_a_split_memory_check_as_split_and_nothing_else():
+    from explorer.core.analysis.procurement import check_verdict
+
+    short = memory_check(14e9, 0.0, 0.0, 8e9)  # 14 GB on 8 GB: fails for one unit
+    assert short.status == "fail"
+    assert check_verdict(short, 1) == ("fail", "FAIL")  # not split: a failure
+    assert check_verdict(short, 2) == ("split", "SPLIT OVER 2 UNITS")
+    slow = bandwidth_check(140e9, 1e12, 0.05, shards=2)  # 70 ms against 50 ms: a failure however many units
+    assert check_verdict(slow, 2) == ("fail", "FAIL")
+    assert check_verdict(memory_check(1e9, 0, 0, math.nan), 1) == ("unknown", "MISSING")
+    assert check_verdict(bandwidth_check(1e9, 1e12, None), 1) == ("n/a", "N/A")

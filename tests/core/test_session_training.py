@@ -177,3 +177,28 @@ def choices(draw):
 def test_every_valid_choice_survives_the_project_file(choice):
     """JSON and back gives the same choice (the layout's tuple, the tokens' float)."""
     assert TrainingChoice.from_dict(json.loads(json.dumps(choice.to_dict()))) == choice
+
+
+def test_the_training_results_follow_the_times_switch():
+    """The Times switch re-analyses the training run (the DGX H100's device has fitted curves: the calibrated step
+    is longer) and leaves a system whose device has none as it was (the TPU v5p slice)."""
+    ws = _ws(DGX, TPU)
+    ideal = [r.analysis.step_time[r.chosen] for r in ws.results.training]
+    ws.set_assumptions(time_model="calibrated")
+    runs = ws.results.training
+    assert runs[0].analysis.setup.time_model == "calibrated"
+    cal = [r.analysis.step_time[r.chosen] for r in runs]
+    assert cal[0] > ideal[0] and cal[1] == ideal[1]
+
+
+def test_the_train_phase_leaves_systems_to_the_training_results():
+    """In the train phase the Systems view (inference layouts) is empty and the training run on the same systems
+    is what answers; the single-device analysis is the training step's rows."""
+    ws = _ws(DGX)
+    assert ws.results.systems
+    ws.set_assumptions(phase="train")
+    assert ws.results.systems == () and ws.results.system_layouts == ()
+    assert ws.results.training[0].analysis is not None
+    ws.select_devices(["nvidia-h100-sxm5"])
+    kinds = ws.results.evaluation.table.kinds
+    assert "optimizer" in kinds and ws.results.evaluation.totals.throughput_unit == "sequences/s"

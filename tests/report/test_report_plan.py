@@ -125,3 +125,29 @@ def test_cli_report_xlsx(tmp_path, capsys):
     assert main(["report", "gpt2", "-d", "nvidia-l4", "--target", "200 tokens/s", "--out", str(out), "--xlsx"]) == 0
     assert out.exists() and (tmp_path / "r.xlsx").exists()
     assert f"wrote {tmp_path / 'r.xlsx'}" in capsys.readouterr().out
+
+
+def test_every_output_reads_a_split_model_the_same(data, analysis):
+    """One function (check_verdict) decides how the memory check of a split model reads: the CSV, the HTML and the
+    CLI's JSON and text all say split, never fail, where the plan splits the model; the unit's own check stays fail."""
+    import csv as csv_module
+    import io as io_module
+
+    from explorer.cli.plan_cmd import plan_json
+    from explorer.core.analysis.procurement import check_verdict
+    from explorer.report.csv_export import summary_csv
+    from explorer.report.html import render_html
+
+    expected = plan(analysis, REQ, COSTS)
+    small, big = expected.by_id("small"), expected.by_id("big")
+    assert small.checks[0].status == "fail" and small.shards == 2  # 14 GB on one 8 GB unit fails ...
+    assert check_verdict(small.checks[0], small.shards) == ("split", "SPLIT OVER 2 UNITS")  # ... the plan splits it
+    assert small.verdicts[0] == ("split", "SPLIT OVER 2 UNITS") and big.verdicts[0] == ("pass", "PASS")
+    rows = {r["device_id"]: r for r in csv_module.DictReader(io_module.StringIO(summary_csv(data)))}
+    assert rows["small"]["memory check"] == "split" and rows["big"]["memory check"] == "pass"
+    html = render_html(data)
+    assert '<span class="na">SPLIT OVER 2 UNITS</span>' in html and ">FAIL<" not in html
+    js = {d["id"]: d for d in plan_json(expected)["devices"]}
+    mem = js["small"]["checks"][0]
+    assert (mem["status"], mem["verdict"], mem["label"]) == ("fail", "split", "SPLIT OVER 2 UNITS")
+    assert js["big"]["checks"][0]["verdict"] == "pass"

@@ -142,3 +142,27 @@ def test_the_section_replans_after_an_undo(panel, workspace, qtbot):
     workspace.undo()
     panel.replan()
     assert same(panel.systems_plan.plans, first)
+
+
+def test_the_batch_search_also_searches_each_systems_batch_and_layout(panel, workspace):
+    """With "search" ticked, the system rows are the core's joint batch x layout search (as ``plan --system
+    --search-batch``): the layout cell names the batch, its tooltip says why."""
+    from explorer.core.parallel.batch_layout_search import search_system_batch
+
+    panel.target.setText("20000 tokens/s")
+    panel.latency.setText("50 ms")
+    panel.replan()
+    toolbar = panel.systems_plan.plans
+    panel.search_batch.setChecked(True)  # replans
+    a = workspace.assumptions
+    hardware = [(SYSTEMS[i], DEVICES[SYSTEMS[i].device_id]) for i in (DGX, L40S)]
+    expected = search_system_batch(workspace.model, hardware, a.precision, a.context, 20000.0, 0.05)
+    section = panel.systems_plan
+    assert same(section.plans, expected.result)
+    for row, plan in enumerate(expected.result):
+        assert section.cells(row)[1] == f"{plan.layout.label()} @ batch {plan.batch}"
+        assert section.table.item(row, 1).toolTip() == expected.why[row]
+        assert plan.devices <= toolbar[row].devices  # batch 16 is one of the batches searched
+    assert "Hover a layout" in section.note.text()
+    panel.search_batch.setChecked(False)
+    assert same(section.plans, toolbar)

@@ -196,3 +196,22 @@ def test_export_with_two_systems(qtbot, two, tmp_path):
     panel.export_svg(svg)
     assert png.stat().st_size > 5000 and png.read_bytes()[:4] == b"\x89PNG"
     assert b"<svg" in svg.read_bytes()[:2000]
+
+
+def test_the_calibrated_switch_times_the_systems_and_says_from_what(qtbot, two):
+    """The Times switch reaches the system pass: the H100's shipped kernel curves time the DGX's compute, the
+    L40S (no curves) keeps the ideal one; no link has a stored fit, so the title says 'partly calibrated' and
+    'spec'; the step bars are the calibrated pass's numbers."""
+    panel = _panel(qtbot, two)
+    ideal = two.results.systems
+    assert panel.model_caption() == "ideal model"
+    two.set_assumptions(time_model="calibrated")
+    qtbot.waitUntil(lambda: panel.model_caption() == "calibrated model (partly calibrated, spec)", timeout=5000)
+    cal = two.results.systems
+    assert cal[0].analysis.time_model == "calibrated" and cal[0].analysis.kernel_source == "calibrated"
+    assert cal[1].analysis.kernel_source == "spec"
+    k0, k1 = ideal[0].chosen, cal[0].chosen
+    assert cal[0].analysis.compute_time[k1] != ideal[0].analysis.compute_time[k0]
+    assert cal[1].analysis.compute_time[cal[1].chosen] == ideal[1].analysis.compute_time[ideal[1].chosen]
+    qtbot.waitUntil(lambda: panel.stack.widths[0].sum() == pytest.approx(
+        cal[0].analysis.step_time[k1] * 1e3, rel=1e-12), timeout=5000)

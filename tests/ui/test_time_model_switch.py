@@ -74,9 +74,9 @@ def test_every_panel_title_names_the_model_and_the_roofline_times_follow(qtbot, 
                       "EnergyPanel": "Memory-hierarchy energy",
                       "TilingPanel": "Tiling fringe tax \u2014 ideal model (not calibrated here)",
                       "CostPanel": "Cost per TFLOP/s \u2014 calibrated model",
-                      "SystemsPanel": "Systems \u2014 ideal model (not calibrated here)",
+                      "SystemsPanel": "Systems \u2014 calibrated model",  # no system chosen: no label yet
                       "FidelityPanel": "Fidelity \u2014 ideal vs calibrated",
-                      "TrainingPanel": "Training \u2014 ideal model (not calibrated here)",
+                      "TrainingPanel": "Training \u2014 calibrated model",
                       "ServingPanel": "Serving \u2014 ideal model (not calibrated here)"}
     # the roofline shows device 0 (calibrated): its per-row times are the calibrated model's, longer than ideal
     rows = roof.result.points.rows

@@ -210,3 +210,25 @@ def test_a_project_round_trip_keeps_the_training_and_its_bars(qtbot, tmp_path, m
     assert ws.state.training == choice and panel.results[0].layout == TrainingLayout(8, 1, 2)
     np.testing.assert_allclose(panel.step_bars.widths, widths, rtol=1e-12)
     assert panel.controls.mode.currentText() == "by hand" and panel.controls.degrees["dp"].value() == 2
+
+
+def test_the_panel_follows_the_times_switch(qtbot, two):
+    """Under the calibrated model the DGX H100's bars are the training core's with the H100's fitted curves; the
+    TPU v5p has none and keeps its ideal step; the title says which model it shows."""
+    panel = _panel(qtbot, two)
+    ideal = [b.sum() for b in panel.step_bars.widths]
+    assert panel.model_caption() == "ideal model"
+    two.set_assumptions(time_model="calibrated")
+    settle(qtbot, panel)
+    assert panel.model_caption() == "calibrated model"
+    choice = two.state.training
+    system = SYSTEMS[DGX].with_nodes(8)
+    want = train_on_system(two.model, system, DEVICES[system.device_id],
+                           replace(choice.setup, time_model="calibrated"), choice.tokens,
+                           assumptions=cost_assumptions(two.assumptions))
+    np.testing.assert_allclose(panel.step_bars.widths[0], want.analysis.step_parts[want.chosen], rtol=1e-12)
+    assert panel.step_bars.widths[0].sum() > ideal[0]
+    assert panel.step_bars.widths[1].sum() == pytest.approx(ideal[1], rel=1e-12)
+    two.execute(SetSystem(SystemChoice(system_ids=(TPU,))))  # no chosen system's device calibrated
+    settle(qtbot, panel)
+    assert panel.model_caption() == "calibrated model (no system's device calibrated: ideal times)"

@@ -95,7 +95,7 @@ class CostResult:
     ids: tuple[str, ...]
     names: tuple[str, ...]
     precision: str
-    unit: str  # "inference" or "token": what cost_per_million counts
+    unit: str  # "inference", "token" or "sequence" (one trained, phase train): what cost_per_million counts
     years: float
     electricity_usd_per_kwh: float
     pue: float
@@ -192,7 +192,7 @@ def compute_cost(analysis: ModelAnalysis, assumptions: CostAssumptionsLike) -> C
         ids=dev.ids,
         names=tuple(d.name for d in dev.devices),
         precision=dev.precision,
-        unit="token" if totals.throughput_unit == "tokens/s" else "inference",
+        unit={"tokens/s": "token", "sequences/s": "sequence"}.get(totals.throughput_unit, "inference"),
         years=years,
         electricity_usd_per_kwh=usd_per_kwh,
         pue=pue,

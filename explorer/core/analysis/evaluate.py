@@ -115,12 +115,13 @@ class ModelAnalysis:
 
 @dataclass(frozen=True, eq=False)
 class Totals:
-    """Per device (D,): one inference (prefill) or one decode step of ``batch`` tokens."""
+    """Per device (D,): one inference (prefill), one decode step of ``batch`` tokens or one training step of
+    ``batch`` sequences (train)."""
 
     ideal_time: np.ndarray
     time: np.ndarray
     calibrated_time: np.ndarray
-    throughput: np.ndarray  # inferences/s (prefill) or tokens/s (decode)
+    throughput: np.ndarray  # inferences/s (prefill), tokens/s (decode) or sequences/s trained (train)
     throughput_unit: str
     flops: np.ndarray
     bytes: np.ndarray
@@ -244,7 +245,7 @@ def evaluate(model_or_table, devices: Sequence[Device] | DeviceArrays, precision
             time=t_total,
             calibrated_time=count @ cal_time,
             throughput=ctx.batch / t_total,
-            throughput_unit="tokens/s" if decode else "inferences/s",
+            throughput_unit="tokens/s" if decode else "sequences/s" if ctx.phase == "train" else "inferences/s",
             flops=np.full(len(dev), f_total) + count @ tb.device_conversions,
             bytes=np.full(len(dev), float(np.sum(count * nbytes))),
             energy=count @ energy,

@@ -29,10 +29,26 @@ from typing import Mapping
 
 import numpy as np
 
-from ..hardware.capacity import format_capacity
-from ..units import UnitError, format_bytes, format_si, parse_si
+from ..units import UnitError, parse_si
 from .cost import SECONDS_PER_YEAR, CostAssumptions, CostAssumptionsLike, CostResult, compute_cost
 from .evaluate import ModelAnalysis
+from .procurement_checks import (  # noqa: F401 - re-exported: the checks lived here
+    VERDICT_STATUSES,
+    Check,
+    bandwidth_check,
+    check_verdict,
+    compute_check,
+    memory_check,
+)
+from .procurement_rank import (  # noqa: F401 - re-exported: the ranking lived here
+    _COST_WORD,
+    _UNPRICED,
+    DevicePlan,
+    _failure,
+    _plural,
+    _rank,
+    format_usd,
+)
 
 RATE_UNITS = ("inferences/s", "tokens/s")
 BUDGET_BASES = ("capital", "tco")
@@ -152,106 +168,6 @@ class Requirements:
                                                 else self.electricity_usd_per_kwh),
                        pue=a.pue if self.pue is None else self.pue)
 
-
-@dataclass(frozen=True)
-class Check:
-    """One of the chapter's three checks. ``value`` and ``limit`` in SI (B or s); status pass|fail|n/a|unknown."""
-
-    name: str  # memory | bandwidth | compute
-    title: str
-    value: float
-    limit: float
-    unit: str  # "B" | "s"
-    status: str
-    detail: str  # the formula with its numbers
-    missing: str = ""  # the figure that is missing, when status is "unknown"
-
-    @property
-    def passed(self) -> bool | None:
-        return {"pass": True, "fail": False}.get(self.status)
-
-
-def _status(ok: bool, known: bool, applicable: bool = True) -> str:
-    return "unknown" if not known else "n/a" if not applicable else "pass" if ok else "fail"
-
-
-def memory_check(weight_bytes: float, kv_bytes: float, activation_bytes: float, capacity: float) -> Check:
-    need = weight_bytes + kv_bytes + activation_bytes
-    known = math.isfinite(capacity) and capacity > 0
-    detail = (f"weights {format_bytes(weight_bytes)} + KV cache {format_bytes(kv_bytes)} + activations "
-              f"{format_bytes(activation_bytes)} = {format_bytes(need)}")
-    if known:
-        gap = capacity - need
-        written = format_capacity(capacity)  # as the vendor writes it; a binary figure also in decimal GB
-        written += f" ({format_bytes(capacity)})" if "iB" in written else ""
-        detail += (f" of {written}: headroom {format_bytes(gap)}" if gap >= 0
-                   else f" of {written}: short by {format_bytes(-gap)}")
-    return Check("memory", "Memory capacity", need, capacity, "B", _status(need <= capacity, known), detail,
-                 "" if known else "memory capacity")
-
-
-def bandwidth_check(bytes_per_pass: float, bandwidth: float, latency_limit: float | None, shards: int = 1) -> Check:
-    known = math.isfinite(bandwidth) and bandwidth > 0
-    t = bytes_per_pass / (bandwidth * shards) if known else math.nan
-    split = f" \u00d7 {shards} units" if shards > 1 else ""
-    detail = (f"{format_bytes(bytes_per_pass)} / {format_si(bandwidth, 'B/s')}{split} = {format_si(t, 's')}"
-              if known else "")
-    limit = latency_limit if latency_limit is not None else math.nan
-    detail += (f" against the {format_si(limit, 's')} limit" if latency_limit is not None
-               else " (no latency limit given)") if known else ""
-    return Check("bandwidth", "Bandwidth (latency floor)", t, limit, "s",
-                 _status(t <= limit, known, latency_limit is not None), detail, "" if known else "memory bandwidth")
-
-
-def compute_check(flops: float, peak: float, efficiency: float, budget: float | None, shards: int = 1,
-                  precision: str = "") -> Check:
-    known = math.isfinite(peak) and peak > 0 and math.isfinite(efficiency) and efficiency > 0
-    t = flops / (peak * efficiency * shards) if known else math.nan
-    split = f" \u00d7 {shards} units" if shards > 1 else ""
-    detail = (f"{format_si(flops, 'FLOP')} / ({format_si(peak, 'FLOP/s')} \u00d7 {efficiency:.2f}{split}) = "
-              f"{format_si(t, 's')}") if known else ""
-    limit = budget if budget is not None else math.nan
-    detail += (f" against the {format_si(limit, 's')} budget" if budget is not None
-               else " (no frame or token budget given)") if known else ""
-    return Check("compute", "Compute time", t, limit, "s", _status(t <= limit, known, budget is not None), detail,
-                 "" if known else f"{precision} peak".strip())
-
-
-@dataclass(frozen=True)
-class DevicePlan:
-    """One device under the requirements. Money in USD, power in W, time in s (break-even also in h and months)."""
-
-    id: str
-    name: str
-    checks: tuple[Check, ...]
-    latency: float  # modelled time per pass (roofline with efficiencies), shards applied
-    throughput_per_unit: float  # inferences/s or tokens/s, one unit at full use
-    shards: int  # units one replica needs to hold the model (1 when it fits)
-    units: int  # 0 when unknown
-    price: float  # per unit (quote or catalog)
-    capital: float
-    energy_cost: float  # fleet, over the horizon
-    tco: float
-    unit_power: float  # W, one unit's TDP
-    fleet_power: float  # W at the wall with every unit busy at TDP (x PUE)
-    cost_per_million: float  # fleet TCO per 10^6 units served at target x utilization
-    cloud_cost: float  # renting the same units around the clock for the horizon
-    break_even_hours: float  # inf when renting never costs more than electricity
-    break_even_months: float
-    buy_or_rent: str  # "buy" | "rent" | "" (no cloud price)
-    within_budget: bool | None
-    within_power: bool | None
-    feasible: bool | None  # None when a needed figure is missing
-    missing: tuple[str, ...]  # figures the plan needed and the device lacks
-    rank: int
-    reason: str
-    rank_cost: float = math.nan  # USD over the horizon on the ranking's basis: buy TCO or rent cost (fleet)
-    rank_basis: str = ""  # "buy" | "rent" | "" (unpriced on the ranking's basis)
-    rank_cost_per_million: float = math.nan  # rank_cost / (target x utilization x horizon) x 10^6, USD
-    lacks: tuple[str, ...] = ()  # "purchase price", "rent price": which prices the device has none of
-    batch: int = 0  # the batch the plan was made at (0: the analysis's batch, not searched)
-
-
 @dataclass(frozen=True, eq=False)
 class PlanResult:
     requirements: Requirements
@@ -286,13 +202,6 @@ def _with_quotes(analysis: ModelAnalysis, req: Requirements) -> ModelAnalysis:
 
 def _ok(x: float) -> bool:
     return math.isfinite(x) and x > 0
-
-
-def format_usd(x: float) -> str:
-    """Money for people: $950, $13.4k, $1.25M; an em dash when unknown."""
-    if not math.isfinite(x):
-        return "\u2014"
-    return f"${x / 1e6:.3g}M" if abs(x) >= 1e6 else f"${x / 1e3:.3g}k" if abs(x) >= 1e3 else f"${x:.0f}"
 
 
 def plan(analysis: ModelAnalysis, requirements: Requirements, assumptions: CostAssumptionsLike) -> PlanResult:
@@ -410,77 +319,3 @@ def _device_plan(analysis, cost: CostResult, req: Requirements, d: int, eta: flo
                 buy_or_rent=verdict, within_budget=within_budget, within_power=within_power, feasible=feasible,
                 missing=tuple(dict.fromkeys(missing)), rank_cost=rank_cost, rank_basis=rank_basis,
                 rank_cost_per_million=rank_cost / served * 1e6, lacks=lacks)
-
-
-def _failure(p: dict, req: Requirements) -> str:
-    parts = []
-    for c in p["checks"]:
-        if c.status == "fail":
-            if c.name == "memory":
-                continue  # sharded: not a failure of the plan, only a larger replica
-            parts.append(f"{c.title.lower()} {format_si(c.value, 's')} exceeds the {format_si(c.limit, 's')} "
-                         f"{'limit' if c.name == 'bandwidth' else 'budget'}")
-    if p["within_budget"] is False:
-        if p["rank_basis"] == "rent":
-            label, basis = "rent", p["rank_cost"]
-        else:
-            label, basis = ("TCO", p["tco"]) if req.budget_covers == "tco" else ("capital", p["capital"])
-        parts.append(f"{label} {format_usd(basis)} is over the {format_usd(req.budget)} budget")
-    if p["within_power"] is False:
-        value = p["fleet_power"] if req.power_scope == "site" else p["unit_power"]
-        parts.append(f"{format_si(value, 'W')} is over the {format_si(req.power_cap, 'W')} power cap")
-    return "; ".join(parts)
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
-
-
-_COST_WORD = {"buy": "TCO ", "rent": "rent ", "cheaper": ""}
-_UNPRICED = {"buy": "", "rent": " for renting", "cheaper": " (neither bought nor rented)"}
-
-
-def _rank(plans: list[dict], req: Requirements, cost: CostResult) -> list[DevicePlan]:
-    def group(p):
-        if p["feasible"] is True:
-            return 0 if math.isfinite(p["rank_cost"]) else 1
-        if p["feasible"] is None:
-            return 2
-        return 3
-
-    def key(p):
-        cost = p["rank_cost"] if math.isfinite(p["rank_cost"]) else math.inf
-        return group(p), cost, p["units"] or math.inf, p["id"]
-
-    order = sorted(range(len(plans)), key=lambda i: key(plans[i]))
-    best = next((plans[i] for i in order if group(plans[i]) == 0), None)
-    out = [None] * len(plans)
-    for rank, i in enumerate(order, start=1):
-        p = plans[i]
-        g = group(p)
-        size = (_plural(p['units'], 'unit')
-                + (f" ({_plural(p['units'] // p['shards'], 'replica')} of {p['shards']})" if p["shards"] > 1 else "")
-                if p["units"] else "")
-        if g == 0:
-            head = "cheapest feasible option" if p is best else \
-                (f"feasible, {_COST_WORD[req.rank_by]}{format_usd(p['rank_cost'] - best['rank_cost'])} more than #1 "
-                 f"({(p['rank_cost'] / best['rank_cost'] - 1):+.0%})")
-            what = f"TCO {format_usd(p['tco'])}" if p["rank_basis"] == "buy" else \
-                f"rent {format_usd(p['rank_cost'])}"
-            reason = f"{head}: {size}, {what} over {cost.years:g} years"
-            if p["rank_basis"] == "rent" and "purchase price" in p["lacks"]:
-                reason += " (rent only: no purchase price)"
-            if p["rank_basis"] == "rent" and req.rank_by == "cheaper" and math.isfinite(p["tco"]):
-                reason += f" (buying: TCO {format_usd(p['tco'])})"
-            elif p["buy_or_rent"]:
-                reason += (f"; {p['buy_or_rent']} (break-even after {p['break_even_months']:.1f} months)"
-                           if math.isfinite(p["break_even_months"]) else "; rent (buying never breaks even)")
-        elif g == 1:
-            reason = (f"feasible with {size} but not costed{_UNPRICED[req.rank_by]}: no "
-                      f"{', '.join(m for m in p['missing'])}")
-        elif g == 2:
-            reason = f"cannot be judged: missing {', '.join(p['missing']) or 'a requirement figure'}"
-        else:
-            reason = "infeasible: " + _failure(p, req)
-        out[i] = DevicePlan(rank=rank, reason=reason, **p)
-    return out

@@ -64,7 +64,8 @@ def tensor_bytes(c: Mapping[str, np.ndarray], dev: DeviceArrays) -> TensorBytes:
         extra[:, j] = sum((elems[t] for t in fm.converted(dev.compute_of(j))), np.zeros(n_rows)) - conv
     b_bpe = np.where(c["weight_elems"] > 0, fm.weights.bytes_per_element,
                      np.where(c["kv_read_elems"] > 0, fm.kv_cache.bytes_per_element, act.bytes_per_element))
-    return TensorBytes(weight=fm.weights.nbytes(c["weight_elems"]), activation=activation,
+    state = c.get("state_bytes", 0.0)  # fixed-format bytes (the optimizer's fp32 states)
+    return TensorBytes(weight=fm.weights.nbytes(c["weight_elems"]) + state, activation=activation,
                        kv=fm.kv_cache.nbytes(c["kv_read_elems"]), conversions=conv, device_conversions=extra,
                        a_bpe=act.bytes_per_element, b_bpe=b_bpe)
 

@@ -12,9 +12,9 @@ System files (YAML/JSON, ``docs/system-file.md``) are read and written by :mod:`
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Mapping
 
 from .device import NAN, Cited, Conflict, Link, Source, _same
 
@@ -22,6 +22,22 @@ SCOPES = ("scale_up", "scale_out")
 TOPOLOGIES = ("switched", "ring", "torus2d", "torus3d", "fully_connected", "pcie_switch")
 PER = ("device", "node")  # whose bandwidth a domain's link figure is: each device's, or shared by a node
 SYSTEM_KINDS = ("node", "rack", "slice", "cluster")
+
+
+@dataclass(frozen=True)
+class LinkCalibration:
+    """A domain's link fitted to measured collectives (``hwexplorer calibrate link --save``, docs/calibration.md):
+    ``alpha`` (s per step) and ``bandwidth`` (B/s one device sends in one direction) of the alpha-beta model, each
+    citing the measurement file as its source (whose entry carries the date); ``op``, ``ranks`` and
+    ``algorithm`` of the run and fit, ``conditions`` in words (dtype, message sizes, error of the fit)."""
+
+    alpha: Cited
+    bandwidth: Cited
+    op: str
+    ranks: int
+    algorithm: str = "ring"
+    conditions: str = ""
+    sharpness: float = 1.0  # the join of the latency and bandwidth terms (1: their sum, the alpha-beta model)
 
 
 @dataclass(frozen=True)
@@ -42,6 +58,17 @@ class Domain:
     latency: Cited | None = None
     per: str = "device"
     oversubscription: float = 1.0
+    calibration: LinkCalibration | None = None  # the fitted link, used by the calibrated time model only
+    sharpness: float = 1.0  # the join of a collective's latency and bandwidth terms: 1 (their sum) unless fitted
+
+    def calibrated(self) -> Domain:
+        """This domain as the calibrated time model sees it: the fitted bandwidth (already what one device sends,
+        so per device and with no oversubscription) and alpha where a fit is stored; itself otherwise."""
+        fit = self.calibration
+        if fit is None:
+            return self
+        return replace(self, link=replace(self.link, bandwidth=fit.bandwidth, direction="per_direction"),
+                       latency=fit.alpha, per="device", oversubscription=1.0, sharpness=fit.sharpness)
 
     def bandwidth_per_device(self, node_devices: int = 1) -> float:
         """B/s one device can send in one direction across this domain (NaN when unknown)."""
@@ -115,7 +142,21 @@ class System:
         """Per-direction host-link bandwidth of one device (B/s), NaN when unknown."""
         return self.host_link.per_direction_bandwidth if self.host_link is not None else NAN
 
-    def with_nodes(self, nodes: int, network: Domain | None = None) -> "System":
+    @property
+    def link_calibrations(self) -> tuple[str, ...]:
+        """The names of the domains that carry a fitted link."""
+        return tuple(d.name for d in self.domains if d.calibration is not None)
+
+    def for_time_model(self, model: str) -> System:
+        """The system the ``model`` time model uses: itself for 'ideal'; for 'calibrated', every domain with a
+        stored fit takes the fitted alpha and bandwidth (:meth:`Domain.calibrated`), the others stay as stated."""
+        if model == "ideal" or not self.link_calibrations:
+            return self
+        if model != "calibrated":
+            raise ValueError(f"time_model: expected ideal or calibrated, got {model!r}")
+        return replace(self, domains=tuple(d.calibrated() for d in self.domains))
+
+    def with_nodes(self, nodes: int, network: Domain | None = None) -> System:
         """A cluster of ``nodes`` copies of this system over its own scale-out network (or ``network``)."""
         if nodes < 1:
             raise ValueError("nodes: expected a whole number >= 1")

@@ -22,14 +22,25 @@ from explorer.core.hardware.cited_reader import (
 )
 from explorer.core.hardware.device import DIRECTIONS, Link
 from explorer.core.hardware.device_file import ID_PATTERN
-from explorer.core.hardware.system import PER, SCOPES, SYSTEM_KINDS, TOPOLOGIES, Domain, System
+from explorer.core.hardware.system import (
+    PER,
+    SCOPES,
+    SYSTEM_KINDS,
+    TOPOLOGIES,
+    Domain,
+    LinkCalibration,
+    System,
+)
 
 FORMAT = 1
 SYSTEM_FILE_SUFFIXES = (".yaml", ".yml", ".json")
 TOP_LEVEL = ("format", "id", "name", "vendor", "kind", "device", "devices", "node_devices", "sources", "domains",
              "host_link", "host_memory", "notes", "conflicts")
 DOMAIN_KEYS = ("name", "scope", "size", "topology", "bandwidth", "direction", "per", "latency", "oversubscription",
-               "energy")
+               "energy", "calibrated")
+CALIBRATED_KEYS = ("alpha", "bandwidth", "op", "ranks", "algorithm", "conditions", "sharpness")
+FIT_OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
+FIT_ALGORITHMS = ("ring", "tree", "auto")
 LINK_KEYS = ("name", "bandwidth", "direction", "energy")
 #: The largest count a file may state (devices, sizes): far above any machine, small enough to stay exact.
 MAX_COUNT = 10**9
@@ -69,6 +80,37 @@ def _link(r: Reader, raw: dict, field: str, name: str) -> Link:
     return Link(name, bandwidth, direction or "per_direction", energy)
 
 
+def _calibration(r: Reader, raw: Any, field: str) -> LinkCalibration | None:
+    """A fitted link (``calibrated:``): alpha and per-direction bandwidth, both cited, and the run they fit."""
+    if not isinstance(raw, dict):
+        r.problem(field, "expected a mapping with alpha, bandwidth, op, ranks (a fitted link)")
+        return None
+    _unknown(r, raw, CALIBRATED_KEYS, field)
+    alpha = r.cited(raw.get("alpha"), "time", f"{field}.alpha")
+    bandwidth = r.cited(raw.get("bandwidth"), "bandwidth", f"{field}.bandwidth")
+    for name, c in (("alpha", alpha), ("bandwidth", bandwidth)):
+        if name not in raw:
+            r.problem(f"{field}.{name}", "is required")
+        elif c is not None and not (c.value > 0 or (name == "alpha" and c.value == 0)):
+            r.problem(f"{field}.{name}", f"expected a {'time >= 0' if name == 'alpha' else 'bandwidth > 0'}, "
+                                         f"got {c.text!r}")
+    op = r.choice(raw, "op", f"{field}.op", FIT_OPS, required=True)
+    ranks = _whole(r, raw.get("ranks"), f"{field}.ranks", 2) if "ranks" in raw else \
+        r.problem(f"{field}.ranks", "is required")
+    algorithm = r.choice(raw, "algorithm", f"{field}.algorithm", FIT_ALGORITHMS) or "ring"
+    conditions = raw.get("conditions") or ""
+    if not isinstance(conditions, str):
+        r.problem(f"{field}.conditions", f"expected text, got {type(conditions).__name__}")
+    sharpness = raw.get("sharpness", 1.0)
+    if isinstance(sharpness, bool) or not isinstance(sharpness, (int, float)) or not 0.1 <= sharpness <= 1:
+        r.problem(f"{field}.sharpness", f"expected a number from 0.1 to 1 (1: latency + size / bandwidth), got "
+                                        f"{sharpness!r}")
+        sharpness = 1.0
+    if alpha is None or bandwidth is None or op is None or ranks is None:
+        return None
+    return LinkCalibration(alpha, bandwidth, op, ranks, algorithm, str(conditions), float(sharpness))
+
+
 def _domain(r: Reader, raw: Any, field: str) -> Domain | None:
     if not isinstance(raw, dict):
         r.problem(field, "expected a mapping with name, scope, size, topology, bandwidth, direction")
@@ -85,9 +127,12 @@ def _domain(r: Reader, raw: Any, field: str) -> Domain | None:
         r.problem(f"{field}.oversubscription", f"expected a number >= 1 (2 for 2:1), got {over!r}")
         over = 1.0
     link = _link(r, raw, field, name)
+    fit = _calibration(r, raw["calibrated"], f"{field}.calibrated") if raw.get("calibrated") is not None else None
     if scope is None or size is None or topology is None:
         return None
-    return Domain(name, scope, size, topology, link, latency, per, float(over))
+    if fit is not None and fit.ranks > size:
+        r.problem(f"{field}.calibrated.ranks", f"{fit.ranks} ranks do not fit in the domain's {size} devices")
+    return Domain(name, scope, size, topology, link, latency, per, float(over), fit)
 
 
 def _hierarchy(r: Reader, domains: list[Domain], devices: int, node_devices: int) -> None:
@@ -194,7 +239,16 @@ def _domain_out(d: Domain) -> dict:
         "name": d.name, "scope": d.scope, "size": d.size, "topology": d.topology, **_link_out(d.link),
         "per": None if d.per == "device" else d.per, "latency": cited_out(d.latency),
         "oversubscription": None if d.oversubscription == 1.0 else d.oversubscription,
+        "calibrated": _calibration_out(d.calibration),
     })
+
+
+def _calibration_out(fit: LinkCalibration | None) -> dict | None:
+    if fit is None:
+        return None
+    return drop_none({"alpha": cited_out(fit.alpha), "bandwidth": cited_out(fit.bandwidth), "op": fit.op,
+                      "ranks": fit.ranks, "algorithm": fit.algorithm, "conditions": fit.conditions or None,
+                      "sharpness": None if fit.sharpness == 1.0 else fit.sharpness})
 
 
 def system_to_dict(system: System) -> dict:

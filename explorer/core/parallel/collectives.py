@@ -46,8 +46,19 @@ def _alpha(alpha) -> np.ndarray:
     return np.nan_to_num(np.asarray(alpha, dtype=float), nan=0.0)
 
 
-def collective_time(op: str, n, p, bandwidth, alpha=0.0, algorithm: str = "ring") -> np.ndarray:
-    """Seconds for one collective (broadcasts over arrays of n, p, bandwidth, alpha). p = 1 costs nothing."""
+def join(latency, transfer, sharpness=1.0) -> np.ndarray:
+    """The latency and bandwidth terms of a collective joined: their sum (``sharpness`` 1, the alpha-beta model),
+    or the soft join ``(L**s + W**s) ** (1 / s)`` of a link fitted with a sharpness (``--join soft``,
+    docs/calibration.md): s < 1 ramps up to the full bandwidth more slowly than the sum, as measured collectives
+    do while NCCL adds channels and changes protocol with the message size."""
+    s = np.asarray(sharpness, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        return np.where(s == 1.0, latency + transfer, (latency ** s + transfer ** s) ** (1.0 / s))
+
+
+def collective_time(op: str, n, p, bandwidth, alpha=0.0, algorithm: str = "ring", sharpness=1.0) -> np.ndarray:
+    """Seconds for one collective (broadcasts over arrays of n, p, bandwidth, alpha, sharpness). p = 1 costs
+    nothing. ``sharpness`` joins the latency and bandwidth terms (:func:`join`; 1: their sum)."""
     if op not in OPERATIONS:
         raise ValueError(f"operation: expected one of {', '.join(OPERATIONS)}, got {op!r}")
     if algorithm not in ALGORITHMS:
@@ -56,24 +67,24 @@ def collective_time(op: str, n, p, bandwidth, alpha=0.0, algorithm: str = "ring"
     a = _alpha(a)
     with np.errstate(invalid="ignore", divide="ignore"):
         if op == "send_recv":
-            t = a + n / bw
+            t = join(a, n / bw, sharpness)
         elif op == "all_reduce":
-            ring = 2.0 * (p - 1) * a + 2.0 * (p - 1) / p * n / bw
-            tree = 2.0 * np.ceil(np.log2(np.maximum(p, 1))) * a + 2.0 * n / bw
+            ring = join(2.0 * (p - 1) * a, 2.0 * (p - 1) / p * n / bw, sharpness)
+            tree = join(2.0 * np.ceil(np.log2(np.maximum(p, 1))) * a, 2.0 * n / bw, sharpness)
             t = {"ring": ring, "tree": tree, "auto": np.fmin(ring, tree)}[algorithm]
         else:  # all_gather, reduce_scatter, all_to_all: one pass of (p - 1) steps
-            t = (p - 1) * a + (p - 1) / p * n / bw
+            t = join((p - 1) * a, (p - 1) / p * n / bw, sharpness)
     return np.where(p <= 1, 0.0, t)
 
 
 def hierarchical_all_reduce(n, p_inner, p_outer, bw_inner, bw_outer, alpha_inner=0.0, alpha_outer=0.0,
-                            algorithm: str = "ring") -> np.ndarray:
+                            algorithm: str = "ring", sharpness_inner=1.0, sharpness_outer=1.0) -> np.ndarray:
     """All-reduce over p_inner x p_outer ranks: reduce-scatter inside, all-reduce of 1/p_inner across, all-gather."""
     n = np.asarray(n, dtype=float)
     p_inner = np.asarray(p_inner, dtype=float)
-    return (collective_time("reduce_scatter", n, p_inner, bw_inner, alpha_inner)
-            + collective_time("all_reduce", n / p_inner, p_outer, bw_outer, alpha_outer, algorithm)
-            + collective_time("all_gather", n, p_inner, bw_inner, alpha_inner))
+    return (collective_time("reduce_scatter", n, p_inner, bw_inner, alpha_inner, sharpness=sharpness_inner)
+            + collective_time("all_reduce", n / p_inner, p_outer, bw_outer, alpha_outer, algorithm, sharpness_outer)
+            + collective_time("all_gather", n, p_inner, bw_inner, alpha_inner, sharpness=sharpness_inner))
 
 
 def bus_bandwidth(op: str, n, p, time) -> np.ndarray:

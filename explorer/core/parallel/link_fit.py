@@ -24,8 +24,9 @@ from .collectives import ALGORITHMS, BUS_FACTOR, collective_time
 MIB = 2**20
 ABOVE = MIB  # the bus-bandwidth error is also reported over the messages of at least this size
 LEVELS = ("scale-up", "scale-out")
-_LOWER = np.array([0.0, 1e-3])  # alpha in us, bandwidth in GB/s inside the fit
-_UPPER = np.array([1e4, 1e5])
+JOINS = ("sum", "soft")  # the latency and bandwidth terms added (alpha-beta), or joined with a fitted sharpness
+_LOWER = np.array([0.0, 1e-3, 0.2])  # alpha in us, bandwidth in GB/s, sharpness inside the fit
+_UPPER = np.array([1e4, 1e5, 1.0])
 
 
 @dataclass(frozen=True, eq=False)
@@ -46,6 +47,8 @@ class LinkFit:
     busbw_predicted: np.ndarray
     error: np.ndarray
     at_bound: tuple[str, ...] = ()
+    sharpness: float = 1.0  # the join of the two terms (collectives.join): 1 with join 'sum'
+    join: str = "sum"  # 'sum' (alpha-beta) or 'soft' (the sharpness fitted too)
 
     @property
     def mape(self) -> float:
@@ -67,9 +70,14 @@ class LinkFit:
         return float(np.max(np.abs(self.error[sel]))) if sel.any() else float("nan")
 
 
-def fit_link(op: str, size, time, ranks: int, algorithm: str = "ring", min_size: float = 0.0) -> LinkFit:
+def fit_link(op: str, size, time, ranks: int, algorithm: str = "ring", min_size: float = 0.0,
+             join: str = "sum") -> LinkFit:
     """Fit alpha and the per-direction bandwidth to measured ``time`` (s) of ``op`` over messages of ``size`` (B)
-    on ``ranks`` ranks; messages below ``min_size`` bytes are left out of the fit (and of the result)."""
+    on ``ranks`` ranks; messages below ``min_size`` bytes are left out of the fit (and of the result). ``join``
+    'soft' also fits the sharpness (0.2 to 1) that joins the latency and bandwidth terms
+    (:func:`.collectives.join`); 'sum' keeps it at 1 (the alpha-beta model)."""
+    if join not in JOINS:
+        raise ValueError(f"join: expected one of {', '.join(JOINS)}, got {join!r}")
     if op not in BUS_FACTOR or op == "send_recv":
         raise ValueError(f"op: expected all_reduce, all_gather, reduce_scatter or all_to_all, got {op!r}")
     if algorithm not in ALGORITHMS:
@@ -91,22 +99,26 @@ def fit_link(op: str, size, time, ranks: int, algorithm: str = "ring", min_size:
     share = float(BUS_FACTOR[op](p))
     busbw = n / t * share
 
+    soft = join == "soft"
+
     def model(x):
-        return collective_time(op, n, p, x[1] * 1e9, x[0] * 1e-6, algorithm)
+        return collective_time(op, n, p, x[1] * 1e9, x[0] * 1e-6, algorithm, x[2] if soft else 1.0)
 
     big = np.argmax(n)
-    guess = np.array([float(t.min()) * 1e6 / (2 * (p - 1)), float(busbw[big]) / 1e9])
-    x0 = np.clip(guess, _LOWER + 0.01, _UPPER * 0.999)  # inside the bounds, whatever a table claims
+    guess = np.array([float(t.min()) * 1e6 / (2 * (p - 1)), float(busbw[big]) / 1e9, 0.8])
+    k = 3 if soft else 2
+    lower, upper = _LOWER[:k], _UPPER[:k]
+    x0 = np.clip(guess[:k], lower + 0.01, upper * 0.999)  # inside the bounds, whatever a table claims
     from scipy.optimize import least_squares  # here: scipy.optimize costs ~0.5 s to import
 
-    res = least_squares(lambda x: np.log(model(x) / t), x0, bounds=(_LOWER, _UPPER),
-                        x_scale=np.array([max(x0[0], 0.1), x0[1]]))
-    x = res.x
+    res = least_squares(lambda x: np.log(model(x) / t), x0, bounds=(lower, upper),
+                        x_scale=np.array([max(x0[0], 0.1), x0[1], 0.5][:k]))
+    x = res.x if soft else np.append(res.x, 1.0)
     predicted = model(x)
-    at_bound = tuple(name for name, v, lo, hi in zip(("alpha", "bandwidth"), x, _LOWER, _UPPER)
+    at_bound = tuple(name for name, v, lo, hi in zip(("alpha", "bandwidth", "sharpness")[:k], x, lower, upper)
                      if np.isclose(v, lo) or np.isclose(v, hi))
     return LinkFit(op, int(ranks), algorithm, float(x[0]) * 1e-6, float(x[1]) * 1e9, n, t, predicted, busbw,
-                   n / predicted * share, t / predicted - 1.0, at_bound)
+                   n / predicted * share, t / predicted - 1.0, at_bound, float(x[2]), join)
 
 
 def level_domain(system: System, ranks: int, level: str | None = None) -> Domain:

@@ -45,6 +45,7 @@ class SystemPlan:
     meets_latency: bool | None  # None: no limit
     feasible: bool
     reason: str
+    batch: int = 0  # the batch a search chose (0: the analysis's batch, not searched)
 
 
 def size_fleet(results: Sequence[SystemResult], target: float | None = None, latency_limit: float | None = None,

@@ -29,15 +29,17 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from explorer.core.analysis.evaluate import evaluate
+from explorer.core.analysis.evaluate import MODELS, evaluate
 from explorer.core.analysis.tensor_bytes import formats_of
+from explorer.core.analysis.time_source import device_time_sources
+from explorer.core.analysis.time_model import as_time_model
 from explorer.core.formats import TensorFormats
 from explorer.core.hardware.device import Device
 from explorer.core.hardware.system import System
 from explorer.core.workload.layers import Context
 from explorer.core.workload.model import LayerTable, Model, build_table
 
-from .collectives import BUS_FACTOR, collective_time, hierarchical_all_reduce
+from .collectives import BUS_FACTOR, collective_time, hierarchical_all_reduce, join
 from .experts import imbalance
 from .layout import Layout, ModelShape
 from .shard import Comms, query_heads_of, shard_many
@@ -71,6 +73,8 @@ class Options:
     skew: float = 0.0  # expert routing skew (0: uniform)
     offload: bool = False  # stream what does not fit from host memory
     collective_format: str = "engine"  # element size of collectives and sends: one of COLLECTIVE_FORMATS
+    time_model: str = "ideal"  # ideal | calibrated: the device's calibrated kernel times and the system's fitted
+    #                            links (System.for_time_model) where stored, the ideal ones elsewhere
 
 
 @dataclass(frozen=True, eq=False)
@@ -108,6 +112,9 @@ class SystemAnalysis:
     device_energy: np.ndarray | None = None  # (K,) J one device spends per step on chip (MACs + memory levels)
     host_bytes: np.ndarray | None = None  # (K,) bytes one device streams over the host link per step (offload)
     collective_bytes: float = math.nan  # bytes per element of collectives and sends (Options.collective_format)
+    time_model: str = "ideal"  # the time model of every time above (Options.time_model)
+    calibrated_links: tuple[str, ...] = ()  # the domains whose fitted link the times used (calibrated model)
+    kernel_source: str = "spec"  # the device's kernel times: spec | partly calibrated | calibrated (.time_source)
 
     def __len__(self) -> int:
         return len(self.layouts)
@@ -152,17 +159,20 @@ def _comm_seconds(comms: Comms, act_bpe: float, system: System, algorithm: str) 
     level = np.array([_level(system, g) for g in comms.group], dtype=int)
     bw = np.array([system.bandwidth(system.domains[j]) if j >= 0 else math.nan for j in level])
     alpha = np.array([system.domains[j].alpha if j >= 0 else math.nan for j in level])
+    sharp = np.array([system.domains[j].sharpness if j >= 0 else 1.0 for j in level])
     seconds = np.full(len(comms), math.nan)
     ops = np.array(comms.op, dtype=object)
     for op in set(comms.op):
         sel = ops == op
-        seconds[sel] = collective_time(op, nbytes[sel], comms.group[sel], bw[sel], alpha[sel], algorithm)
+        seconds[sel] = collective_time(op, nbytes[sel], comms.group[sel], bw[sel], alpha[sel], algorithm,
+                                       sharp[sel])
     inner = system.domains[0] if system.domains else None
     wide = (ops == "all_reduce") & (level > 0) & (comms.group > (inner.size if inner else 0))
     if wide.any():
         p_in = inner.size
         seconds[wide] = hierarchical_all_reduce(nbytes[wide], p_in, comms.group[wide] // p_in,
-                                                system.bandwidth(inner), bw[wide], inner.alpha, alpha[wide], algorithm)
+                                                system.bandwidth(inner), bw[wide], inner.alpha, alpha[wide], algorithm,
+                                                inner.sharpness, sharp[wide])
     return seconds, level
 
 
@@ -195,9 +205,9 @@ class _Slice:
     columns: dict
 
 
-def _rows(a, start: int, n: int) -> _Slice:
+def _rows(a, start: int, n: int, time_model: str = "ideal") -> _Slice:
     s = slice(start, start + n)
-    return _Slice(a.time[s], a.level_traffic[s], a.energy[s], {k: v[s] for k, v in a.table.columns.items()})
+    return _Slice(a.model_time(time_model)[s], a.level_traffic[s], a.energy[s], {k: v[s] for k, v in a.table.columns.items()})
 
 
 def _boundary_level(system: System, stage: int, tp: int) -> int:
@@ -213,6 +223,9 @@ def analyze_system(model: Model, system: System, device: Device, layouts: Sequen
                    options: Options = Options()) -> SystemAnalysis:
     """Every layout of ``layouts`` (already valid: :func:`.layout.check`) of ``model`` on ``system``."""
     layouts = tuple(layouts)
+    if options.time_model not in MODELS:
+        raise ValueError(f"time_model: expected one of {', '.join(MODELS)}, got {options.time_model!r}")
+    stated, system = system, system.for_time_model(options.time_model)
     fm = formats or TensorFormats.of(precision)
     act_bpe = collective_element_bytes(fm, options.collective_format)  # collectives' and sends' element size
     block_layers = {i for i, s in enumerate(model.layers) if s.repeat > 1}
@@ -237,12 +250,13 @@ def analyze_system(model: Model, system: System, device: Device, layouts: Sequen
         stacked, comms = shard_many(table, [t for t, _ in keys], [e for _, e in keys], micro, imb)
         prepared.append((micro, members, table, keys, imb, stacked, comms))
     # one single-device pass over every micro-batch's device tables together
-    whole = evaluate(_concat([p[5] for p in prepared]), [device], precision, ctx, model, formats)
+    whole = as_time_model(evaluate(_concat([p[5] for p in prepared]), [device], precision, ctx, model, formats),
+                          options.time_model)
     memory_names = whole.devices.level_names[0]
     memory_traffic = np.zeros((len(layouts), whole.level_traffic.shape[2]))
     start = 0
     for micro, members, table, keys, imb, stacked, comms in prepared:
-        a = _rows(whole, start, len(stacked))
+        a = _rows(whole, start, len(stacked), options.time_model)
         start += len(stacked)
         n_rows = len(table)
         time = a.time[:, 0].reshape(len(keys), n_rows)
@@ -279,7 +293,8 @@ def analyze_system(model: Model, system: System, device: Device, layouts: Sequen
             nbytes = out_elems * act_bpe
             for s in range(1, lay.pp):  # pipeline sends: one micro-batch's activations per stage boundary
                 j_level = _boundary_level(system, s, lay.tp)  # alpha + n / B (collectives.transfer_time)
-                cols["send"][j] += sends[j_level] + nbytes / bandwidths[j_level]
+                cols["send"][j] += float(join(sends[j_level], nbytes / bandwidths[j_level],
+                                              system.domains[j_level].sharpness))
                 level_bytes[j, j_level] += nbytes * lay.microbatches
             cols["w"][j] = per_stage @ w_rows[k]
             cols["kv"][j] = (per_stage @ kv_rows[k]) * lay.microbatches
@@ -299,7 +314,7 @@ def analyze_system(model: Model, system: System, device: Device, layouts: Sequen
     with np.errstate(invalid="ignore", divide="ignore"):
         throughput = ctx.batch / step
     return SystemAnalysis(
-        model=model, system=system, device=device, ctx=ctx, precision=precision, layouts=layouts,
+        model=model, system=stated, device=device, ctx=ctx, precision=precision, layouts=layouts,
         compute_time=arr["compute"], comm_time=arr["comm"], send_time=arr["send"], bubble_time=(passes - m) * stage,
         host_time=arr["host"], stage_time=stage, step_time=step, latency=pp * stage + arr["send"],
         throughput=throughput, throughput_per_device=throughput / system.devices,
@@ -308,4 +323,6 @@ def analyze_system(model: Model, system: System, device: Device, layouts: Sequen
         fits=(memory <= device.memory_capacity) | (options.offload & np.isfinite(arr["host"]) & (arr["host"] > 0)),
         imbalance=arr["imb"], level_bytes=level_bytes, level_names=tuple(d.name for d in system.domains),
         memory_names=tuple(memory_names), memory_traffic=memory_traffic, device_energy=arr["energy"],
-        host_bytes=arr["host_bytes"], collective_bytes=act_bpe)
+        host_bytes=arr["host_bytes"], collective_bytes=act_bpe, time_model=options.time_model,
+        calibrated_links=stated.link_calibrations if options.time_model == "calibrated" else (),
+        kernel_source=device_time_sources(whole, options.time_model)[0])

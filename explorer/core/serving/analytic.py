@@ -11,10 +11,10 @@ prefill as its own steps:
     TTFT_q = q x t_d(b) x (1 - e^-b) + prefill(1, P_q) + W_q
              (the step running when a request arrives, its prefill, the wait W for the prefills ahead of it as
               an M/D/1 queue: W = rho_p x prefill / (2 (1 - rho_p)), its quantile W x ln(1 / (1 - q)))
-chunked prefill (chunk C tokens a step):
+chunked prefill (chunk C tokens a step; a decoder puts v = 1 token in a step, v = k + 1 with speculative decoding):
     t     = mixed(b, c, p), p = lambda x P x t       the prompt tokens that arrive per step ride along
     b     = lambda x (O - 1) / E x t;  TPOT = t / E
-    TTFT_q = q x t + ceil(P_q / (C - b)) x t
+    TTFT_q = q x t + ceil(P_q / (C - v b)) x t
 Stable while b stays within the batch cap (max_batch, and the KV blocks over a sequence of c tokens) and
 rho_p < 1 (chunked: p <= C - b); above that the queue grows without bound (TTFT = inf) and throughput is the cap's.
 """
@@ -48,10 +48,6 @@ class Setup:
     idle_w: float = 0.0  # power of a device between steps (0: neglected, as the cost model does)
     usd_per_s: float | None = None  # what one device costs per second (rented, or owned: TCO / lifetime)
 
-    def __post_init__(self):
-        if self.spec is not None and self.policy.chunked:
-            raise ValueError("--spec-k: speculative decoding with chunked prefill is not modelled; drop one")
-
     def step(self, b, c):
         b = np.maximum(np.asarray(b, dtype=float), 1.0)
         return self.spec.step(self.surface, b, c) if self.spec else self.surface.decode(b, c)
@@ -71,6 +67,16 @@ class Setup:
     @property
     def tokens_per_step(self) -> float:
         return self.spec.tokens_per_step if self.spec else 1.0
+
+    def mixed(self, b, c, p):
+        """A chunked step's seconds: ``b`` decoders at context ``c`` (speculative: their drafts and verification)
+        and ``p`` prompt tokens."""
+        return self.spec.mixed(self.surface, b, c, p) if self.spec else self.surface.mixed(b, c, p)
+
+    @property
+    def decoder_tokens(self) -> int:
+        """Tokens a decoder puts in a chunked step: 1, or k + 1 verified with speculative decoding."""
+        return self.spec.k + 1 if self.spec else 1
 
     def batch_cap(self, context: float) -> float:
         return float(min(self.policy.max_batch, self.memory.max_sequences(math.ceil(context) + 1)))
@@ -94,7 +100,7 @@ def _fixed_point(setup: Setup, lam: np.ndarray, p: float, o: float, c: float):
     if pol.chunked:  # chunk steps carry min(P, C - b) prompt tokens; the other steps decode only
         for _ in range(60):
             t, busy_c, _ = _chunked(setup, b, c, lam, p)
-            b = np.minimum(lam * max(o - 1, 0) * t, cap + 1)
+            b = np.minimum(lam * max(o - 1, 0) / e * t, cap + 1)
         stable = (b <= cap) & (busy_c < 1)
         b = np.minimum(b, cap)
         t, busy_c, _ = _chunked(setup, b, c, lam, p)
@@ -111,11 +117,11 @@ def _fixed_point(setup: Setup, lam: np.ndarray, p: float, o: float, c: float):
 
 def _chunked(setup: Setup, b, c: float, lam, p: float):
     """Chunked prefill: (mean step seconds = TPOT, share of the time in chunk steps, one chunk step's seconds)."""
-    room = np.maximum(setup.policy.chunk - b, 1.0)
+    room = np.maximum(setup.policy.chunk - b * setup.decoder_tokens, 1.0)
     pc = np.minimum(p, room)
-    t_c = setup.surface.mixed(b, c, pc)
+    t_c = setup.mixed(b, c, pc)
     busy_c = lam * (p / pc) * t_c  # chunk steps per second x their time
-    t_d = setup.surface.decode(np.maximum(b, 1), c)
+    t_d = setup.step(np.maximum(b, 1), c)
     steps = np.maximum(1 - busy_c, 0) / t_d + lam * p / pc
     return 1.0 / steps, busy_c, t_c
 
@@ -158,10 +164,9 @@ def estimate(workload: Workload, setup: Setup, slo: SLO, rates=None) -> list[Ser
                 pq = p
             rj = rho[j]
             if pol.chunked:  # the step running on arrival, then one chunk step per chunk of the prompt
-                room = max(pol.chunk - b[j], 1.0)
+                room = max(pol.chunk - b[j] * setup.decoder_tokens, 1.0)
                 full, last = divmod(max(pq, 1.0), room)
-                tp = full * float(setup.surface.mixed(b[j], c, room)) + (
-                    float(setup.surface.mixed(b[j], c, last)) if last else 0.0)
+                tp = full * float(setup.mixed(b[j], c, room)) + (float(setup.mixed(b[j], c, last)) if last else 0.0)
                 lead = q * t[j]
             else:  # the decode step running on arrival (when one is), then the prompt's own prefill step
                 tp = float(setup.surface.prefill(1, max(pq, 1)))

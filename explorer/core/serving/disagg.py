@@ -97,6 +97,7 @@ def summarize_disaggregated(run: DisaggRun, prefill: Setup, decode: Setup, slo: 
     busy_p = sum(r.busy_s for _, r in run.prefill_runs) / (duration * prefill.replicas)
     busy_d = sum(r.busy_s for _, r in run.decode_runs) / (duration * decode.replicas)
     tokens_per_s = float(out.sum()) / duration
+    # per replica at its share of the tokens: J (USD) per token of one replica = the pool's per fleet token
     e_p, c_p = prefill.energy_and_cost(busy_p, tokens_per_s / prefill.replicas)
     e_d, c_d = decode.energy_and_cost(busy_d, tokens_per_s / decode.replicas)
     q = len(req) // 4
@@ -109,8 +110,7 @@ def summarize_disaggregated(run: DisaggRun, prefill: Setup, decode: Setup, slo: 
         slo=slo_checks(slo, *lat), kv_utilization=kv, mean_batch=float(sizes @ share) if len(sizes) else 0.0,
         stable=bool(stable), preemptions=sum(r.preemptions for _, r in run.decode_runs), batch_sizes=sizes,
         batch_share=share, requests=len(req), duration_s=duration, busy_share=(busy_p * dev_p + busy_d * dev_d) / (
-            dev_p + dev_d), energy_per_token=e_p / prefill.replicas + e_d / decode.replicas,
-        cost_per_million=c_p / prefill.replicas + c_d / decode.replicas)
+            dev_p + dev_d), energy_per_token=e_p + e_d, cost_per_million=c_p + c_d)
 
 
 @dataclass(frozen=True)

@@ -4,10 +4,12 @@ arrival rate at which every target is met (found on a grid of the estimate up to
 bisection); the fleet is the fewest replicas whose share of the rate stays at or under it.
 
     replicas          = ceil(rate / service-level rate)
-    capital           = replicas x price per device (the planner's quote, else the catalog's list price)
-    TCO               = capital + replicas x TDP x busy share x PUE x seconds owned x USD per kWh / 3.6e6
+    capital           = replicas x devices per replica x price per device (the planner's quote, else the
+                        catalog's list price)
+    TCO               = capital + replicas x devices per replica x TDP x busy share x PUE x seconds owned
+                        x USD per kWh / 3.6e6
     USD / M tokens    = TCO / (rate x output tokens x seconds owned) x 1e6         (owned, over the horizon)
-    rented USD / M    = replicas x cloud USD per second / (rate x output tokens) x 1e6
+    rented USD / M    = replicas x devices per replica x cloud USD per second / (rate x output tokens) x 1e6
 
 The busy share is the estimate's at rate / replicas (idle power neglected, as the cost model does). Qt-free.
 """
@@ -15,7 +17,7 @@ The busy share is the estimate's at rate / replicas (idle power neglected, as th
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -77,34 +79,43 @@ class FleetRow:
         return ""
 
 
+def fleet_row(workload: Workload, setup: Setup, device, slo: SLO, quotes=None, years: float = 3.0,
+              usd_per_kwh: float = 0.12, pue: float = 1.3, row_id: str | None = None,
+              name: str | None = None) -> FleetRow:
+    """One replica kind's fleet: ``setup`` is one replica (its ``replicas`` is ignored: the fleet finds them) of
+    ``setup.surface.devices`` devices of ``device``; the row is named ``row_id``/``name`` (default: the device's)."""
+    rate = workload.mean_rate()
+    _, o = workload.mean_lengths()
+    seconds = years * SECONDS_PER_YEAR
+    setup = replace(setup, replicas=1) if setup.replicas != 1 else setup
+    row_id, name = row_id or device.id, name or device.name
+    per = slo_rate(workload, setup, slo)
+    price, source = device_price(device, quotes)
+    if not per > 0:
+        return FleetRow(row_id, name, 0.0, 0, price, source, math.nan, math.nan, math.nan, math.nan, math.nan)
+    n = max(1, math.ceil(rate / per - 1e-9))
+    at = estimate(workload, setup, slo, [rate / n])[0]
+    per_replica = setup.surface.devices  # devices of one replica: tp x pp for a system layout, 1 for a device
+    tdp = setup.busy_w if setup.busy_w is not None else math.nan
+    capital = n * per_replica * price
+    tco = capital + n * per_replica * tdp * at.busy_share * pue * seconds / JOULES_PER_KWH * usd_per_kwh
+    tokens = rate * o * seconds
+    usd_s = setup.usd_per_s if setup.usd_per_s is not None else math.nan
+    return FleetRow(row_id, name, per, n, price, source, capital, tco, tco / tokens * 1e6,
+                    n * per_replica * usd_s / (rate * o) * 1e6, at.busy_share)
+
+
+def rank_key(r: FleetRow):
+    """Cheapest first: feasible, then priced (owned cost), then rented; unknown last."""
+    return (not r.feasible, not math.isfinite(r.cost_per_million), r.cost_per_million if
+            math.isfinite(r.cost_per_million) else 0.0, r.rented_per_million if
+            math.isfinite(r.rented_per_million) else math.inf)
+
+
 def size_fleet(workload: Workload, setups, devices, slo: SLO, quotes=None, years: float = 3.0,
                usd_per_kwh: float = 0.12, pue: float = 1.3) -> tuple[FleetRow, ...]:
     """Per device (one :class:`Setup` each, one device per replica): the fewest replicas meeting the service levels
     at ``workload``'s rate and their cost; ranked cheapest first (owned cost, then rented; unknown last)."""
-    rows = []
-    rate = workload.mean_rate()
-    _, o = workload.mean_lengths()
-    seconds = years * SECONDS_PER_YEAR
-    for setup, device in zip(setups, devices):
-        per = slo_rate(workload, setup, slo)
-        price, source = device_price(device, quotes)
-        if not per > 0:
-            rows.append(FleetRow(device.id, device.name, 0.0, 0, price, source, math.nan, math.nan, math.nan,
-                                 math.nan, math.nan))
-            continue
-        n = max(1, math.ceil(rate / per - 1e-9))
-        at = estimate(workload, setup, slo, [rate / n])[0]
-        tdp = setup.busy_w if setup.busy_w is not None else math.nan
-        capital = n * price
-        tco = capital + n * setup.surface.devices * tdp * at.busy_share * pue * seconds / JOULES_PER_KWH * usd_per_kwh
-        tokens = rate * o * seconds
-        usd_s = setup.usd_per_s if setup.usd_per_s is not None else math.nan
-        rows.append(FleetRow(device.id, device.name, per, n, price, source, capital, tco, tco / tokens * 1e6,
-                             n * setup.surface.devices * usd_s / (rate * o) * 1e6, at.busy_share))
-
-    def key(r: FleetRow):
-        return (not r.feasible, not math.isfinite(r.cost_per_million), r.cost_per_million if
-                math.isfinite(r.cost_per_million) else 0.0, r.rented_per_million if
-                math.isfinite(r.rented_per_million) else math.inf)
-
-    return tuple(sorted(rows, key=key))
+    rows = [fleet_row(workload, setup, device, slo, quotes, years, usd_per_kwh, pue)
+            for setup, device in zip(setups, devices)]
+    return tuple(sorted(rows, key=rank_key))

@@ -32,7 +32,8 @@ class Speculative:
     Decoding", ICML, https://arxiv.org/abs/2211.17192, eq. 1): ``k`` draft tokens accepted each with
     probability ``acceptance`` give E = (1 - a^(k+1)) / (1 - a) tokens per target step (k + 1 when a = 1).
     A step costs k draft steps (``draft`` surface, or ``draft_cost`` x the target's decode step) plus one
-    verification of k + 1 tokens per sequence."""
+    verification of k + 1 tokens per sequence. With chunked prefill (:meth:`mixed`) the verification tokens ride
+    in the same target pass as the prompt chunks and count against the chunk's token budget (k + 1 per decoder)."""
 
     k: int = 4
     acceptance: float = 0.7
@@ -59,6 +60,20 @@ class Speculative:
     def step1(self, s: StepSurface, b: float, c: float) -> float:
         draft = self.draft.decode1(b, c) if self.draft is not None else self.draft_cost * s.decode1(b, c)
         return self.k * draft + s.mixed1(b, c, b * self.k)
+
+    def mixed(self, s: StepSurface, b, c, p):
+        """A chunked-prefill step with speculative decoding: the ``b`` decoders' k drafts, then one target pass over
+        their k + 1 verification tokens each and ``p`` prompt tokens (no draft without decoders)."""
+        b = np.asarray(b, dtype=float)
+        bb = np.maximum(b, 1.0)
+        draft = self.draft.decode(bb, c) if self.draft is not None else self.draft_cost * s.decode(bb, c)
+        return np.where(b > 0, self.k * draft, 0.0) + s.mixed(b, c, b * self.k + np.asarray(p))
+
+    def mixed1(self, s: StepSurface, b: float, c: float, p: float) -> float:
+        if b <= 0:
+            return s.mixed1(0, c, p)
+        draft = self.draft.decode1(b, c) if self.draft is not None else self.draft_cost * s.decode1(b, c)
+        return self.k * draft + s.mixed1(b, c, b * self.k + p)
 
 
 @dataclass(frozen=True, eq=False)

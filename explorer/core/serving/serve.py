@@ -83,12 +83,14 @@ def _power_price(device: Device, idle_w: float, usd_per_s: float | None) -> tupl
 
 
 def simulate_replicas(workload: Workload, setup: Setup, n: int, seed: int = 0, record: bool = False,
-                      router: str = "round-robin") -> tuple[Requests, list[tuple[np.ndarray, SimRun]]]:
-    """The requests and each replica's run (with the indices of the requests it served)."""
+                      router: str = "round-robin",
+                      progress=None) -> tuple[Requests, list[tuple[np.ndarray, SimRun]]]:
+    """The requests and each replica's run (with the indices of the requests it served); ``progress``: called
+    with the share of the requests routed so far (:func:`simulate_routed`)."""
     req = workload.requests(n, seed)
     cached = cached_tokens(req, workload.prefix_tokens, workload.prefix_hit_rate, setup.memory.block_size, seed)
     runs = simulate_routed(req, setup.surface, setup.memory, setup.policy, cached, setup.spec,
-                           workload.prefix_tokens, record, setup.replicas, router)
+                           workload.prefix_tokens, record, setup.replicas, router, progress)
     return req, [(idx, run) for idx, run in runs if len(idx)]
 
 
@@ -140,12 +142,12 @@ class ServingAnswer:
 
 
 def answer(workload: Workload, setup: Setup, slo: SLO, simulate_n: int = 0, seed: int = 0,
-           record: bool = False, router: str = "round-robin") -> ServingAnswer:
+           record: bool = False, router: str = "round-robin", progress=None) -> ServingAnswer:
     est = estimate(workload, setup, slo)[0]
     curve = load_curve(workload, setup, slo)
     sim, runs = None, ()
     if simulate_n:
-        req, run_list = simulate_replicas(workload, setup, simulate_n, seed, record, router)
+        req, run_list = simulate_replicas(workload, setup, simulate_n, seed, record, router, progress)
         sim = summarize(req, run_list, setup, slo, workload.mean_rate())
         runs = tuple(run_list)
     return ServingAnswer(workload, slo, setup, est, curve, sim, runs)

@@ -11,6 +11,8 @@ The engine, as vLLM's scheduler runs it:
   running sequence takes one decode step;
 * ``chunked=True``: each step carries every running sequence's decode token plus up to ``chunk - b`` prompt tokens
   of the waiting prompts (Sarathi-Serve / vLLM's chunked prefill); a prompt's last chunk yields its first token;
+  with speculative decoding each decoder drafts k tokens and verifies k + 1 in the step (``chunk - b (k + 1)``
+  prompt tokens left), advancing E tokens (:class:`~.policy.Speculative`);
 * a decode step that needs a new KV block when none is free preempts the last admitted sequence (vLLM's recompute
   preemption): its blocks are freed and it waits at the head of the queue to prefill its prompt and the tokens it
   had generated again. Preemptions are counted.
@@ -128,6 +130,7 @@ def _engine(sh: _Shared, surface: StepSurface, memory: ReplicaMemory, policy: Po
     if free <= 0:
         raise ValueError("memory: no KV-cache blocks left after weights and activations on this device")
     tps = spec.tokens_per_step if spec else 1.0
+    per_decoder = spec.k + 1 if spec else 1  # a decoder's tokens in a chunked step (speculative: k + 1 verified)
     base = inp - cached  # a sequence's own KV tokens before it generates (the shared prefix's blocks apart)
     steps = np.zeros(policy.max_batch + 1)
     decoding: list[int] = []  # admitted and prefilled, in the order they were admitted
@@ -197,11 +200,12 @@ def _engine(sh: _Shared, surface: StepSurface, memory: ReplicaMemory, policy: Po
             if can_admit or prefilling:
                 # -- a prefill step of its own, or one chunked step carrying the decoders' tokens
                 b = len(dec) if policy.chunked else 0
-                budget = policy.chunk - b if policy.chunked else policy.max_batched_tokens
-                if b:  # each decoder adds one token: a new block where its held blocks are full
+                budget = policy.chunk - b * per_decoder if policy.chunked else policy.max_batched_tokens
+                if b:  # each decoder adds one token (speculative: E on average): new blocks where they are full
                     g = gen[dec]
                     ht = bd + g
-                    full = held[dec] * bs < ht + 2
+                    full = (held[dec] * bs < ht + 2) if spec is None else np.maximum(
+                        -(-(ht + tps + 1) // bs) - held[dec], 0).astype(np.int64)
                     grow = int(full.sum())
                     if grow > free:
                         preempt += _preempt(decoding, held, gen, prompt, inp, cached, waiting, release)
@@ -228,13 +232,13 @@ def _engine(sh: _Shared, surface: StepSurface, memory: ReplicaMemory, policy: Po
                 finished = None
                 if policy.chunked:
                     c = (float(ht.sum()) + cached_sum) / b if b else 1.0
-                    dt = surface.mixed1(b, c, p)
+                    dt = spec.mixed1(surface, b, c, p) if spec else surface.mixed1(b, c, p)
                     if b:
                         hold = False  # the decoders generated a token
                         free -= grow
                         used += grow
                         held[dec] += full
-                        newg = np.minimum(g + 1, od)
+                        newg = np.minimum(g + tps, od)
                         gen[dec] = newg
                         steps[b] += 1
                         finished = newg >= od

@@ -10,7 +10,7 @@ its Edit menu.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from explorer.core.analysis.procurement import Requirements
 from explorer.core.traces.model import Trace
@@ -147,6 +147,18 @@ class SetRequirements(Command):
 
     def apply(self, state):
         return state.with_(requirements=self.requirements)
+
+
+@dataclass
+class SetDeviceOverrides(Command):
+    """Replace the device overrides (figures by device id and field that win over the catalog's)."""
+
+    overrides: Mapping[str, Mapping[str, float]]
+    text: str = "edit device figures"
+    changes: frozenset[str] = frozenset({"devices"})
+
+    def apply(self, state):
+        return state.with_(device_overrides=self.overrides)
 
 
 @dataclass

@@ -63,7 +63,7 @@ DEPENDS: dict[str, tuple[str, ...]] = {
     "fidelity": ("evaluation", "trace", "args"),  # both time models side by side: not the switch
     "systems": ("model", "hardware", "system", "assumptions.precision", "assumptions.weights",
                 "assumptions.activations", "assumptions.kv_cache", "assumptions.batch", "assumptions.seq_len",
-                "assumptions.phase", "assumptions.attention", "assumptions.lm_head"),
+                "assumptions.phase", "assumptions.attention", "assumptions.lm_head", "assumptions.time_model"),
     # per device checked: the serving step-time surface and memory (explorer.core.serving.serve.device_setup);
     # the serving part's rate, arrivals and service levels are not inputs, so editing them reuses the surfaces
     "serving_setups": ("model", "devices", "assumptions.precision", "assumptions.weights", "assumptions.activations",
@@ -81,12 +81,14 @@ DEPENDS: dict[str, tuple[str, ...]] = {
                        "system.offload", "system.collective", "system.skew", "assumptions.precision",
                        "assumptions.weights", "assumptions.activations", "assumptions.kv_cache",
                        "assumptions.batch", "assumptions.seq_len", "assumptions.phase", "assumptions.attention",
-                       "assumptions.lm_head"),
+                       "assumptions.lm_head", "assumptions.time_model"),
     # the planner's fleet on each chosen system: every layout (as ``plan --system``), the target, limit, quotes
     "system_plan": ("system_layouts", "requirements"),
     # the training run on the chosen systems (its analyses): the model, the systems and their nodes, the training
-    # part except the tokens; nothing of the inference assumptions (precision, batch, phase...) reaches it
-    "training_runs": ("model", "hardware", "system.nodes", *(f"training.{f}" for f in TRAINING_FIELDS)),
+    # part except the tokens, and the Times switch; nothing of the inference assumptions (precision, batch, phase...)
+    # reaches it
+    "training_runs": ("model", "hardware", "system.nodes", *(f"training.{f}" for f in TRAINING_FIELDS),
+                      "assumptions.time_model"),
     # costed for the tokens at the session's electricity price, PUE and horizon: these re-cost, never re-analyse
     "training": ("training_runs", "training.tokens", "assumptions.electricity_usd_per_kwh", "assumptions.pue",
                  "assumptions.years"),
@@ -248,12 +250,13 @@ class Results:
 
     @property
     def systems(self) -> tuple[SystemResult, ...]:
-        """The model on each chosen system: its layouts ranked and the one chosen (empty without systems)."""
-        if not self.hardware:
+        """The model on each chosen system: its layouts ranked and the one chosen (empty without systems, and in
+        the train phase: the training step on systems is the Training panel's, :attr:`training`)."""
+        if not self.hardware or self.state.assumptions.phase == "train":
             return ()
         a, choice = self.state.assumptions, self.state.system
         options = Options(overlap=choice.overlap, algorithm=choice.collective, skew=choice.skew,
-                          offload=choice.offload)
+                          offload=choice.offload, time_model=a.time_model)
         return self._get("systems", lambda: size_on_systems(
             self.state.model, self.hardware, a.precision, a.context, a.tensor_formats, choice.layout,
             choice.objective, options, choice.nodes))
@@ -263,11 +266,11 @@ class Results:
         """Every valid layout of each chosen system ranked by the objective, whatever layout is chosen (the
         Systems panel plots them all); :attr:`systems` itself when the best is chosen."""
         choice = self.state.system
-        if not self.hardware or choice.layout is None:
+        if not self.hardware or choice.layout is None or self.state.assumptions.phase == "train":
             return self.systems
         a = self.state.assumptions
         options = Options(overlap=choice.overlap, algorithm=choice.collective, skew=choice.skew,
-                          offload=choice.offload)
+                          offload=choice.offload, time_model=a.time_model)
         return self._get("system_layouts", lambda: size_on_systems(
             self.state.model, self.hardware, a.precision, a.context, a.tensor_formats, None,
             choice.objective, options, choice.nodes))
@@ -295,7 +298,8 @@ class Results:
             return ()
         st = self.state
         return self._get("training_runs", lambda: train_choice(st.model, self.hardware, st.system.nodes, st.training,
-                                                               cost_assumptions(st.assumptions)))
+                                                               cost_assumptions(st.assumptions),
+                                                               st.assumptions.time_model))
 
     @property
     def training(self) -> tuple:

@@ -1,8 +1,9 @@
 """The session's state: one frozen value holding everything an edit can change.
 
 A :class:`State` is the model, the selected device ids, the assumptions, the imported trace, the procurement
-planner's requirements (quotes included), the systems the model is sized on (:class:`SystemChoice`) and the
-training run on them (:class:`TrainingChoice`). Commands (:mod:`.commands`) map a state to a new one; the workspace
+planner's requirements (quotes included), the systems the model is sized on (:class:`SystemChoice`), the
+training run on them (:class:`TrainingChoice`), the serving workload and the device overrides (a user's edited
+figures, :mod:`.device_overrides`). Commands (:mod:`.commands`) map a state to a new one; the workspace
 swaps it in one place. Nothing here is mutable, so an old state is a free snapshot for undo. Qt-free.
 """
 
@@ -18,9 +19,10 @@ from explorer.core.files import names
 from explorer.core.formats import TENSORS, TensorFormats, check_format
 from explorer.core.precision import check_precision
 from explorer.core.traces.model import Trace
-from explorer.core.workload.layers import ATTENTION, LM_HEAD, Context
+from explorer.core.workload.layers import ATTENTION, LM_HEAD, PHASES, Context
 from explorer.core.workload.model import Model
 
+from .device_overrides import DeviceOverrides, check_overrides
 from .serving_choice import ServingChoice
 from .training_choice import TrainingChoice
 
@@ -28,8 +30,6 @@ from .training_choice import TrainingChoice
 #: model: an edit of the layer list, of the input description).
 PARTS = ("model", "layers", "input", "devices", "assumptions", "trace", "requirements", "system", "training",
          "serving")
-
-PHASES = ("prefill", "decode")
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ class Assumptions:
     kv_cache: str | None = None
     batch: int = 1
     seq_len: int | None = None  # None = the model's own token count
-    phase: str = "prefill"
+    phase: str = "prefill"  # prefill | decode | train (the training step: forward, backward, optimizer)
     electricity_usd_per_kwh: float = 0.12
     pue: float = 1.3
     utilization: float = 0.6  # duty cycle for TCO and cost per million
@@ -59,7 +59,7 @@ class Assumptions:
             if v is not None and (not isinstance(v, str) or check_format(v, name) != v):
                 raise ValueError(f"{name}: expected a format name such as 'int4-g128' or null, got {v!r}")
         if self.phase not in PHASES:
-            raise ValueError(f"phase: expected prefill or decode, got {self.phase!r}")
+            raise ValueError(f"phase: expected {', '.join(PHASES)}, got {self.phase!r}")
         for name, choices in (("attention", ATTENTION), ("lm_head", LM_HEAD), ("time_model", MODELS)):
             if getattr(self, name) not in choices:
                 raise ValueError(f"{name}: expected {' or '.join(choices)}, got {getattr(self, name)!r}")
@@ -190,9 +190,12 @@ class State:
     system: SystemChoice = field(default_factory=SystemChoice)
     training: TrainingChoice = field(default_factory=TrainingChoice)  # the training run (the Training panel)
     serving: ServingChoice | None = None  # the serving workload and service levels (None: not set, the defaults)
+    # figures by device id and field that win over the catalog's (.device_overrides): saved with the project
+    device_overrides: DeviceOverrides = field(default_factory=dict)
 
     def __post_init__(self):
         object.__setattr__(self, "device_ids", tuple(dict.fromkeys(self.device_ids)))
+        object.__setattr__(self, "device_overrides", check_overrides(self.device_overrides))
         self.assumptions.checked()
         self.system.checked()
         self.training.checked()

@@ -11,7 +11,7 @@ ranked table still lists them all. Qt-free.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -54,10 +54,10 @@ def _error(system: System, device: Device, message: str) -> TrainingResult:
 
 
 def train_system(model: Model, system: System, device: Device, choice: TrainingChoice,
-                 assumptions: CostAssumptions = DEFAULT_COST) -> TrainingResult:
+                 assumptions: CostAssumptions = DEFAULT_COST, time_model: str = "ideal") -> TrainingResult:
     """One system (already a cluster of its nodes) under ``choice``: its best layout, or the one given by hand
-    first and every other valid layout ranked after it."""
-    setup = choice.setup
+    first and every other valid layout ranked after it; ``time_model``: the session's Times switch."""
+    setup = replace(choice.setup, time_model=time_model)
     hand = choice.training_layout()
     try:
         if hand is None:
@@ -77,7 +77,7 @@ def train_system(model: Model, system: System, device: Device, choice: TrainingC
 
 
 def train_choice(model: Model, hardware: Sequence[tuple[System, Device]], nodes: int, choice: TrainingChoice,
-                 assumptions: CostAssumptions = DEFAULT_COST) -> tuple[TrainingResult, ...]:
+                 assumptions: CostAssumptions = DEFAULT_COST, time_model: str = "ideal") -> tuple[TrainingResult, ...]:
     """Each (system, its device) as a cluster of ``nodes`` (or of ``choice.devices`` devices) under ``choice``, in order; a system that cannot take
     it carries the reason in ``error``."""
     out = []
@@ -94,7 +94,7 @@ def train_choice(model: Model, hardware: Sequence[tuple[System, Device]], nodes:
         except ValueError as exc:
             out.append(_error(system, device, str(exc)))
             continue
-        out.append(train_system(model, system, device, choice, assumptions))
+        out.append(train_system(model, system, device, choice, assumptions, time_model))
     return tuple(out)
 
 

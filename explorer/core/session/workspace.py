@@ -22,7 +22,8 @@ from explorer.core.traces.model import Trace
 from explorer.core.workload.layers import Context
 from explorer.core.workload.model import Model, build_table
 
-from .commands import Command, CommandStack, SelectDevices, SetAssumptions
+from .commands import Command, CommandStack, SelectDevices, SetAssumptions, SetDeviceOverrides
+from .device_overrides import apply_overrides, overrides_between
 from .results import Results
 from .serving_choice import ServingChoice
 from .state import PARTS, PHASES, Assumptions, State, SystemChoice
@@ -66,6 +67,9 @@ class Workspace:
         self._system_lookup = systems or shipped_systems
         self._hardware: tuple[tuple, tuple] = ((), ())  # (key, resolved systems) of the last resolution
         self._devices: dict[str, Device] = {}
+        # per device id: (catalog device, its overrides, the device with them applied), so that an unchanged
+        # device stays the same object (the results bundle reuses what depends on it by identity)
+        self._applied: dict[str, tuple[Device, object, Device]] = {}
         self.stack = CommandStack()
         self._results: Results | None = None  # the current state's bundle; None until asked for after a change
         self._last: Results | None = None  # the last bundle made (its results are reused where still valid)
@@ -100,12 +104,47 @@ class Workspace:
 
     @property
     def devices(self) -> tuple[Device, ...]:
+        """The selected devices, with the project's device overrides applied."""
         ids = self._state.device_ids
         missing = [i for i in ids if i not in self._devices]
         if missing:
             for d in self._lookup(missing):
                 self._devices[d.id] = d
-        return tuple(self._devices[i] for i in ids if i in self._devices)
+        return tuple(self._overridden(self._devices[i]) for i in ids if i in self._devices)
+
+    def _overridden(self, device: Device) -> Device:
+        values = self._state.device_overrides.get(device.id)
+        if not values:
+            return device
+        base, was, applied = self._applied.get(device.id, (None, None, None))
+        if base is not device or was != values:
+            applied = apply_overrides(device, values)
+            self._applied[device.id] = (device, values, applied)
+        return applied
+
+    @property
+    def device_overrides(self):
+        """The project's device overrides: figures by device id and field (SI) that win over the catalog's."""
+        return self._state.device_overrides
+
+    def override_device(self, device: Device, base: Device | None = None) -> None:
+        """Record an edit of ``device`` as project overrides (one undoable step): its figures that differ from
+        ``base`` (default: the device as the session shows it now) join the device's overrides, so the edit
+        travels with the project file. Nothing is recorded when no overridable figure changed."""
+        if base is None:
+            base = next((d for d in self.devices if d.id == device.id), None)
+        changed = overrides_between(base, device) if base is not None else {}
+        if not changed:
+            return
+        overrides = {k: dict(v) for k, v in self._state.device_overrides.items()}
+        overrides[device.id] = {**overrides.get(device.id, {}), **changed}
+        self.execute(SetDeviceOverrides(overrides, text=f"override {device.name}"))
+
+    def clear_overrides(self, device_id: str) -> None:
+        """Drop a device's overrides (the catalog's figures apply again), as one undoable step."""
+        if device_id in self._state.device_overrides:
+            overrides = {k: v for k, v in self._state.device_overrides.items() if k != device_id}
+            self.execute(SetDeviceOverrides(overrides, text=f"clear the overrides of {device_id}"))
 
     def put_devices(self, devices: Sequence[Device]) -> None:
         """Make devices known (e.g. after a catalog edit or for devices not in the catalog); re-analyzes."""
@@ -186,6 +225,8 @@ class Workspace:
 
     def _swap(self, state: State, changes: frozenset[str]) -> None:
         """The one place a new state comes in."""
+        if state.device_overrides != self._state.device_overrides:
+            self._hardware = ((None,), ())  # a chosen system's device may have new figures: resolve them again
         self._state = state
         self._notify(changes)
 
@@ -218,7 +259,8 @@ class Workspace:
         ids = self._state.system.system_ids
         if self._hardware[0] != ids:
             systems = self._system_lookup(ids)
-            devices = {d.id: d for d in self._lookup(tuple(dict.fromkeys(s.device_id for s in systems)))}
+            devices = {d.id: self._overridden(d)
+                       for d in self._lookup(tuple(dict.fromkeys(s.device_id for s in systems)))}
             self._hardware = (ids, tuple((s, devices[s.device_id]) for s in systems if s.device_id in devices))
         return self._hardware[1]
 
@@ -237,12 +279,15 @@ class Workspace:
     def reset(self, model: Model, device_ids: Sequence[str] = (), assumptions: Assumptions | None = None,
               trace: Trace | None = None, requirements: Requirements | None = None,
               system: SystemChoice | None = None, training: TrainingChoice | None = None,
-              serving: ServingChoice | None = None) -> None:
-        """Start over (new or opened project): no undo history, clean."""
+              serving: ServingChoice | None = None, device_overrides=None) -> None:
+        """Start over (new or opened project): no undo history, clean. ``device_overrides`` (by device id, field:
+        SI value) are applied to the catalog's devices from here on."""
         self._state = State(model=model, device_ids=tuple(device_ids),
                             assumptions=(assumptions or self._state.assumptions).checked(), trace=trace,
                             requirements=requirements or Requirements(), system=system or SystemChoice(),
-                            training=training or TrainingChoice(), serving=serving)
+                            training=training or TrainingChoice(), serving=serving,
+                            device_overrides=device_overrides or {})
+        self._hardware = ((None,), ())
         self.stack.clear()
         self._focused_layer = -1
         self._notify(frozenset(PARTS))

@@ -109,7 +109,10 @@ def check(layout: TrainingLayout, shape: TrainingShape, devices: int, zero: int 
 
 def candidates(shape: TrainingShape, devices: int, scale_up: int, cp: int = 1, schedule: str = "1f1b",
                virtual: int = 1, zero: int = 0, recompute: str = "none", sp: bool = True) -> list[TrainingLayout]:
-    """Every valid layout with TP inside the scale-up domain (tp <= its size), the given cp and schedule."""
+    """Every valid layout with TP inside the scale-up domain (tp <= its size), the given cp and schedule; for a
+    mixture of experts every expert-parallel degree ep that divides tp and the experts (EP inside the TP group,
+    as the system pass places it: each expert then split tp / ep ways, so the weights per device do not change,
+    but the experts' communication and GEMM shapes do)."""
     out = []
     if devices % cp:
         return out
@@ -120,10 +123,11 @@ def candidates(shape: TrainingShape, devices: int, scale_up: int, cp: int = 1, s
             dp = devices // (cp * tp * pp)
             v = virtual if pp > 1 else 1
             sched = schedule if pp > 1 else "1f1b"
-            layout = TrainingLayout(tp, pp, dp, cp, 1, sched, v, sp)
-            try:
-                check(layout, shape, devices, zero, recompute)
-            except LayoutError:
-                continue
-            out.append(layout)
+            for ep in divisors(tp) if shape.experts else [1]:
+                layout = TrainingLayout(tp, pp, dp, cp, ep, sched, v, sp)
+                try:
+                    check(layout, shape, devices, zero, recompute)
+                except LayoutError:
+                    continue
+                out.append(layout)
     return out

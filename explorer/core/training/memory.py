@@ -33,7 +33,13 @@ paper's layer: per token, bytes ::
     not split by TP (split by SP)   2 norms' inputs 4h, the QKV and MLP inputs 2h + 2h, dropout masks 2h (if any)
     split by TP                     Q and K 2h + 2 h_kv, V 2 h_kv, the output projection's input 2h,
                                     MLP: 2 f + 2 f (activation's input, down projection's input), or for a gated
-                                    MLP (SwiGLU) gate, up, activation output and product: 8 f
+                                    MLP (SwiGLU) 6 f: the fused activation's input, gate and up (2 x 2f), and
+                                    the product, the down projection's input (2f). Megatron-LM's fused SwiGLU
+                                    saves only its input and recomputes SiLU(gate) in the backward
+                                    (NVIDIA/Megatron-LM, megatron/core/fusions/fused_bias_swiglu.py,
+                                    SwiGLUFunction: ``ctx.save_for_backward(input)``; swiglu_back recomputes
+                                    silu(y_1)); an unfused PyTorch MLP, F.silu(gate) * up, also keeps SiLU's
+                                    output for the product's backward: 8 f (not modelled)
     attention core (split by TP)    softmax output 2 a s, its dropout mask a s and output 2 a s (if dropout):
                                     5 a s or 2 a s per token; 0 with fused (flash) attention, which keeps no
                                     s x s matrix. Selective recomputation drops this term.
@@ -111,7 +117,7 @@ def layer_activations(shape: LayerShape, s, b, t=1, sp=False, recompute="none", 
         return ACT_BYTES * tokens * h / np.where(sp, t, 1.0)
     mask = MASK_BYTES * h * 2 if shape.dropout else 0.0
     replicated = ACT_BYTES * (4 * h + shape.lora) + mask  # norms' inputs, qkv and mlp inputs, masks; LoRA's x A
-    mlp = ACT_BYTES * (4 * f if shape.gated else 2 * f)
+    mlp = ACT_BYTES * (3 * f if shape.gated else 2 * f)  # gated: fused SwiGLU's input (gate, up) + the product
     # Q and K (q_width + kv_width), V (kv_width), the output projection's input (q_width): GPT 8h bytes
     split = ACT_BYTES * (shape.q_width + shape.kv_width + shape.kv_width + shape.q_width) + mlp
     core = 0.0 if fused or recompute == "selective" else (5.0 if shape.dropout else 2.0) * a * s

@@ -30,6 +30,10 @@ are final only then) or, ZeRO 3, behind each micro-batch's compute; TP and EP co
 compute as far as the system pass's overlap allows, and CP's exchange behind the attention core. **Optimizer**:
 Adam's 28 bytes per trainable parameter the device updates (1 / dp of them from ZeRO 1), at its memory bandwidth.
 
+**Time model**: ``setup.time_model`` ``calibrated`` takes each row's calibrated time (the device's fitted curves,
+:mod:`explorer.core.analysis.calibrated`) in the system pass and the attention/frozen shares; communication,
+sends and the optimizer stay on the links' and memory's figures. A device without curves keeps the ideal times.
+
 MFU = model FLOPs per step (forward + backward, :mod:`.work`) / (step x devices x dense bf16 peak); HFU counts the
 recomputation too (Korthikanti et al. 2022, Sec. 6.3; Chowdhery et al. 2022, "PaLM", App. B).
 """
@@ -85,6 +89,7 @@ class TrainingSetup:
     attention: str = "fused"  # fused (FlashAttention) keeps no s x s matrix; naive keeps it
     dropout: bool = False  # dropout masks in the activations (GPT-3 style models; Llama has none)
     algorithm: str = "auto"
+    time_model: str = "ideal"  # ideal | calibrated: the rows' compute times (calibrated where the device has curves)
 
 
 def with_lora(model: Model, setup: TrainingSetup) -> Model:
@@ -242,11 +247,12 @@ def analyze_training(model: Model, system: System, device: Device, layouts: Sequ
         inner = [Layout(lay.tp, lay.pp, lay.ep, lay.dp * cp, microbatches(lay, shape)) for lay in
                  (layouts[j] for j in idx)]
         r = analyze_system(model, system, device, inner, PRECISION, ctx,
-                           options=Options(overlap=setup.overlap, algorithm=setup.algorithm))
+                           options=Options(overlap=setup.overlap, algorithm=setup.algorithm,
+                                           time_model=setup.time_model))
         micro_ctx = replace(ctx, batch=b)
         table = build_table(model, micro_ctx)
         single = evaluate(table, [device], PRECISION, micro_ctx, model)
-        attn, frozen = time_shares(table, single.time[:, 0], lora)
+        attn, frozen = time_shares(table, single.model_time(setup.time_model)[:, 0], lora)
         col["f"][idx] = r.compute_time * (1.0 + (cp - 1) * attn)
         col["attn"][idx] = r.compute_time * attn * cp
         col["frozen"][idx] = frozen

@@ -28,31 +28,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from explorer.core.workload.model import LayerTable
+from explorer.core.workload.train_step import (  # noqa: F401  (the training core's names for them)
+    ATTENTION_CORE,
+    OPTIMIZER_FLOPS,
+    attention_core,
+    backward_factor,
+    frozen_gemms,
+)
 
 OPTIMIZER_BYTES_MOVED = 28.0  # bytes per trainable parameter per Adam step (see above)
-OPTIMIZER_FLOPS = 12.0  # per trainable parameter
-ATTENTION_CORE = {"attention_scores", "attention_context"}
-
-
-def attention_core(table: LayerTable) -> np.ndarray:
-    """Rows of the attention core (scores, the attention softmax, context): what selective recomputation redoes."""
-    kinds = np.array(table.kinds, dtype=object)
-    names = np.array(table.names, dtype=object)
-    softmax = np.array([k == "softmax" and ".attn" in n for k, n in zip(kinds, names)], dtype=bool)
-    return np.isin(kinds, list(ATTENTION_CORE)) | softmax
-
-
-def frozen_gemms(table: LayerTable, lora: bool) -> np.ndarray:
-    """Rows whose weights do not train: with LoRA, every weighted row but the adapters'; else none."""
-    if not lora:
-        return np.zeros(len(table), dtype=bool)
-    kinds = np.array(table.kinds, dtype=object)
-    return (table.columns["params"] > 0) & (kinds != "lora")
-
-
-def backward_factor(table: LayerTable, lora: bool) -> np.ndarray:
-    """Backward work as a multiple of each row's forward (2, or 1 for a frozen weighted row)."""
-    return np.where(frozen_gemms(table, lora), 1.0, 2.0)
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from explorer.core.workload.layers import (
     ShapeError,
     format_shape,
 )
+from explorer.core.workload.train_step import train_step_table
 
 FORMAT = 1
 INPUT_FORMS = (("channels", "height", "width"), ("tokens", "hidden"), ("tokens",), ("features",))
@@ -178,7 +179,7 @@ def save_model_file(model: Model, path: str | Path) -> None:
 
 # --------------------------------------------------------------------------------------------- work table
 NUMERIC = ("macs", "other_flops", "params", "active_params", "weight_elems", "input_elems", "output_elems",
-           "kv_read_elems", "kv_cache_elems", "count")
+           "kv_read_elems", "kv_cache_elems", "state_bytes", "count")
 
 
 @dataclass(frozen=True)
@@ -232,7 +233,12 @@ class LayerTable:
 @functools.lru_cache(maxsize=64)
 def build_table(model: Model, ctx: Context = Context()) -> LayerTable:
     """Infer shapes layer by layer and count work. A layer that does not fit is flagged with the reason and
-    passes its input through unchanged, so the layers after it are still analyzed."""
+    passes its input through unchanged, so the layers after it are still analyzed. Phase ``train``: the training
+    step's forward, backward and optimizer rows (:mod:`.train_step`), the forward as prefill with every
+    position's logits."""
+    if ctx.phase == "train":
+        forward = build_table(model, replace(ctx, phase="prefill", lm_head="all"))
+        return train_step_table(forward, LayerTable, LayerStatus)
     if ctx.seq_len is None and model.default_seq_len() is not None:  # decode attends to the model's full context
         ctx = replace(ctx, seq_len=model.default_seq_len())
     rows: list[Row] = []

@@ -71,13 +71,48 @@ def _si(cited: Cited, kind: str | None) -> str:
     return f"{cited.value:.6g} {KINDS[kind].si_unit}"
 
 
-def _source_cell(device: Device, cited: Cited) -> str:
-    source = device.source_of(cited)
+def source_cell(sources: dict, cited: Cited) -> str:
+    """The figure's source as a link (title shortened, in full in its tooltip), its key if ``sources`` lacks it,
+    or "no source"."""
+    source = sources.get(cited.source) if cited.source else None
     if source is None:
         return escape(cited.source) if cited.source else "<i>no source</i>"
     title = source.title if len(source.title) <= TITLE_CHARS else source.title[:TITLE_CHARS - 1] + "\u2026"
     url, full = escape(source.url, quote=True), escape(source.title, quote=True)
     return f'<a href="{url}" title="{full}">{escape(title)}</a>'
+
+
+def page_head(name: str, facts: list[tuple[str, str]]) -> list[str]:
+    """The page's style, title and table of facts (left open: the caller closes the table)."""
+    return [STYLE, f"<h2>{escape(name)}</h2>", "<table>",
+            *(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in facts)]
+
+
+def figure_row(label: str, cited: Cited | None, suffix: str, read: str, sources: dict) -> str:
+    """One figure's row: the label, the value as written (+ ``suffix``) with its note, ``read`` (the value as
+    the model reads it) and the source; dashes for an unknown figure."""
+    if cited is None:
+        return f"<tr><td>{escape(label)}</td><td>{DASH}</td><td>{DASH}</td><td></td></tr>"
+    note = f"<br><span class='note'>{escape(cited.note)}</span>" if cited.note else ""
+    return (f"<tr><td>{escape(label)}</td><td>{escape(cited.text + suffix)}{note}</td><td>{escape(read)}</td>"
+            f"<td>{source_cell(sources, cited)}</td></tr>")
+
+
+def page_tail(item) -> list[str]:
+    """A device's or system's notes, conflicts between references and sources."""
+    parts = []
+    if item.notes:
+        parts.append("<h3>Notes</h3><p>" + escape(item.notes.strip()).replace("\n", "<br>") + "</p>")
+    if item.conflicts:
+        parts.append("<h3>Conflicts between references</h3><ul>")
+        parts += [f"<li class='conflict'><b>{escape(c.field)}</b>: {escape(c.note)}</li>" for c in item.conflicts]
+        parts.append("</ul>")
+    if item.sources:
+        parts.append("<h3>Sources</h3><ul>")
+        parts += [f'<li>[{escape(key)}] <a href="{escape(s.url, quote=True)}">{escape(s.title)}</a>, read '
+                  f"{escape(s.date)}</li>" for key, s in item.sources.items()]
+        parts.append("</ul>")
+    return parts
 
 
 def device_html(device: Device, overridden: bool = False) -> str:
@@ -101,46 +136,40 @@ def device_html(device: Device, overridden: bool = False) -> str:
     if device.efficiency_compute != 1.0 or device.efficiency_memory != 1.0:
         etas = f"compute {device.efficiency_compute:g}, memory {device.efficiency_memory:g}"
         facts.append(("Efficiency", etas))
-    parts = [STYLE, f"<h2>{escape(device.name)}</h2>", "<table>"]
-    parts += [f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in facts]
+    parts = page_head(device.name, facts)
     parts.append("</table><h3>Figures</h3><table class='fields'>")
     parts.append("<tr><th>Field</th><th>Value [as written]</th><th>Value [SI]</th><th>Source</th></tr>")
-    for label, cited, kind in _figures(device):
-        if cited is None:
-            parts.append(f"<tr><td>{escape(label)}</td><td>{DASH}</td><td>{DASH}</td><td></td></tr>")
-            continue
-        note = f"<br><span class='note'>{escape(cited.note)}</span>" if cited.note else ""
-        parts.append(f"<tr><td>{escape(label)}</td><td>{escape(cited.text)}{note}</td>"
-                     f"<td>{escape(_si(cited, kind))}</td><td>{_source_cell(device, cited)}</td></tr>")
+    parts += [figure_row(label, cited, "", cited and _si(cited, kind), device.sources)
+              for label, cited, kind in _figures(device)]
     parts.append("</table>")
-    if device.notes:
-        parts.append("<h3>Notes</h3><p>" + escape(device.notes.strip()).replace("\n", "<br>") + "</p>")
-    if device.conflicts:
-        parts.append("<h3>Conflicts between references</h3><ul>")
-        parts += [f"<li class='conflict'><b>{escape(c.field)}</b>: {escape(c.note)}</li>"
-                  for c in device.conflicts]
-        parts.append("</ul>")
-    if device.sources:
-        parts.append("<h3>Sources</h3><ul>")
-        parts += [f'<li>[{escape(key)}] <a href="{escape(s.url, quote=True)}">{escape(s.title)}</a>, read '
-                  f"{escape(s.date)}</li>" for key, s in device.sources.items()]
-        parts.append("</ul>")
-    return "".join(parts)
+    return "".join(parts + page_tail(device))
 
 
-class DeviceDetailView(QTextBrowser):
-    """Read-only detail of one device; links open externally."""
+class DetailView(QTextBrowser):
+    """Read-only detail of one catalog item (``render(item, overridden)`` gives its page); links open
+    externally."""
 
-    def __init__(self, parent: QWidget | None = None):
+    def __init__(self, placeholder: str, render, parent: QWidget | None = None):
         super().__init__(parent)
         self.setOpenExternalLinks(True)
         self.setReadOnly(True)
-        self.device: Device | None = None
-        self.show_device(None)
+        self._placeholder, self._render = placeholder, render
+        self.item = None
+        self.show_item(None)
 
-    def show_device(self, device: Device | None, overridden: bool = False) -> None:
-        self.device = device
-        if device is None:
-            self.setHtml(PLACEHOLDER)
-        else:
-            self.setHtml(device_html(device, overridden))
+    def show_item(self, item, overridden: bool = False) -> None:
+        self.item = item
+        self.setHtml(self._placeholder if item is None else self._render(item, overridden))
+
+
+class DeviceDetailView(DetailView):
+    """Read-only detail of one device."""
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(PLACEHOLDER, device_html, parent)
+
+    @property
+    def device(self) -> Device | None:
+        return self.item
+
+    show_device = DetailView.show_item

@@ -1,5 +1,6 @@
 """CatalogDock: browse the device catalog, check devices to compare, and add, duplicate, edit or delete them;
-its Systems tab (:mod:`.systems_browser`) does the same for the catalog's systems.
+its Systems tab (:mod:`.systems_browser`) does the same for the catalog's systems; what both share (the table,
+the buttons, the save loops) is :class:`~explorer.ui.catalog.browser.CatalogBrowser`.
 
 Layout: filter bar, sortable table (check = compare, through the workspace's undo stack), a detail pane
 with every figure and its source, and the edit buttons. Saving goes through the repository with
@@ -11,23 +12,15 @@ tests can drive them.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
-from PySide6.QtCore import QItemSelectionModel, QModelIndex, Qt
+from PySide6.QtCore import QModelIndex
 from PySide6.QtWidgets import (
-    QAbstractItemView,
     QDialog,
     QDockWidget,
     QFileDialog,
-    QHBoxLayout,
-    QHeaderView,
     QMessageBox,
-    QPushButton,
-    QSplitter,
-    QTableView,
     QTabWidget,
-    QVBoxLayout,
     QWidget,
 )
 
@@ -39,6 +32,7 @@ from explorer.store.errors import CatalogError, ConflictError, DuplicateDeviceEr
 from explorer.store.io import ImportFileError
 from explorer.store.repository import CatalogRepository
 from explorer.store.system_io import holds_systems
+from explorer.ui.catalog.browser import CatalogBrowser
 from explorer.ui.catalog.conflict import ConflictChoice, ConflictDialog
 from explorer.ui.catalog.detail import DeviceDetailView
 from explorer.ui.catalog.editor import DeviceEditorDialog
@@ -52,129 +46,113 @@ SAVE_ERRORS = (CatalogError, DeviceFileError)
 TRANSFER_ERRORS = (*SAVE_ERRORS, ImportFileError, ImportRejectedError)
 
 
-class CatalogDock(QDockWidget):
+class CatalogDock(CatalogBrowser, QDockWidget):
+    noun, id_column, id_role = "device", COLUMN_INDEX["name"], ID_ROLE
+    save_errors = SAVE_ERRORS
+    duplicate_error, unknown_error = DuplicateDeviceError, UnknownDeviceError
+
     def __init__(self, workspace: Workspace, repository: CatalogRepository, parent: QWidget | None = None):
         super().__init__("Device catalog", parent)
         self.setObjectName("CatalogDock")
         self.workspace = workspace
         self.repository = repository
+        self.host = self
         self.model = CatalogTableModel(workspace, self)
         self.proxy = CatalogFilterProxy(self)
         self.proxy.setSourceModel(self.model)
         self.filter_bar = CatalogFilterBar()
-        self.table = QTableView()
-        self.table.setModel(self.proxy)
-        self.table.setSortingEnabled(True)
-        self.table.sortByColumn(COLUMN_INDEX["vendor"], Qt.SortOrder.AscendingOrder)
-        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.table.setAlternatingRowColors(True)
-        self.table.verticalHeader().hide()
-        self.table.verticalHeader().setDefaultSectionSize(22)
-        header = self.table.horizontalHeader()
-        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        header.setStretchLastSection(False)
-        self.model.precision_headers_changed.connect(header.viewport().update)
         self.detail = DeviceDetailView()
-        self.buttons = {name: QPushButton(name) for name in ("Add…", "Duplicate…", "Edit…", "Delete")}
-        self.buttons["Add…"].setToolTip("Add a custom device")
-        self.buttons["Duplicate…"].setToolTip("Copy the selected device as a user device and edit the copy")
-        self.buttons["Edit…"].setToolTip("Edit the selected device (edits of shipped devices survive "
-                                         "catalog updates)")
-        self.buttons["Delete"].setToolTip("Delete the selected user device (shipped devices cannot be "
-                                          "deleted)")
-        self.buttons["Add…"].clicked.connect(lambda: self.add_device())
-        self.buttons["Duplicate…"].clicked.connect(lambda: self.duplicate_device())
-        self.buttons["Edit…"].clicked.connect(lambda: self.edit_device())
-        self.buttons["Delete"].clicked.connect(lambda: self.delete_device())
-
-        button_row = QHBoxLayout()
-        for button in self.buttons.values():
-            button_row.addWidget(button)
-        button_row.addStretch(1)
-        top = QWidget()
-        top_layout = QVBoxLayout(top)
-        top_layout.setContentsMargins(0, 0, 0, 0)
-        top_layout.addWidget(self.filter_bar)
-        top_layout.addWidget(self.table)
-        top_layout.addLayout(button_row)
-        splitter = QSplitter(Qt.Orientation.Vertical)
-        splitter.addWidget(top)
-        splitter.addWidget(self.detail)
-        splitter.setStretchFactor(0, 3)
-        splitter.setStretchFactor(1, 2)
+        tips = {"Add…": "Add a custom device",
+                "Duplicate…": "Copy the selected device as a user device and edit the copy",
+                "Edit…": "Edit the selected device (edits of shipped devices survive catalog updates)",
+                "Delete": "Delete the selected user device (shipped devices cannot be deleted)"}
+        devices = self._build(COLUMN_INDEX["vendor"], tips)
+        self.table.horizontalHeader().setStretchLastSection(False)
+        self.model.precision_headers_changed.connect(self.table.horizontalHeader().viewport().update)
         self.systems = SystemsBrowser(workspace, repository, self)
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)
-        self.tabs.addTab(splitter, "Devices")
+        self.tabs.addTab(devices, "Devices")
         self.tabs.addTab(self.systems, "Systems")
         self.tabs.setTabToolTip(1, "Nodes, racks, slices and clusters of catalog devices, with their links")
         self.setWidget(self.tabs)
 
-        self.filter_bar.filter_changed.connect(self._on_filter_changed)
-        self.table.selectionModel().currentRowChanged.connect(self._on_current_changed)
         self.table.doubleClicked.connect(self._on_double_clicked)
         self.table.clicked.connect(self._on_clicked)
         self.refresh()
-        self.table.resizeColumnsToContents()
-        header.resizeSection(COLUMN_INDEX["name"], min(header.sectionSize(COLUMN_INDEX["name"]), 260))
+        self._fit_columns(COLUMN_INDEX["name"], 260)
 
-    # ------------------------------------------------------------------------------------ table state
-    def refresh(self, select: str | None = None) -> None:
-        """Re-read the rows from the repository, keeping (or moving to ``select``) the current device."""
-        keep = select or self.current_id()
-        rows = self.repository.rows()
-        self.model.set_rows(rows)
-        self.proxy.sort(self.proxy.sortColumn(), self.proxy.sortOrder())
+    # the tab's public names
+    select_device = CatalogBrowser.select_item
+    duplicate_device = CatalogBrowser.duplicate_item
+    edit_device = CatalogBrowser.edit_item
+    delete_device = CatalogBrowser.delete_item
+
+    def add_device(self, draft: Device | None = None, title: str = "Add custom device") -> Device | None:
+        return self.add_item(draft, title)
+
+    # ------------------------------------------------------------------------------ the base's hooks
+    def _rows(self):
+        return self.repository.rows()
+
+    def _row(self, number: int):
+        return self.model.device_row(number)
+
+    def _set_vendors(self, rows) -> None:
         self.filter_bar.set_vendors([row.vendor for row in rows])
-        self._update_count()
-        if keep:
-            self.select_device(keep)
-        self._on_current_changed()
 
-    def current_id(self) -> str | None:
-        index = self.table.selectionModel().currentIndex()
-        return index.data(ID_ROLE) if index.isValid() else None
+    def _get(self, item_id: str) -> Device:
+        return self.repository.get(item_id)
 
-    def select_device(self, device_id: str) -> bool:
-        """Make ``device_id`` the current row, clearing filters that hide it; False if it is not listed."""
-        source_row = self.model.row_of(device_id)
-        if source_row < 0:
-            return False
-        index = self.proxy.mapFromSource(self.model.index(source_row, 1))
-        if not index.isValid():
-            self.filter_bar.search.clear()
-            for box in (self.filter_bar.vendor, self.filter_bar.kind, self.filter_bar.tier,
-                        self.filter_bar.precision):
-                box.setCurrentIndex(0)
-            index = self.proxy.mapFromSource(self.model.index(source_row, 1))
-        flags = QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows
-        self.table.selectionModel().setCurrentIndex(index, flags)
-        self.table.scrollTo(index)
-        return True
+    def _record(self, item_id: str) -> tuple[Device, int]:
+        record = self.repository.record(item_id)
+        return record.device, record.version
 
-    def _on_filter_changed(self, f) -> None:
-        self.proxy.set_filter(f)
-        self._update_count()
+    def _ids(self) -> tuple[str, ...]:
+        return tuple(self.repository.ids())
 
-    def _update_count(self) -> None:
-        self.filter_bar.set_count(self.proxy.rowCount(), self.model.rowCount())
+    def _add(self, item: Device) -> None:
+        self.repository.add(item)
 
-    def _on_current_changed(self, *_args) -> None:
+    def _update(self, item: Device, version: int) -> None:
+        self.repository.update(item, version)
+
+    def _remove(self, item_id: str) -> None:
+        self.repository.delete(item_id)
+
+    def _editor(self, draft: Device | None, **kwargs) -> DeviceEditorDialog:
+        return DeviceEditorDialog(draft, parent=self, **kwargs)
+
+    def _show(self, item: Device | None, overridden: bool) -> None:
+        self.detail.show_device(item, overridden)
+
+    def _on_current_changed(self, *args) -> None:
+        super()._on_current_changed(*args)
         device_id = self.current_id()
-        row = self.model.device_row(self.model.row_of(device_id)) if device_id else None
-        device = None
-        if row is not None:
-            try:
-                device = self.repository.get(row.id)
-            except CatalogError as exc:
-                self.show_error("Cannot read the device", str(exc))
-        self.detail.show_device(device, row is not None and row.overridden)
-        for name in ("Duplicate…", "Edit…"):
-            self.buttons[name].setEnabled(device is not None)
-        self.buttons["Delete"].setEnabled(row is not None and row.origin == "user")
         if device_id and device_id in self.workspace.device_ids:
             self.workspace.focus_device(device_id)
+
+    def _after_write(self, select: str | None = None, edited: bool = False) -> None:
+        self.refresh(select=select)
+        if edited and select:
+            self._reanalyze(select)
+
+    def _reanalyze(self, device_id: str) -> None:
+        """Hand the stored device to the workspace when it is being compared, so every panel re-analyzes; its
+        changed figures (peak, bandwidth, capacity, TDP, prices) also become the project's device overrides (one
+        undoable step), so a catalog write of a compared device (an edit, a conflict resolved, an import) travels
+        with the project file."""
+        if device_id in self.workspace.device_ids:
+            before = next((d for d in self.workspace.devices if d.id == device_id), None)  # as the session shows it
+            stored = self.repository.get(device_id)
+            self.workspace.put_devices([stored])
+            if before is not None:
+                self.workspace.override_device(stored, base=before)
+
+    def _forget(self, item_id: str) -> None:
+        if item_id in self.workspace.device_ids:
+            remaining = tuple(i for i in self.workspace.device_ids if i != item_id)
+            self.workspace.execute(SelectDevices(remaining, text=f"stop comparing {item_id} (deleted)"))
 
     def _on_clicked(self, index: QModelIndex) -> None:
         """A tick in the compare column also makes that device the one the detail pane shows (a click on the box
@@ -203,108 +181,6 @@ class CatalogDock(QDockWidget):
         self.exec_dialog(dialog)
         return dialog.choice
 
-    # ------------------------------------------------------------------------------------------ editing
-    def add_device(self, draft: Device | None = None, title: str = "Add custom device") -> Device | None:
-        """Edit ``draft`` (or an empty device) and add it; a taken id re-opens the editor with the edit."""
-        while True:
-            dialog = DeviceEditorDialog(draft, taken_ids=self.repository.ids(), title=title, parent=self)
-            if not self.exec_dialog(dialog):
-                return None
-            draft = dialog.device()
-            try:
-                self.repository.add(draft)
-            except DuplicateDeviceError as exc:  # someone added the id since the dialog opened
-                self.show_error("Device id taken", f"{exc}\nYour device was not saved; choose another id.")
-                continue
-            except SAVE_ERRORS as exc:
-                self.show_error("Cannot add the device", str(exc))
-                continue
-            self.refresh(select=draft.id)
-            return draft
-
-    def duplicate_device(self, device_id: str | None = None) -> Device | None:
-        device_id = device_id or self.current_id()
-        if not device_id:
-            return None
-        source = self.repository.get(device_id)
-        taken = set(self.repository.ids())
-        candidates = (f"{device_id}-copy{n or ''}" for n in range(len(taken) + 1))
-        new_id = next(c for c in candidates if c not in taken)
-        draft = replace(source, id=new_id, name=f"{source.name} (copy)", origin="user")
-        return self.add_device(draft, title=f"Duplicate {source.name}")
-
-    def edit_device(self, device_id: str | None = None) -> Device | None:
-        """Edit and save a device against the version read; conflicts are resolved with the user."""
-        device_id = device_id or self.current_id()
-        if not device_id:
-            return None
-        record = self.repository.record(device_id)
-        return self._save_loop(record.device, record.version)
-
-    def _save_loop(self, draft: Device, version: int) -> Device | None:
-        ask = True
-        while True:
-            if ask:
-                dialog = DeviceEditorDialog(draft, lock_id=True, title=f"Edit {draft.name}", parent=self)
-                if not self.exec_dialog(dialog):
-                    return None
-                draft = dialog.device()
-            try:
-                self.repository.update(draft, version)
-            except ConflictError as exc:
-                choice = self.resolve_conflict(exc)
-                if choice is ConflictChoice.DISCARD:
-                    self.refresh(select=draft.id)
-                    self._reanalyze(draft.id)
-                    return None
-                draft, version, ask = exc.mine, exc.theirs_version, choice is ConflictChoice.EDIT_AGAIN
-                continue
-            except UnknownDeviceError:
-                question = (f"'{draft.id}' was deleted from the catalog by someone else. "
-                            "Add your edited version as a new user device?")
-                if self.confirm("Device deleted", question):
-                    return self.add_device(draft, title=f"Add {draft.name}")
-                self.refresh()
-                return None
-            except SAVE_ERRORS as exc:
-                self.show_error("Cannot save the device",
-                                f"{exc}\nYour edit is kept: correct it and save again.")
-                ask = True
-                continue
-            self.refresh(select=draft.id)
-            self._reanalyze(draft.id)
-            return draft
-
-    def _reanalyze(self, device_id: str) -> None:
-        """Hand the stored device to the workspace when it is being compared, so every panel re-analyzes."""
-        if device_id in self.workspace.device_ids:
-            self.workspace.put_devices([self.repository.get(device_id)])
-
-    def delete_device(self, device_id: str | None = None) -> bool:
-        device_id = device_id or self.current_id()
-        row_number = self.model.row_of(device_id) if device_id else -1
-        if row_number < 0:
-            return False
-        row = self.model.device_row(row_number)
-        if row.origin != "user":
-            self.show_error("Cannot delete",
-                            f"'{row.name}' is a shipped device: duplicate it or edit it instead.")
-            return False
-        question = f"Delete the user device '{row.name}' ({row.id})? This cannot be undone."
-        if not self.confirm("Delete device", question):
-            return False
-        try:
-            self.repository.delete(device_id)
-        except CatalogError as exc:
-            self.show_error("Cannot delete", str(exc))
-            self.refresh()
-            return False
-        if device_id in self.workspace.device_ids:
-            remaining = tuple(i for i in self.workspace.device_ids if i != device_id)
-            self.workspace.execute(SelectDevices(remaining, text=f"stop comparing {device_id} (deleted)"))
-        self.refresh()
-        return True
-
     # ----------------------------------------------------------------------------------- import / export
     def import_file(self, path: str | Path) -> tuple[str, ...]:
         """Import devices from a device file or catalog export (or systems, from a system file or systems export:
@@ -320,9 +196,7 @@ class CatalogDock(QDockWidget):
 
     def export_file(self, path: str | Path, ids: tuple[str, ...] | None = None) -> int:
         """Write ``ids`` (default: the devices the filters show) to ``path``; returns the device count."""
-        if ids is None:
-            ids = tuple(self.proxy.device_id(r) for r in range(self.proxy.rowCount()))
-        return export_devices(self.repository, Path(path), ids)
+        return export_devices(self.repository, Path(path), self.shown_ids() if ids is None else ids)
 
     def import_catalog(self) -> tuple[str, ...]:
         """File > Import: pick a file and import it; problems are shown and nothing is half-imported."""

@@ -15,24 +15,19 @@ from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
-    QDialog,
-    QDialogButtonBox,
     QFormLayout,
     QGridLayout,
     QLabel,
     QLineEdit,
-    QPlainTextEdit,
-    QPushButton,
-    QScrollArea,
     QTabWidget,
-    QVBoxLayout,
     QWidget,
 )
 
 from explorer.core.hardware.device import DATAFLOWS, ENGINE_TYPES, KINDS, TIERS, Device
-from explorer.core.hardware.device_file import ID_PATTERN, DeviceFileError, device_from_dict, device_to_dict
+from explorer.core.hardware.device_file import DeviceFileError, device_from_dict, device_to_dict
 from explorer.core.precision import PRECISIONS
-from explorer.ui.catalog.fields import cited_text, combo, merge_cited
+from explorer.ui.catalog.editor_base import CatalogEditor
+from explorer.ui.catalog.fields import cited_text, combo, identity_problems, merge_cited, show_problems
 from explorer.ui.catalog.memory_levels import MemoryLevelsEditor
 from explorer.ui.widgets.quantity_edit import COUNT, QuantityEdit
 
@@ -46,25 +41,19 @@ ENGINE_COUNTS = (("rows", "Array rows"), ("cols", "Array columns"), ("units", "U
                  ("sm_count", "SM count"))
 
 
-class DeviceEditorDialog(QDialog):
+class DeviceEditorDialog(CatalogEditor):
     """Edit the fields of one device. ``device`` None starts an empty custom device."""
+
+    error_type = DeviceFileError
 
     def __init__(self, device: Device | None = None, *, taken_ids: Iterable[str] = (), lock_id: bool = False,
                  title: str | None = None, parent: QWidget | None = None):
         super().__init__(parent)
         self.setWindowTitle(title or ("Edit device" if device is not None else "Add custom device"))
-        self._base = device_to_dict(device) if device is not None else {}
-        self._taken = frozenset(taken_ids) - ({device.id} if device is not None and lock_id else set())
-        self._result: Device | None = None
         self.quantity_edits: dict[str, QuantityEdit] = {}
-        data = self._base
-
-        self.id_edit = QLineEdit(str(data.get("id", "")))
-        self.id_edit.setReadOnly(lock_id)
+        data = self._start(device, device_to_dict, taken_ids, lock_id)
         self.id_error = QLabel()
         self.id_error.setStyleSheet("color: #b00020;")
-        self.name_edit = QLineEdit(str(data.get("name", "")))
-        self.vendor_edit = QLineEdit(str(data.get("vendor", "")))
         self.kind_combo = combo(KINDS, data.get("kind", "gpu"))
         self.tier_combo = combo(TIERS, data.get("tier"), allow_none=True)
         self.family_edit = QLineEdit(str(data.get("family", "")))
@@ -76,24 +65,11 @@ class DeviceEditorDialog(QDialog):
         self.memory_editor.changed.connect(self._refresh)
         tabs.addTab(self._scroll(self.memory_editor), "Memory")
         tabs.addTab(self._engine_tab(), "Matrix engine")
-        self.tabs = tabs
-
-        self.problems_label = QLabel()
-        self.problems_label.setStyleSheet("color: #b00020;")
-        self.problems_label.setWordWrap(True)
-        self.problems_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        standard = QDialogButtonBox.StandardButton
-        self.buttons = QDialogButtonBox(standard.Ok | standard.Cancel)
-        self.buttons.accepted.connect(self.accept)
-        self.buttons.rejected.connect(self.reject)
-        layout = QVBoxLayout(self)
-        layout.addWidget(tabs)
-        layout.addWidget(self.problems_label)
-        layout.addWidget(self.buttons)
-        for edit in (self.id_edit, self.name_edit, self.vendor_edit):
-            edit.textChanged.connect(self._refresh)
-        self.resize(720, 560)
-        self._refresh()
+        problems = QLabel()
+        problems.setStyleSheet("color: #b00020;")
+        problems.setWordWrap(True)
+        problems.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self._finish(tabs, problems, 720, 560)
 
     # -- construction
     def _quantity(self, key: str, kind: str, raw: Any) -> QuantityEdit:
@@ -101,13 +77,6 @@ class DeviceEditorDialog(QDialog):
         edit.value_changed.connect(self._refresh)
         self.quantity_edits[key] = edit
         return edit
-
-    @staticmethod
-    def _scroll(widget: QWidget) -> QScrollArea:
-        area = QScrollArea()
-        area.setWidgetResizable(True)
-        area.setWidget(widget)
-        return area
 
     def _general_tab(self) -> QWidget:
         page = QWidget()
@@ -121,8 +90,6 @@ class DeviceEditorDialog(QDialog):
         form.addRow("Family", self.family_edit)
         for key, kind, label in SCALAR_FIELDS:
             form.addRow(label, self._quantity(key, kind, self._base.get(key)))
-        self.notes_edit = QPlainTextEdit(str(self._base.get("notes", "")))
-        self.notes_edit.setMaximumHeight(90)
         form.addRow("Notes", self.notes_edit)
         return page
 
@@ -161,17 +128,8 @@ class DeviceEditorDialog(QDialog):
     # -- validation
     def invalid_fields(self) -> list[str]:
         """Every problem that keeps OK disabled, as ``field: reason`` in form order."""
-        bad = []
-        device_id = self.id_edit.text().strip()
-        if not device_id:
-            bad.append("id: is required")
-        elif not ID_PATTERN.match(device_id):
-            bad.append(f"id: '{device_id}' must be lowercase letters, digits and '-'")
-        elif device_id in self._taken:
-            bad.append(f"id: '{device_id}' is already in the catalog")
-        for label, edit in (("name", self.name_edit), ("vendor", self.vendor_edit)):
-            if not edit.text().strip():
-                bad.append(f"{label}: is required")
+        bad = identity_problems(self.id_edit.text().strip(), self._taken, self.name_edit.text().strip(),
+                                self.vendor_edit.text().strip())
         bad += [f"{key}: {edit.error()}" for key, edit in self.quantity_edits.items() if not edit.is_valid()]
         bad += self.memory_editor.problems()
         return bad
@@ -181,13 +139,7 @@ class DeviceEditorDialog(QDialog):
         id_problem = next((b for b in bad if b.startswith("id:")), "")
         self.id_error.setText(id_problem[4:])
         self.id_error.setVisible(bool(id_problem))
-        more = f"\n… {len(bad) - 6} more" if len(bad) > 6 else ""
-        self.problems_label.setText("\n".join(bad[:6]) + more)
-        self.ok_button.setEnabled(not bad)
-
-    @property
-    def ok_button(self) -> QPushButton:
-        return self.buttons.button(QDialogButtonBox.StandardButton.Ok)
+        show_problems(self.problems_label, self.ok_button, bad)
 
     # -- result
     def device_dict(self) -> dict:
@@ -211,11 +163,6 @@ class DeviceEditorDialog(QDialog):
         data["matrix_engine"] = self._engine_dict()
         return {k: v for k, v in data.items() if v is not None}
 
-    def _notes(self) -> str | None:
-        text = self.notes_edit.toPlainText().strip()
-        old = str(self._base.get("notes", ""))
-        return old if text == old.strip() and old else (text or None)
-
     def _engine_dict(self) -> dict | None:
         etype = self.engine_combo.currentData()
         if etype is None:
@@ -235,18 +182,8 @@ class DeviceEditorDialog(QDialog):
         """The edited device (origin 'user'); raises DeviceFileError listing every problem."""
         return device_from_dict(self.device_dict(), where="device editor")
 
-    def device(self) -> Device | None:
-        """The device accepted with OK, else None."""
-        return self._result
+    build = build_device
+    device = CatalogEditor.value
 
-    def accept(self) -> None:
-        if self.invalid_fields():
-            self._refresh()
-            return
-        try:
-            self._result = self.build_device()
-        except DeviceFileError as exc:
-            self.problems_label.setText("\n".join(p.split(": ", 2)[-1] if p.startswith("device editor") else p
-                                                  for p in exc.problems))
-            return
-        super().accept()
+    def problem_line(self, problem: str) -> str:
+        return problem.split(": ", 2)[-1] if problem.startswith("device editor") else problem

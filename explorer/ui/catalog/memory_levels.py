@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QGridLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QLabel, QLineEdit, QPushButton, QWidget
 
 from explorer.core.hardware.device import ROLES
 from explorer.ui.catalog.fields import cited_text, combo, merge_cited
+from explorer.ui.catalog.rows_editor import RowsEditor
 from explorer.ui.widgets.quantity_edit import ERROR_STYLE, QuantityEdit
 
 FIGURES = (("capacity", "bytes"), ("bandwidth", "bandwidth"), ("energy", "energy_per_byte"),
@@ -66,59 +66,23 @@ class _LevelRow:
         return out
 
 
-class MemoryLevelsEditor(QWidget):
+class MemoryLevelsEditor(RowsEditor):
     """Rows of memory levels with Add / Remove; :meth:`levels` gives them in device-file form."""
 
-    changed = Signal()
+    lines_per_row = 2
 
     def __init__(self, levels: list[dict[str, Any]], parent: QWidget | None = None):
-        super().__init__(parent)
-        self.rows: list[_LevelRow] = []
-        self.grid = QGridLayout()
-        self.grid.setHorizontalSpacing(6)
-        for column, text in enumerate(HEADERS):
-            label = QLabel(f"<b>{text}</b>")
-            label.setToolTip("Any unit of the right kind is accepted: 80 GB, 3.35 TB/s, 160 pJ/B, 300 ns")
-            self.grid.addWidget(label, 0, column)
+        tip = "Any unit of the right kind is accepted: 80 GB, 3.35 TB/s, 160 pJ/B, 300 ns"
+        super().__init__(HEADERS, dict.fromkeys(HEADERS, tip), "Add level",
+                         "Off-chip memory first, then on-chip levels, registers last. Empty = unknown.", levels,
+                         parent)
         self.grid.setColumnStretch(0, 2)
         for column in range(2, 6):
             self.grid.setColumnStretch(column, 1)
-        add = QPushButton("Add level")
-        add.clicked.connect(lambda: self.add_row({}))
-        self.add_button = add
-        hint = QLabel("Off-chip memory first, then on-chip levels, registers last. Empty = unknown.")
-        hint.setWordWrap(True)
-        buttons = QHBoxLayout()
-        buttons.addWidget(add)
-        buttons.addWidget(hint, 1)
-        layout = QVBoxLayout(self)
-        layout.addLayout(self.grid)
-        layout.addLayout(buttons)
-        layout.addStretch(1)
-        for level in levels:
-            self.add_row(level)
+        self._fill()
 
-    def add_row(self, level: dict[str, Any]) -> _LevelRow:
-        row = _LevelRow(self, len(self.rows), level)
-        self.rows.append(row)
-        self._relayout()
-        self.changed.emit()
-        return row
-
-    def remove_row(self, row: _LevelRow) -> None:
-        self.rows.remove(row)
-        for widget in [*row.widgets(), row.errors]:
-            self.grid.removeWidget(widget)
-            widget.deleteLater()
-        self._relayout()
-        self.changed.emit()
-
-    def _relayout(self) -> None:
-        for index, row in enumerate(self.rows):
-            row.renumber(index)
-            for column, widget in enumerate(row.widgets()):
-                self.grid.addWidget(widget, 2 * index + 1, column, Qt.AlignmentFlag.AlignTop)
-            self.grid.addWidget(row.errors, 2 * index + 2, 0, 1, len(HEADERS))
+    def make_row(self, index: int, data: dict[str, Any]) -> _LevelRow:
+        return _LevelRow(self, index, data)
 
     def problems(self) -> list[str]:
         out = []
@@ -128,5 +92,4 @@ class MemoryLevelsEditor(QWidget):
             out += [f"{edit.field}: {edit.error()}" for edit in row.edits.values() if not edit.is_valid()]
         return out
 
-    def levels(self) -> list[dict[str, Any]]:
-        return [row.to_dict() for row in self.rows]
+    levels = RowsEditor.values

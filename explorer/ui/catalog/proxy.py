@@ -83,14 +83,7 @@ class CatalogFilterProxy(QSortFilterProxyModel):
 
     def lessThan(self, left: Index, right: Index) -> bool:
         """Unknown values ("—", NaN) sort after known ones in both directions."""
-        a, b = left.data(SORT_ROLE), right.data(SORT_ROLE)
-        a_unknown, b_unknown = _unknown(a), _unknown(b)
-        if a_unknown or b_unknown:
-            if a_unknown and b_unknown:
-                return False
-            # lessThan is read reversed for a descending sort, so flip to keep unknowns at the bottom
-            return b_unknown if self.sortOrder() == Qt.SortOrder.AscendingOrder else a_unknown
-        return a < b
+        return unknowns_last(self, left.data(SORT_ROLE), right.data(SORT_ROLE))
 
     def device_id(self, proxy_row: int) -> str:
         return self.index(proxy_row, 0).data(Qt.ItemDataRole.UserRole + 1)
@@ -98,3 +91,15 @@ class CatalogFilterProxy(QSortFilterProxyModel):
 
 def _unknown(value) -> bool:
     return value is None or value == "" or (isinstance(value, float) and math.isnan(value))
+
+
+def unknowns_last(proxy: QSortFilterProxyModel, a, b) -> bool:
+    """``a < b`` for a proxy's lessThan, with unknown values ("—", NaN, None) after known ones in both sort
+    directions."""
+    a_unknown, b_unknown = _unknown(a), _unknown(b)
+    if a_unknown or b_unknown:
+        if a_unknown and b_unknown:
+            return False
+        # lessThan is read reversed for a descending sort, so flip to keep unknowns at the bottom
+        return b_unknown if proxy.sortOrder() == Qt.SortOrder.AscendingOrder else a_unknown
+    return a < b

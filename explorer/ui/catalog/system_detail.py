@@ -12,27 +12,16 @@ import math
 from collections.abc import Iterator
 from html import escape
 
-from PySide6.QtWidgets import QTextBrowser, QWidget
+from PySide6.QtWidgets import QWidget
 
 from explorer.core.hardware.device import Cited, Link
 from explorer.core.hardware.system import System
 from explorer.core.units import format_si
 from explorer.store.query import origin_label
+from explorer.ui.catalog.detail import DASH, DetailView, figure_row, page_head, page_tail
 
-DASH = "\u2014"
 PLACEHOLDER = "<p style='color:#666'>Select a system in the table to see every figure and its source.</p>"
-TITLE_CHARS = 48
 DIRECTION = {"per_direction": "per direction", "bidirectional": "bidirectional (both directions together)"}
-STYLE = """
-<style>
- h2 { margin-bottom: 2px; }
- table.fields { border-collapse: collapse; }
- table.fields td, table.fields th { padding: 2px 8px 2px 0; vertical-align: top; }
- th { text-align: left; }
- .note { color: #555; font-size: small; }
- .conflict { color: #8a4b00; }
-</style>
-"""
 
 # (label, figure as written or None, what follows the written text (its direction), the figure as the model
 # reads it with its unit, or DASH)
@@ -74,15 +63,6 @@ def _domain_items(system: System) -> list[str]:
     return items
 
 
-def _source_cell(system: System, cited: Cited) -> str:
-    source = system.sources.get(cited.source) if cited.source else None
-    if source is None:
-        return escape(cited.source) if cited.source else "<i>no source</i>"
-    title = source.title if len(source.title) <= TITLE_CHARS else source.title[:TITLE_CHARS - 1] + "\u2026"
-    url, full = escape(source.url, quote=True), escape(source.title, quote=True)
-    return f'<a href="{url}" title="{full}">{escape(title)}</a>'
-
-
 def system_html(system: System, overridden: bool = False) -> str:
     """The detail page of ``system`` as HTML (a pure function, tested directly); ``overridden``: a shipped system
     with user edits."""
@@ -90,8 +70,7 @@ def system_html(system: System, overridden: bool = False) -> str:
              ("Device", system.device_id), ("Devices", f"{system.devices} [count]"),
              ("Devices per node", f"{system.node_devices} [count]"), ("Nodes", f"{system.nodes} [count]"),
              ("Origin", origin_label(system.origin, overridden))]
-    parts = [STYLE, f"<h2>{escape(system.name)}</h2>", "<table>"]
-    parts += [f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in facts]
+    parts = page_head(system.name, facts)
     parts.append("</table><h3>Communication domains (innermost first)</h3>")
     if system.domains:
         parts += ["<ol>", *_domain_items(system), "</ol>"]
@@ -100,39 +79,20 @@ def system_html(system: System, overridden: bool = False) -> str:
     parts.append("<h3><a name='figures'></a>Figures</h3><table class='fields'>")
     parts.append("<tr><th>Field</th><th>Value [as written]</th><th>As the model reads it [SI]</th>"
                  "<th>Source</th></tr>")
-    for label, cited, direction, read in _figures(system):
-        if cited is None:
-            parts.append(f"<tr><td>{escape(label)}</td><td>{DASH}</td><td>{DASH}</td><td></td></tr>")
-            continue
-        note = f"<br><span class='note'>{escape(cited.note)}</span>" if cited.note else ""
-        written = escape(cited.text + direction)
-        parts.append(f"<tr><td>{escape(label)}</td><td>{written}{note}</td><td>{escape(read)}</td>"
-                     f"<td>{_source_cell(system, cited)}</td></tr>")
+    parts += [figure_row(label, cited, direction, read, system.sources)
+              for label, cited, direction, read in _figures(system)]
     parts.append("</table>")
-    if system.notes:
-        parts.append("<h3>Notes</h3><p>" + escape(system.notes.strip()).replace("\n", "<br>") + "</p>")
-    if system.conflicts:
-        parts.append("<h3>Conflicts between references</h3><ul>")
-        parts += [f"<li class='conflict'><b>{escape(c.field)}</b>: {escape(c.note)}</li>" for c in system.conflicts]
-        parts.append("</ul>")
-    if system.sources:
-        parts.append("<h3>Sources</h3><ul>")
-        parts += [f'<li>[{escape(key)}] <a href="{escape(s.url, quote=True)}">{escape(s.title)}</a>, read '
-                  f"{escape(s.date)}</li>" for key, s in system.sources.items()]
-        parts.append("</ul>")
-    return "".join(parts)
+    return "".join(parts + page_tail(system))
 
 
-class SystemDetailView(QTextBrowser):
-    """Read-only detail of one system; links open externally."""
+class SystemDetailView(DetailView):
+    """Read-only detail of one system."""
 
     def __init__(self, parent: QWidget | None = None):
-        super().__init__(parent)
-        self.setOpenExternalLinks(True)
-        self.setReadOnly(True)
-        self.system: System | None = None
-        self.show_system(None)
+        super().__init__(PLACEHOLDER, system_html, parent)
 
-    def show_system(self, system: System | None, overridden: bool = False) -> None:
-        self.system = system
-        self.setHtml(PLACEHOLDER if system is None else system_html(system, overridden))
+    @property
+    def system(self) -> System | None:
+        return self.item
+
+    show_system = DetailView.show_item

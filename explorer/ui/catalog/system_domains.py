@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QGridLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel, QLineEdit, QPushButton, QWidget
 
 from explorer.core.hardware.device import DIRECTIONS
 from explorer.core.hardware.system import PER, SCOPES, TOPOLOGIES
 from explorer.ui.catalog.fields import cited_text, combo, merge_cited
+from explorer.ui.catalog.rows_editor import RowsEditor
 from explorer.ui.widgets.quantity_edit import COUNT, ERROR_STYLE, QuantityEdit
 
 HEADERS = ("Name", "Scope", "Size [devices]", "Topology", "Bandwidth [B/s]", "Direction", "Figure per",
@@ -109,63 +110,24 @@ class _DomainRow:
         return out
 
 
-class DomainsEditor(QWidget):
+class DomainsEditor(RowsEditor):
     """Rows of domains with Add / Remove; :meth:`domains` gives them in system-file form."""
 
-    changed = Signal()
-
     def __init__(self, domains: list[dict[str, Any]], parent: QWidget | None = None):
-        super().__init__(parent)
-        self.rows: list[_DomainRow] = []
-        self.grid = QGridLayout()
-        self.grid.setHorizontalSpacing(6)
-        for column, text in enumerate(HEADERS):
-            label = QLabel(f"<b>{text}</b>")
-            label.setToolTip(TIPS.get(text, "Any unit of the right kind is accepted"))
-            self.grid.addWidget(label, 0, column)
+        super().__init__(HEADERS, TIPS, "Add domain",
+                         "Innermost first: the scale-up domain (NVLink, ICI, PCIe switch), then the scale-out "
+                         "network; the outermost holds every device. Empty = unknown.", domains, parent)
         self.grid.setColumnStretch(0, 2)
         self.grid.setColumnStretch(4, 2)
-        self.add_button = QPushButton("Add domain")
-        self.add_button.clicked.connect(lambda: self.add_row({}))
-        hint = QLabel("Innermost first: the scale-up domain (NVLink, ICI, PCIe switch), then the scale-out network; "
-                      "the outermost holds every device. Empty = unknown.")
-        hint.setWordWrap(True)
-        buttons = QHBoxLayout()
-        buttons.addWidget(self.add_button)
-        buttons.addWidget(hint, 1)
-        layout = QVBoxLayout(self)
-        layout.addLayout(self.grid)
-        layout.addLayout(buttons)
-        layout.addStretch(1)
-        for domain in domains:
-            self.add_row(domain)
+        self._fill()
 
-    def add_row(self, domain: dict[str, Any]) -> _DomainRow:
-        row = _DomainRow(self, len(self.rows), domain)
-        self.rows.append(row)
-        self._relayout()
-        self.changed.emit()
-        return row
-
-    def remove_row(self, row: _DomainRow) -> None:
-        self.rows.remove(row)
-        for widget in row.widgets():
-            self.grid.removeWidget(widget)
-            widget.deleteLater()
-        self._relayout()
-        self.changed.emit()
-
-    def _relayout(self) -> None:
-        for index, row in enumerate(self.rows):
-            row.renumber(index)
-            for column, widget in enumerate(row.widgets()):
-                self.grid.addWidget(widget, index + 1, column, Qt.AlignmentFlag.AlignTop)
+    def make_row(self, index: int, data: dict[str, Any]) -> _DomainRow:
+        return _DomainRow(self, index, data)
 
     def problems(self) -> list[str]:
         return [p for row in self.rows for p in row.problems()]
 
-    def domains(self) -> list[dict[str, Any]]:
-        return [row.to_dict() for row in self.rows]
+    domains = RowsEditor.values
 
 
 def error_label() -> QLabel:

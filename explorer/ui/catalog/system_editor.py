@@ -16,24 +16,18 @@ from collections.abc import Iterable
 from typing import Any
 
 from PySide6.QtWidgets import (
-    QDialog,
-    QDialogButtonBox,
     QFormLayout,
     QLabel,
     QLineEdit,
-    QPlainTextEdit,
-    QPushButton,
-    QScrollArea,
     QTabWidget,
-    QVBoxLayout,
     QWidget,
 )
 
 from explorer.core.hardware.device import DIRECTIONS
-from explorer.core.hardware.device_file import ID_PATTERN
 from explorer.core.hardware.system import SYSTEM_KINDS, System
 from explorer.core.hardware.system_file import FORMAT, SystemFileError, check_system_dict, system_to_dict
-from explorer.ui.catalog.fields import cited_text, combo, merge_cited
+from explorer.ui.catalog.editor_base import CatalogEditor
+from explorer.ui.catalog.fields import cited_text, combo, identity_problems, merge_cited, show_problems
 from explorer.ui.catalog.system_domains import DomainsEditor, error_label
 from explorer.ui.widgets.quantity_edit import COUNT, QuantityEdit
 
@@ -46,22 +40,17 @@ def field_problem(line: str) -> str:
     return line.split(": ", 2)[-1] if line.startswith(f"{WHERE}: ") else line
 
 
-class SystemEditorDialog(QDialog):
+class SystemEditorDialog(CatalogEditor):
     """Edit the fields of one system; ``system`` None starts an empty one. ``devices``: the catalog's device ids
     (a system must be made of one of them)."""
+
+    error_type = SystemFileError
 
     def __init__(self, system: System | None = None, *, devices: Iterable[str] = (), taken_ids: Iterable[str] = (),
                  lock_id: bool = False, title: str | None = None, parent: QWidget | None = None):
         super().__init__(parent)
         self.setWindowTitle(title or ("Edit system" if system is not None else "Add system"))
-        self._base = system_to_dict(system) if system is not None else {}
-        self._taken = frozenset(taken_ids) - ({system.id} if system is not None and lock_id else set())
-        self._result: System | None = None
-        data = self._base
-        self.id_edit = QLineEdit(str(data.get("id", "")))
-        self.id_edit.setReadOnly(lock_id)
-        self.name_edit = QLineEdit(str(data.get("name", "")))
-        self.vendor_edit = QLineEdit(str(data.get("vendor", "")))
+        data = self._start(system, system_to_dict, taken_ids, lock_id)
         self.kind_combo = combo(SYSTEM_KINDS, data.get("kind", "node"))
         device_ids = sorted(set(devices) | ({data["device"]} if "device" in data else set()))
         self.device_combo = combo(device_ids, data.get("device"))
@@ -77,42 +66,21 @@ class SystemEditorDialog(QDialog):
         self.host_direction = combo(DIRECTIONS, host.get("direction", "per_direction"))
         self.host_memory = QuantityEdit("bytes", "host_memory", cited_text(data.get("host_memory")),
                                         check_range=False)
-        self.notes_edit = QPlainTextEdit(str(data.get("notes", "")))
-        self.notes_edit.setMaximumHeight(90)
         self.domains_editor = DomainsEditor(list(data.get("domains") or []))
 
         tabs = QTabWidget()
         tabs.addTab(self._general_tab(), "General")
         tabs.addTab(self._scroll(self.domains_editor), "Domains")
         tabs.addTab(self._host_tab(), "Host")
-        self.tabs = tabs
-        self.problems_label = error_label()
-        standard = QDialogButtonBox.StandardButton
-        self.buttons = QDialogButtonBox(standard.Ok | standard.Cancel)
-        self.buttons.accepted.connect(self.accept)
-        self.buttons.rejected.connect(self.reject)
-        layout = QVBoxLayout(self)
-        layout.addWidget(tabs)
-        layout.addWidget(self.problems_label)
-        layout.addWidget(self.buttons)
-        for edit in (self.id_edit, self.name_edit, self.vendor_edit, self.host_name):
-            edit.textChanged.connect(self._refresh)
+        self.host_name.textChanged.connect(self._refresh)
         for box in (self.kind_combo, self.device_combo, self.host_direction):
             box.currentIndexChanged.connect(self._refresh)
         for edit in (self.devices_edit, self.node_edit, self.host_bandwidth, self.host_memory):
             edit.value_changed.connect(self._refresh)
         self.domains_editor.changed.connect(self._refresh)
-        self.resize(1100, 520)
-        self._refresh()
+        self._finish(tabs, error_label(), 1100, 520)
 
     # -- construction
-    @staticmethod
-    def _scroll(widget: QWidget) -> QScrollArea:
-        area = QScrollArea()
-        area.setWidgetResizable(True)
-        area.setWidget(widget)
-        return area
-
     def _general_tab(self) -> QWidget:
         page = QWidget()
         form = QFormLayout(page)
@@ -141,17 +109,8 @@ class SystemEditorDialog(QDialog):
     # -- validation
     def invalid_fields(self) -> list[str]:
         """Every problem that keeps OK disabled, one ``field: reason`` line each, in form order."""
-        bad = []
-        system_id = self.id_edit.text().strip()
-        if not system_id:
-            bad.append("id: is required")
-        elif not ID_PATTERN.fullmatch(system_id):
-            bad.append(f"id: '{system_id}' must be lowercase letters, digits and '-'")
-        elif system_id in self._taken:
-            bad.append(f"id: '{system_id}' is already in the catalog")
-        for label, edit in (("name", self.name_edit), ("vendor", self.vendor_edit)):
-            if not edit.text().strip():
-                bad.append(f"{label}: is required")
+        bad = identity_problems(self.id_edit.text().strip(), self._taken, self.name_edit.text().strip(),
+                                self.vendor_edit.text().strip())
         if self.device_combo.currentData() is None:
             bad.append("device: choose a catalog device")
         bad += [f"{e.field}: {e.error()}" for e in (self.devices_edit, self.node_edit) if not e.is_valid()]
@@ -166,14 +125,8 @@ class SystemEditorDialog(QDialog):
 
     def _refresh(self) -> None:
         bad = self.invalid_fields()
-        more = f"\n… {len(bad) - SHOWN} more" if len(bad) > SHOWN else ""
-        self.problems_label.setText("\n".join(bad[:SHOWN]) + more)
+        show_problems(self.problems_label, self.ok_button, bad, SHOWN)
         self.problems_label.setVisible(bool(bad))
-        self.ok_button.setEnabled(not bad)
-
-    @property
-    def ok_button(self) -> QPushButton:
-        return self.buttons.button(QDialogButtonBox.StandardButton.Ok)
 
     # -- result
     def system_dict(self) -> dict[str, Any]:
@@ -196,11 +149,6 @@ class SystemEditorDialog(QDialog):
         data["host_memory"] = merge_cited(base.get("host_memory"), self.host_memory.text())
         return {k: v for k, v in data.items() if v is not None}
 
-    def _notes(self) -> str | None:
-        text = self.notes_edit.toPlainText().strip()
-        old = str(self._base.get("notes", ""))
-        return old if text == old.strip() and old else (text or None)
-
     def build_system(self) -> System:
         """The edited system (origin 'user'); raises SystemFileError listing every problem."""
         system, problems = check_system_dict(self.system_dict(), WHERE)
@@ -208,17 +156,6 @@ class SystemEditorDialog(QDialog):
             raise SystemFileError(problems)
         return system
 
-    def system(self) -> System | None:
-        """The system accepted with OK, else None."""
-        return self._result
-
-    def accept(self) -> None:
-        if self.invalid_fields():
-            self._refresh()
-            return
-        try:
-            self._result = self.build_system()
-        except SystemFileError as exc:
-            self.problems_label.setText("\n".join(field_problem(p) for p in exc.problems))
-            return
-        super().accept()
+    build = build_system
+    system = CatalogEditor.value
+    problem_line = staticmethod(field_problem)

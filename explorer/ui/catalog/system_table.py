@@ -20,13 +20,14 @@ from PySide6.QtCore import (
     QPersistentModelIndex,
     QSortFilterProxyModel,
     Qt,
-    Signal,
 )
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QLineEdit, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QWidget
 
 from explorer.core.hardware.system import SYSTEM_KINDS
 from explorer.store.query import origin_label
 from explorer.store.system_repository import SystemFilter, SystemRow
+from explorer.ui.catalog.filter_bar import FilterBar, choices, one
+from explorer.ui.catalog.proxy import unknowns_last
 
 Index = QModelIndex | QPersistentModelIndex
 ROOT = QModelIndex()  # the invisible root of a table model
@@ -160,83 +161,31 @@ class SystemFilterProxy(QSortFilterProxyModel):
 
     def lessThan(self, left: Index, right: Index) -> bool:
         """Unknown bandwidths (NaN) sort after known ones in both directions."""
-        a, b = left.data(SORT_ROLE), right.data(SORT_ROLE)
-        a_nan, b_nan = (isinstance(v, float) and math.isnan(v) for v in (a, b))
-        if a_nan or b_nan:
-            if a_nan and b_nan:
-                return False
-            return b_nan if self.sortOrder() == Qt.SortOrder.AscendingOrder else a_nan
-        return a < b
+        return unknowns_last(self, left.data(SORT_ROLE), right.data(SORT_ROLE))
 
     def system_id(self, proxy_row: int) -> str:
         return self.index(proxy_row, 0).data(ID_ROLE)
 
 
-def _choices(box: QComboBox, everything: str, options: Sequence[str]) -> None:
-    current = box.currentData()
-    box.blockSignals(True)
-    box.clear()
-    box.addItem(everything, None)
-    for option in options:
-        box.addItem(option, option)
-    box.setCurrentIndex(max(0, box.findData(current)))
-    box.blockSignals(False)
-
-
-class SystemFilterBar(QWidget):
+class SystemFilterBar(FilterBar):
     """The search box (id, name, vendor, device) and the vendor, kind and device filters; emits
     :attr:`filter_changed` with a :class:`SystemFilter`."""
 
-    filter_changed = Signal(object)
+    noun = "systems"
 
     def __init__(self, parent: QWidget | None = None):
-        super().__init__(parent)
-        self.search = QLineEdit()
-        self.search.setPlaceholderText("Search name, vendor, device, id…")
-        self.search.setClearButtonEnabled(True)
+        super().__init__("Search name, vendor, device, id…", parent)
         self.vendor, self.kind, self.device = QComboBox(), QComboBox(), QComboBox()
-        _choices(self.vendor, "All vendors", ())
-        _choices(self.kind, "All kinds", SYSTEM_KINDS)
-        _choices(self.device, "Any device", ())
+        choices(self.vendor, "All vendors", ())
+        choices(self.kind, "All kinds", SYSTEM_KINDS)
+        choices(self.device, "Any device", ())
         self.device.setToolTip("Only systems made of this catalog device")
-        self.count_label = QLabel()
-        self.count_label.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-        widest = self.count_label.fontMetrics().horizontalAdvance("0000 of 0000")
-        self.count_label.setMinimumWidth(widest + 8)
-        first, second = QHBoxLayout(), QHBoxLayout()  # two rows, as the devices' bar, to fit a narrow dock
-        first.addWidget(self.search, 1)
-        first.addWidget(self.count_label)
-        for box in (self.vendor, self.kind, self.device):
-            box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
-            second.addWidget(box)
-            box.currentIndexChanged.connect(self._emit)
-        second.addStretch(1)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.setSpacing(4)
-        layout.addLayout(first)
-        layout.addLayout(second)
-        self.search.textChanged.connect(self._emit)
+        self._lay_out(self.vendor, self.kind, self.device)
 
     def set_rows(self, rows: Sequence[SystemRow]) -> None:
-        _choices(self.vendor, "All vendors", sorted({r.vendor for r in rows}, key=str.lower))
-        _choices(self.device, "Any device", sorted({r.device_id for r in rows}))
-
-    def set_count(self, shown: int, total: int) -> None:
-        self.count_label.setText(f"{shown} of {total}")
-        self.count_label.setToolTip(f"{shown} systems match the filters, of {total} in the catalog")
-
-    def clear(self) -> None:
-        self.search.clear()
-        for box in (self.vendor, self.kind, self.device):
-            box.setCurrentIndex(0)
+        choices(self.vendor, "All vendors", sorted({r.vendor for r in rows}, key=str.lower))
+        choices(self.device, "Any device", sorted({r.device_id for r in rows}))
 
     def current_filter(self) -> SystemFilter:
-        def one(box: QComboBox) -> tuple[str, ...]:
-            return () if box.currentData() is None else (box.currentData(),)
-
         return SystemFilter(text=self.search.text(), vendors=one(self.vendor), kinds=one(self.kind),
                             device=self.device.currentData())
-
-    def _emit(self, *_args) -> None:
-        self.filter_changed.emit(self.current_filter())

@@ -20,10 +20,8 @@ import math
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtGui import QColor
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
 
-from explorer.core.parallel.compare import bandwidth_ladder
+from explorer.core.analysis.time_source import system_time_sources
 from explorer.core.parallel.link_energy import link_energy
 from explorer.core.parallel.system_pass import STEP_PARTS
 
@@ -33,6 +31,7 @@ from ..plot_items.stacked_bars import StackedBars
 from .base import AnalysisPanel
 from .plotting import DASH, BarPicker, changed, device_color, elide, name_axis, new_plot, nice_ceil, set_range, \
     set_ticks, set_title, si
+from .ranked import pick_system, ranked_below
 from .systems_controls import SystemControls, short_name
 from .systems_ladder import Ladder, fit_right
 from .systems_table import LayoutTable, csv_rows
@@ -51,8 +50,20 @@ def _rgba(color: str, alpha: int = 255) -> tuple[int, int, int, int]:
 
 class SystemsPanel(AnalysisPanel):
     title = "Systems"
-    time_model = "ideal"
+    time_model = "follows"  # the system pass times with the chosen model (kernels and stored link fits)
     chart_min_height = 400  # two rows of charts
+
+    def model_caption(self, analysis=None) -> str:
+        """'ideal model', or 'calibrated model' and where the chosen layouts' times come from (spec, partly
+        calibrated, calibrated: docs/calibration.md)."""
+        if self.workspace.assumptions.time_model == "ideal":
+            return "ideal model"
+        try:
+            results = self.workspace.results.systems
+        except ValueError:
+            results = ()
+        labels = sorted({system_time_sources(r.analysis)[r.chosen] for r in results if r.analysis is not None})
+        return "calibrated model" + (f" ({', '.join(labels)})" if labels else "")
 
     def build_header(self, header) -> None:
         self.controls = SystemControls(self.workspace, parent=self)
@@ -99,31 +110,10 @@ class SystemsPanel(AnalysisPanel):
         BarPicker(self.steps, self._locate_step, self._describe_step, self._focus_row)
         BarPicker(self.scatter, self._locate_point, self.describe_point, self.pick_point)
 
-        below = QWidget()  # the table, in a splitter under the charts
-        rows = QVBoxLayout(below)
-        rows.setContentsMargins(0, 0, 0, 0)
-        row = QHBoxLayout()
-        row.addWidget(QLabel("Ranked layouts of:"))
-        self.focus_combo = QComboBox()
-        self.focus_combo.setMinimumContentsLength(24)
-        self.focus_combo.setToolTip("The system whose layouts the table lists")
-        self.focus_combo.activated.connect(lambda i: self._set_focus(self.focus_combo.itemData(i)))
-        row.addWidget(self.focus_combo)
-        row.addStretch(1)
-        rows.addLayout(row)
         self.table = LayoutTable()
-        self.table.setMinimumHeight(64)
         self.table.layout_chosen.connect(self.controls.choose_layout)
-        rows.addWidget(self.table)
-        self.splitter = QSplitter(Qt.Orientation.Vertical)
-        index = layout.indexOf(self.graphics)
-        layout.removeWidget(self.graphics)
-        self.splitter.addWidget(self.graphics)
-        self.splitter.addWidget(below)
-        self.splitter.setStretchFactor(0, 3)
-        self.splitter.setStretchFactor(1, 1)
-        self.splitter.setChildrenCollapsible(False)
-        layout.insertWidget(index, self.splitter, 1)
+        self.focus_combo = ranked_below(self, layout, "Ranked layouts of:", "The system whose layouts the table lists",
+                                        self.table, 64, 3)
 
     # -- drawing
     def redraw(self, _analysis) -> None:
@@ -236,11 +226,13 @@ class SystemsPanel(AnalysisPanel):
                   "Layouts", [(device_color(i), name) for i, name in enumerate(names)])
         self.scatter.setLabel("left", f"throughput per device ({unit})")
         decode = self.workspace.state.assumptions.phase == "decode"
+        train = self.workspace.state.assumptions.phase == "train"
         bottom = self.scatter.getAxis("bottom")
-        if changed(self.scatter, "empty", (not points, decode)):
+        if changed(self.scatter, "empty", (not points, decode, train)):
             for axis in (bottom, self.scatter.getAxis("left")):
                 axis.setStyle(showValues=bool(points))
-            self.scatter.setLabel("bottom", "nothing to plot: no system chosen" if not points
+            self.scatter.setLabel("bottom", "the train phase on systems: see the Training panel" if train and not points
+                                  else "nothing to plot: no system chosen" if not points
                                   else "latency per output token (s)" if decode else "latency of a prefill pass (s)")
         finite = self._xy[np.isfinite(self._xy).all(axis=1)]
         if len(finite):
@@ -265,13 +257,7 @@ class SystemsPanel(AnalysisPanel):
                 text.setPos(*stars[j])
 
     def _fill_table(self, names, ids) -> None:
-        if changed(self.focus_combo, "items", (names, ids)):
-            self.focus_combo.clear()
-            for name, system_id in zip(names, ids):
-                self.focus_combo.addItem(name, system_id)
-        if ids:
-            self.focus_combo.setCurrentIndex(ids.index(self.focus))
-        i = ids.index(self.focus) if self.focus in ids else -1
+        i = pick_system(self.focus_combo, names, ids, self.focus)
         self.table.fill(self.every[i] if i >= 0 else None, self.chosen[i].layout if i >= 0 else None,
                         self.costs[i] if 0 <= i < len(self.costs) else None)
 

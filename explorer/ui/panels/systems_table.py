@@ -6,19 +6,13 @@ objective); the chosen layout's row is bold and marked. A double-click on a row 
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QFont
-from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem
 
 from explorer.core.parallel.layout import Layout
 from explorer.core.parallel.system_pass import STEP_PARTS
 
 from .plotting import DASH
-
-MARK = "\u25b6 "  # the chosen layout's row
+from .ranked import RankedTable, fits_text, number
 
 
 def columns(unit: str) -> list[tuple[str, str, float]]:
@@ -37,29 +31,13 @@ def columns(unit: str) -> list[tuple[str, str, float]]:
     ]
 
 
-def _number(value: float) -> str:
-    if not math.isfinite(value):
-        return DASH
-    return f"{value:,.4g}" if abs(value) < 1e4 else f"{value:,.0f}"
-
-
-class LayoutTable(QTableWidget):
+class LayoutTable(RankedTable):
     """The ranked layouts of one :class:`~explorer.core.parallel.compare.SystemResult`."""
 
-    layout_chosen = Signal(object)  # a Layout, on a double-click
-
     def __init__(self, parent=None):
-        super().__init__(parent)
-        self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.setAlternatingRowColors(True)
-        self.verticalHeader().setVisible(False)
-        self.verticalHeader().setDefaultSectionSize(20)
-        self.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        super().__init__("The valid layouts of the system in focus, best first; double-click one to choose it",
+                         parent)
         self.horizontalHeader().setStretchLastSection(False)
-        self.setToolTip("The valid layouts of the system in focus, best first; double-click one to choose it")
-        self.layouts: list[Layout] = []
-        self.cellDoubleClicked.connect(lambda row, _col: self.layout_chosen.emit(self.layouts[row]))
 
     def fill(self, result, chosen: Layout | None, cost=None) -> None:
         """The rows of ``result`` (every layout, ranked); ``chosen``'s row bold. None: no rows. ``cost``: the
@@ -75,32 +53,14 @@ class LayoutTable(QTableWidget):
             self.setHorizontalHeaderLabels(headers)
             self.horizontalHeader().setMinimumHeight(36)
         if r is None:
-            self.layouts = []
-            self.setRowCount(0)
+            self.put_rows([], [])
             return
         order = [int(k) for k in result.order] if len(result.order) else list(range(len(r)))
-        self.layouts = [r.layouts[k] for k in order]
-        self.setRowCount(len(order))
-        bold = QFont(self.font())
-        bold.setBold(True)
         values = {f: np.asarray(getattr(r, f), float) * s for _, f, s in cols}
-        for row, k in enumerate(order):
-            lay = r.layouts[k]
-            mark = lay == chosen
-            cells = [(MARK if mark else "") + str(row + 1), lay.label(),
-                     "yes" if r.fits[k] else f"no ({r.memory_bytes[k] / 1e9:.3g} > {r.capacity / 1e9:.3g} GB)"]
-            cells += [_number(float(values[f][k])) for _, f, _ in cols]
-            cells.append(_number(float(cost.cost_per_million[k])) if cost is not None else DASH)
-            for col, text in enumerate(cells):
-                item = QTableWidgetItem(text)
-                if col == len(cells) - 1:
-                    item.setToolTip(cost_tip(cost))
-                if col != 1 and col != 2:
-                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-                if mark:
-                    item.setFont(bold)
-                self.setItem(row, col, item)
-        self.resizeColumnsToContents()
+        rows = [(r.layouts[k] == chosen,
+                 [r.layouts[k].label(), fits_text(r, k), *[number(float(values[f][k])) for _, f, _ in cols],
+                  number(float(cost.cost_per_million[k])) if cost is not None else DASH]) for k in order]
+        self.put_rows([r.layouts[k] for k in order], rows, {len(headers) - 1: cost_tip(cost)})
 
 
 def cost_tip(cost) -> str:

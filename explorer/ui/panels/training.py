@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
 
 from explorer.core.training.step import STEP_PARTS
 
@@ -38,6 +36,7 @@ from .plotting import (
     set_title,
     si,
 )
+from .ranked import pick_system, ranked_below
 from .systems_controls import short_name
 from .systems_ladder import fit_right
 from .training_controls import TrainingControls
@@ -55,8 +54,18 @@ IDEAL = ("MFU is ideal-model MFU: model FLOPs (6 N D + attention) over the analy
 
 class TrainingPanel(AnalysisPanel):
     title = "Training"
-    time_model = "ideal"  # the system pass has no calibrated times yet
+    time_model = "follows"  # the Times switch: the system pass takes the calibrated rows where a device has curves
     chart_min_height = 400  # two rows of charts
+
+    def model_caption(self, analysis=None) -> str:
+        """The time model of the training numbers: the switch's, said to be ideal where no chosen system's device
+        is calibrated (the single-device analysis the base class reads is not what this panel shows)."""
+        if self.workspace.assumptions.time_model == "ideal":
+            return "ideal model"
+        devices = [d for _, d in self.workspace.hardware]
+        if devices and not any(d.calibration is not None for d in devices):
+            return "calibrated model (no system's device calibrated: ideal times)"
+        return "calibrated model"
 
     def build(self, layout) -> None:
         self.controls = TrainingControls(self.workspace, parent=self)
@@ -86,31 +95,11 @@ class TrainingPanel(AnalysisPanel):
         BarPicker(self.steps, self._locate, self.describe_step, self._focus_row)
         BarPicker(self.memory, self._locate, self.describe_memory, self._focus_row)
 
-        below = QWidget()
-        rows = QVBoxLayout(below)
-        rows.setContentsMargins(0, 0, 0, 0)
-        row = QHBoxLayout()
-        row.addWidget(QLabel("Ranked training layouts of:"))
-        self.focus_combo = QComboBox()
-        self.focus_combo.setMinimumContentsLength(24)
-        self.focus_combo.setToolTip("The system whose training layouts the table lists")
-        self.focus_combo.activated.connect(lambda i: self._set_focus(self.focus_combo.itemData(i)))
-        row.addWidget(self.focus_combo)
-        row.addStretch(1)
-        rows.addLayout(row)
         self.table = TrainingTable()
-        self.table.setMinimumHeight(96)  # the header and three rows
         self.table.layout_chosen.connect(self.controls.choose_layout)
-        rows.addWidget(self.table)
-        self.splitter = QSplitter(Qt.Orientation.Vertical)
-        index = layout.indexOf(self.graphics)
-        layout.removeWidget(self.graphics)
-        self.splitter.addWidget(self.graphics)
-        self.splitter.addWidget(below)
-        self.splitter.setStretchFactor(0, 2)
-        self.splitter.setStretchFactor(1, 1)
-        self.splitter.setChildrenCollapsible(False)
-        layout.insertWidget(index, self.splitter, 1)
+        self.focus_combo = ranked_below(self, layout, "Ranked training layouts of:",
+                                        "The system whose training layouts the table lists", self.table,
+                                        96, 2)  # 96 px: the header and three rows
 
     @staticmethod
     def _bar_plot(label: str) -> pg.PlotItem:
@@ -226,13 +215,7 @@ class TrainingPanel(AnalysisPanel):
         return " ".join(x for x in notes if x)
 
     def _fill_table(self, names, ids) -> None:
-        if changed(self.focus_combo, "items", (names, ids)):
-            self.focus_combo.clear()
-            for name, system_id in zip(names, ids):
-                self.focus_combo.addItem(name, system_id)
-        if ids:
-            self.focus_combo.setCurrentIndex(ids.index(self.focus))
-        i = ids.index(self.focus) if self.focus in ids else -1
+        i = pick_system(self.focus_combo, names, ids, self.focus)
         self.table.fill(self.results[i] if i >= 0 else None)
 
     # -- interaction

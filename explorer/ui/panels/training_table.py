@@ -6,18 +6,12 @@ that fit, then by step time); the chosen layout's row is bold and marked. A doub
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QFont
-from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem
 
 from explorer.core.training.step import STEP_PARTS
 
-from .plotting import DASH
+from .ranked import RankedTable, fits_text, number
 
-MARK = "\u25b6 "  # the chosen layout's row
 MEMORY_PARTS = ("weights", "gradients", "optimizer states", "activations")
 MEMORY_FIELDS = ("weight_bytes", "gradient_bytes", "optimizer_bytes", "activation_bytes")
 #: (header, where the value is: "a" the TrainingAnalysis, "c" the TrainingCost; its field; scale to the header's unit)
@@ -35,61 +29,29 @@ COLUMNS = (
 )
 
 
-def _number(value: float) -> str:
-    if not math.isfinite(value):
-        return DASH
-    return f"{value:,.4g}" if abs(value) < 1e4 else f"{value:,.0f}"
-
-
-class TrainingTable(QTableWidget):
+class TrainingTable(RankedTable):
     """The ranked layouts of one :class:`~explorer.core.training.compare.TrainingResult`."""
 
-    layout_chosen = Signal(object)  # a TrainingLayout, on a double-click
-
     def __init__(self, parent=None):
-        super().__init__(parent)
-        self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.setAlternatingRowColors(True)
-        self.verticalHeader().setVisible(False)
-        self.verticalHeader().setDefaultSectionSize(20)
-        self.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        super().__init__("The training layouts of the system in focus, the chosen one first; double-click one to "
+                         "choose it for every system", parent)
         self.horizontalHeader().setMinimumHeight(36)
         headers = ["rank", "layout", "fits", *[h for h, *_ in COLUMNS]]
         self.setColumnCount(len(headers))
         self.setHorizontalHeaderLabels(headers)
-        self.setToolTip("The training layouts of the system in focus, the chosen one first; double-click one to "
-                        "choose it for every system")
-        self.layouts: list = []
-        self.cellDoubleClicked.connect(lambda row, _col: self.layout_chosen.emit(self.layouts[row]))
 
     def fill(self, result) -> None:
         """The rows of ``result`` (every layout, ranked, the chosen first); None or an error: no rows."""
         r = None if result is None else result.analysis
         if r is None:
-            self.layouts = []
-            self.setRowCount(0)
+            self.put_rows([], [])
             return
         c = result.cost
         order = [int(k) for k in result.order]
-        self.layouts = [r.layouts[k] for k in order]
-        self.setRowCount(len(order))
-        bold = QFont(self.font())
-        bold.setBold(True)
         values = [np.asarray(getattr(r if where == "a" else c, f), float) * s for _, where, f, s in COLUMNS]
-        for row, k in enumerate(order):
-            mark = k == result.chosen
-            fits = "yes" if r.fits[k] else f"no ({r.memory_bytes[k] / 1e9:.3g} > {r.capacity / 1e9:.3g} GB)"
-            cells = [(MARK if mark else "") + str(row + 1), r.layouts[k].label(), fits]
-            cells += [_number(float(v[k])) for v in values]
-            for col, text in enumerate(cells):
-                item = QTableWidgetItem(text)
-                if col not in (1, 2):
-                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-                if mark:
-                    item.setFont(bold)
-                self.setItem(row, col, item)
-        self.resizeColumnsToContents()
+        rows = [(k == result.chosen, [r.layouts[k].label(), fits_text(r, k), *[number(float(v[k])) for v in values]])
+                for k in order]
+        self.put_rows([r.layouts[k] for k in order], rows)
 
 
 def csv_rows(results) -> tuple[list[str], list[list]]:

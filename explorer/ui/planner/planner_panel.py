@@ -38,7 +38,8 @@ from explorer.core.money import parse_money
 from explorer.core.session.commands import SetRequirements
 from explorer.core.units import UnitError, format_si
 from explorer.ui.binding import bind_many
-from explorer.ui.planner.batch_choice import BatchSearchChoice, searched_plan
+from explorer.ui.planner.override_marks import OVERRIDDEN_MARK, override_actions, overridden_tip, show_menu
+from explorer.ui.planner.batch_choice import BatchSearchChoice, searched_plan, searched_system_plan
 from explorer.ui.planner.quote_cells import mark_cell, store_fields
 from explorer.ui.planner.rank_choice import RankChoice
 from explorer.ui.widgets.on_screen import OnScreenUpdate
@@ -48,8 +49,8 @@ from explorer.ui.widgets.vertical_scroll import VerticalScrollArea
 from .serving_fleet import ServingFleetBox
 from .systems_plan import SystemPlanTable
 
-STATUS_COLORS = {"pass": "#1B7F3B", "fail": "#B00020", "n/a": "#6B6B6B", "unknown": "#9A6700"}
-STATUS_FILL = {"pass": "#E6F4EA", "fail": "#FCE8EA", "n/a": "#F1F1F1", "unknown": "#FFF4DB"}
+STATUS_COLORS = {"pass": "#1B7F3B", "fail": "#B00020", "n/a": "#6B6B6B", "unknown": "#9A6700", "split": "#1F5FA8"}
+STATUS_FILL = {"pass": "#E6F4EA", "fail": "#FCE8EA", "n/a": "#F1F1F1", "unknown": "#FFF4DB", "split": "#E8F0FB"}
 RESULT_COLUMNS = ("#", "Device", "Units", "Memory", "Latency floor", "Compute", "Capital", "Electricity", "TCO",
                   "Buy or rent", "Reason")
 QUOTE_COLUMNS = ("Device", "Price quote (USD)", "Cloud price (USD/h)")
@@ -129,6 +130,8 @@ class PlannerPanel(QWidget):
         self.quotes.setHorizontalHeaderLabels(QUOTE_COLUMNS)
         self.quotes.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
         self.quotes.verticalHeader().hide()
+        self.quotes.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)  # "use the catalog's figures"
+        self.quotes.customContextMenuRequested.connect(self._quotes_menu)
         quotes_layout.addWidget(self.quotes)
         self.quote_error = QLabel()
         self.quote_error.setStyleSheet(ERROR_STYLE)
@@ -250,8 +253,11 @@ class PlannerPanel(QWidget):
                  for r in range(self.quotes.rowCount()) if self.quotes.item(r, 0) is not None}
         self.quotes.blockSignals(True)
         self.quotes.setRowCount(len(devices))
+        overrides = self.workspace.device_overrides
         for r, device in enumerate(devices):
-            name = QTableWidgetItem(device.name)
+            name = QTableWidgetItem(device.name + (OVERRIDDEN_MARK if device.id in overrides else ""))
+            if device.id in overrides:  # the project's figures win over the catalog's: say which
+                name.setToolTip(overridden_tip(overrides[device.id]))
             name.setData(Qt.ItemDataRole.UserRole, device.id)
             name.setFlags(name.flags() & ~Qt.ItemFlag.ItemIsEditable)
             self.quotes.setItem(r, 0, name)
@@ -259,6 +265,13 @@ class PlannerPanel(QWidget):
             self.quotes.setItem(r, 1, QTableWidgetItem(price))
             self.quotes.setItem(r, 2, QTableWidgetItem(cloud))
         self.quotes.blockSignals(False)
+
+    def overridden_actions(self, row: int) -> list:
+        """The quotes row ``row``'s context menu: "Use the catalog's figures" for an overridden device."""
+        return override_actions(self.workspace, self.quotes.item(row, 0), self)
+
+    def _quotes_menu(self, pos) -> None:
+        show_menu(self.overridden_actions(self.quotes.rowAt(pos.y())), self.quotes.viewport().mapToGlobal(pos), self)
 
     @staticmethod
     def _quote_texts(req: Requirements, device_id: str) -> tuple[str, str]:
@@ -288,7 +301,8 @@ class PlannerPanel(QWidget):
                         usd = float(parse_money(text, QUOTE_COLUMNS[col], rate=rate, bare=True).magnitude)
                         out[dev] = usd / 3600.0 if rate else usd
                     except UnitError as exc:
-                        error = f"{QUOTE_COLUMNS[col]} of {self.quotes.item(r, 0).text()}: {exc.reason}"
+                        name = self.quotes.item(r, 0).text().removesuffix(OVERRIDDEN_MARK)
+                        error = f"{QUOTE_COLUMNS[col]} of {name}: {exc.reason}"
                         errors.append(error)
                 mark_cell(item, error)  # a bad cell is marked and left out; the other quotes still count
         self.quote_error.setText("; ".join(errors))
@@ -371,15 +385,18 @@ class PlannerPanel(QWidget):
         if not chosen:
             return
         unit = "tokens/s" if self.workspace.assumptions.phase == "decode" else "inferences/s"
-        plans, message = (), ""
+        plans, message, why = (), "", ()
         if self.requirements() is None:
             message = "Fix the highlighted field to plan."
         else:
             try:
                 plans = self.workspace.results.system_plan
+                if plans and self.search_batch.isChecked():  # the batch and the layout, searched together
+                    search = searched_system_plan(self.workspace)
+                    plans, why = search.result, search.why
             except ValueError as exc:
                 message = str(exc)
-        self.systems_plan.show_plans(plans, unit, message)
+        self.systems_plan.show_plans(plans, unit, message, why)
 
     def _switch_phase(self) -> None:
         self.workspace.set_assumptions(phase=self.switch_phase.property("phase"))
@@ -400,20 +417,22 @@ class PlannerPanel(QWidget):
             br = (f"{d.buy_or_rent} ({d.break_even_months:.1f} months)" if math.isfinite(d.break_even_months)
                   else "rent (never pays off)")
         cells = [str(d.rank), d.name, str(d.units) if d.units else "\u2014"]
-        for c in d.checks:
-            label = "MISSING" if c.status == "unknown" else c.status.upper()
+        for c, (_, label) in zip(d.checks, d.verdicts):  # a split model reads SPLIT OVER N UNITS, not FAIL
             value = format_si(c.value, c.unit, 3) if math.isfinite(c.value) else ""
             cells.append(f"{label} {value}".strip())
         cells += [format_usd(d.capital), format_usd(d.energy_cost), format_usd(d.tco), br, d.reason]
         for col, text in enumerate(cells):
             item = QTableWidgetItem(text)
             if 3 <= col <= 5:
-                check = d.checks[col - 3]
-                item.setForeground(QBrush(QColor(STATUS_COLORS[check.status])))
-                item.setBackground(QBrush(QColor(STATUS_FILL[check.status])))
+                check, (status, _) = d.checks[col - 3], d.verdicts[col - 3]
+                item.setForeground(QBrush(QColor(STATUS_COLORS[status])))
+                item.setBackground(QBrush(QColor(STATUS_FILL[status])))
                 item.setToolTip(check.detail or f"missing: {check.missing}")
             if col == 1 or col == len(cells) - 1:
                 verdict = {True: "pass", False: "fail", None: "unknown"}[d.feasible]
                 item.setForeground(QBrush(QColor(STATUS_COLORS[verdict])))
                 item.setToolTip(d.reason + (f"\nmissing: {', '.join(d.missing)}" if d.missing else ""))
+            if col == 1 and d.id in self.workspace.device_overrides:
+                item.setText(d.name + OVERRIDDEN_MARK)
+                item.setToolTip(item.toolTip() + "\n" + overridden_tip(self.workspace.device_overrides[d.id]))
             self.table.setItem(r, col, item)

@@ -15,6 +15,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import QLabel, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
 
+from explorer.core.analysis.batch_search import DEFAULT_CAP
 from explorer.core.analysis.procurement import format_usd
 from explorer.core.parallel.sizing import NOT_PRICED, SystemPlan
 
@@ -50,6 +51,7 @@ def _g(x: float, digits: int = 4) -> str:
 def plan_cells(p: SystemPlan) -> list[str]:
     """The row of one system plan as shown (a pure function, tested against sizing's numbers)."""
     layout = p.layout.label() if p.layout is not None else DASH
+    layout += f" @ batch {p.batch}" if p.batch and p.layout is not None else ""
     verdict = "yes" if p.feasible else f"NO: {p.reason}"
     return [p.name.split(" (")[0], layout, str(p.replica_devices) if p.replica_devices else DASH, _g(p.replica_throughput),
             _g(p.latency * 1e3), _g(100 * p.comm_share, 3), str(p.replicas) if p.replicas else DASH,
@@ -95,8 +97,10 @@ class SystemPlanTable(QWidget):
     def cells(self, row: int) -> list[str]:
         return [self.table.item(row, c).text() for c in range(self.table.columnCount())]
 
-    def show_plans(self, plans: tuple[SystemPlan, ...], rate_unit: str, message: str = "") -> None:
-        """Show ``plans`` (empty: ``message``, or the hint to choose systems)."""
+    def show_plans(self, plans: tuple[SystemPlan, ...], rate_unit: str, message: str = "",
+                   why: tuple[str, ...] = ()) -> None:
+        """Show ``plans`` (empty: ``message``, or the hint to choose systems); ``why``: per plan, why a batch
+        search chose its batch and layout (the layout cell's tooltip)."""
         self.plans = plans
         self._set_columns(rate_unit)
         self.table.setRowCount(len(plans))
@@ -109,10 +113,14 @@ class SystemPlanTable(QWidget):
                     item.setForeground(QBrush(QColor(PASS if p.feasible else FAIL)))
                     reason = f": {p.reason}" if p.reason else ""
                     item.setToolTip(f"{p.name} ({p.system_id}), {p.devices} x {p.device_id}{reason}")
+                if c == 1 and r < len(why):
+                    item.setToolTip(why[r])
                 self.table.setItem(r, c, item)
         if plans:
             self.table.resizeColumnsToContents()
+        searched = f" and every power-of-two batch up to {DEFAULT_CAP}" if why else ""
         self.note.setText(message or (EMPTY if not plans else
                                       "Replicas = ceil(target / per-replica rate); devices = replicas \u00d7 TP "
-                                      "\u00d7 PP, over every valid layout of each system (the Systems panel's "
-                                      f"chosen layout is not imposed); {NOT_PRICED}."))
+                                      f"\u00d7 PP, over every valid layout{searched} of each system (the Systems "
+                                      f"panel's chosen layout is not imposed); {NOT_PRICED}."
+                                      + (" Hover a layout for why its batch was chosen." if why else "")))

@@ -57,9 +57,10 @@ def test_selective_saves_the_attention_core_share(h, a, published):
 
 def test_llama_layer_parts_by_hand():
     """A Llama-3-70B layer (h 8192, 64 heads, 8 KV heads of 128, SwiGLU 28672, no dropout), s 4096, b 1, TP 8 +
-    SP, fused attention: per token 2 (4h) + 2 (q + kv + kv + q) + 8 f bytes over t."""
+    SP, fused attention: per token 2 (4h) + 2 (q + kv + kv + q) + 6 f bytes over t (the fused SwiGLU keeps its
+    input, gate and up, 2 x 2f, and the down projection its input, 2f)."""
     shape = LayerShape(8192, 64, 1024, 8192, 28672, gated=True)
-    per_token = 2 * 4 * 8192 + 2 * (8192 + 1024 + 1024 + 8192) + 8 * 28672
+    per_token = 2 * 4 * 8192 + 2 * (8192 + 1024 + 1024 + 8192) + 6 * 28672
     assert layer_activations(shape, 4096, 1, 8, True, "none", fused=True) == 4096 * per_token / 8
     naive = layer_activations(shape, 4096, 1, 8, True, "none", fused=False)
     assert naive - 4096 * per_token / 8 == 4096 * 2 * 64 * 4096 / 8  # softmax output 2as per token, no dropout
@@ -91,3 +92,36 @@ def test_arrays_broadcast():
     g = LayerShape.gpt(4096, 32)
     out = layer_activations(g, 2048, 1, np.array([1, 2, 4, 8]), True, "selective")
     assert np.allclose(out * np.array([1, 2, 4, 8]), out[0])
+
+
+def test_llama3_405b_8k_activations_and_why_it_does_not_fit_without_recomputation(systems, devices):
+    """Llama 3 405B (h 16384, 128 heads, 8 KV heads of 128, SwiGLU 53248, 126 layers) at Table 4's 8K layout (TP8
+    + SP, PP16 interleaved v = 2, DP64, micro-batch 1 of 8,192 tokens, ZeRO 2, fused attention, no recomputation).
+    Per token and layer on one device, by hand: 2 (4h) / 8 = 16,384 B (norm and projection inputs), 2 (2 x 16384 +
+    2 x 1024) / 8 = 8,704 B (Q, K, V, attention output), 2 x 3 x 53248 / 8 = 39,936 B (SwiGLU): 65,024 B; it was
+    78,336 B while SwiGLU's SiLU output was counted too (4f: the unfused PyTorch count, not Megatron-LM's fused
+    kernel). A layer-activation is 8192 x 65,024 B = 532.7 MB; the first stage holds L (1 + (p - 1) / (p v)) =
+    126 x (1 + 15 / 32) = 185.1 of them (Korthikanti et al. Sec. 4.2.3): 98.6 GB, beside 7.7 GB of model states.
+    The floor of any 1F1B schedule, L layer-activations = 67.1 GB, plus the states is 74.8 GB: our count fits only
+    if the first stage keeps almost no micro-batch beyond L layers' worth, which the interleaving of v = 2 does not
+    allow (it would need v >= 12 with 8 layers a stage). So the term that does not fit is the schedule's
+    in-flight micro-batches, not the layer's count."""
+    from explorer.core.training.layout import TrainingLayout
+    from explorer.core.training.step import TrainingSetup, analyze_training, layer_shapes
+    from explorer.core.workload.templates import get_template
+
+    model = get_template("llama3.1-405b").build()
+    setup = TrainingSetup(64 * 32, 8192, 1, zero=2)
+    (shape, layers), = layer_shapes(model, setup)
+    assert (shape.hidden, shape.kv_width, shape.ffn, shape.gated, layers) == (16384, 1024, 53248, True, 126)
+    per_token = 16384 + 8704 + 39936
+    assert layer_activations(shape, 8192, 1, 8, True, "none", fused=True) == 8192 * per_token
+    node = systems["nvidia-dgx-h100"]
+    r = analyze_training(model, node.with_nodes(1024), devices[node.device_id],
+                         [TrainingLayout(tp=8, pp=16, dp=64, schedule="interleaved", virtual=2)], setup)
+    assert r.activation_bytes[0] == pytest.approx(126 * (1 + 15 / 32) * 8192 * per_token, rel=1e-3)
+    assert r.activation_bytes[0] / 1e9 == pytest.approx(98.6, abs=0.1)
+    states = r.weight_bytes[0] + r.gradient_bytes[0] + r.optimizer_bytes[0]
+    assert states / 1e9 == pytest.approx(7.66, abs=0.05)
+    assert not r.fits[0]
+    assert (126 * 8192 * per_token + states) / 1e9 == pytest.approx(74.8, abs=0.1)

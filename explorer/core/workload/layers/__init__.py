@@ -15,6 +15,7 @@ from explorer.core.workload.layers import (  # noqa: F401
 from explorer.core.workload.layers.base import (
            ATTENTION,
            LM_HEAD,
+           PHASES,
            REGISTRY,
            AttentionShape,
            Context,
@@ -29,5 +30,5 @@ from explorer.core.workload.layers.base import (
 
 GROUPS = ("linear algebra", "convolution", "normalization", "activation", "attention", "blocks", "other")
 
-__all__ = ["ATTENTION", "LM_HEAD", "REGISTRY", "GROUPS", "AttentionShape", "Context", "LayerKind", "Param", "ParamError", "Row", "Shape", "ShapeError",
-           "format_shape"]
+__all__ = ["ATTENTION", "LM_HEAD", "PHASES", "REGISTRY", "GROUPS", "AttentionShape", "Context", "LayerKind", "Param",
+           "ParamError", "Row", "Shape", "ShapeError", "format_shape"]

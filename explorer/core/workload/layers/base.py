@@ -51,6 +51,8 @@ ATTENTION = ("naive", "fused")
 #: Which positions the LM head (a ``dense`` with ``head: true``) computes logits for in prefill: ``last`` (the
 #: default, as serving engines run it: the next token of each sequence) or ``all`` (training, scoring).
 LM_HEAD = ("all", "last")
+#: What a pass computes: a prefill, one decode step, or one training step (forward + backward + optimizer).
+PHASES = ("prefill", "decode", "train")
 
 
 @dataclass(frozen=True)
@@ -59,7 +61,8 @@ class Context:
 
     batch: int = 1
     seq_len: int | None = None  # overrides the model's token count when given
-    phase: str = "prefill"  # prefill | decode (decode: one new token per sequence against a KV cache)
+    phase: str = "prefill"  # prefill | decode | train (PHASES; decode: one new token per sequence against a KV
+    # cache; train: the training step's forward, backward and optimizer rows, workload/train_step.py)
     attention: str = "naive"  # naive | fused (ATTENTION)
     lm_head: str = "last"  # last | all (LM_HEAD): serving engines compute the next token's logits only
 
@@ -94,6 +97,7 @@ class Row:
     output_elems: float = 0.0
     kv_read_elems: float = 0.0
     kv_cache_elems: float = 0.0  # KV cache resident after this operator (for the memory footprint)
+    state_bytes: float = 0.0  # bytes moved in a fixed format, not the analysis's (the optimizer's fp32 states)
     gemm: tuple[int, int, int] = (0, 0, 0)  # (M, N, K) of one GEMM
     gemm_count: int = 0  # independent GEMMs of that shape (groups, heads x batch)
     out_shape: Shape = ()
