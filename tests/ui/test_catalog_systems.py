@@ -311,3 +311,22 @@ def test_a_conflicting_save_shows_both_values_and_keeps_the_edit(qtbot, dock, re
     assert saved is not None and rows == [("vendor", "NVIDIA (ours)", "Theirs Inc.")]
     record = repository.system_record(L40S)
     assert record.system.vendor == "NVIDIA (ours)" and record.version == 3 and record.overrides == ("vendor",)
+
+
+def test_clicking_a_system_row_with_the_mouse_shows_it_in_the_detail_pane(dock, qtbot):
+    """Issue 24's catalog bullet, for the Systems tab: a real click on a row (not select_system) moves the detail
+    pane to that system, and a click on another row moves it again."""
+    from PySide6.QtCore import Qt
+
+    dock.show()
+    qtbot.waitExposed(dock)
+    browser = dock.systems
+    for system_id, needle in ((L40S, "L40S"), (DGX, "DGX H100")):
+        source = browser.model.index(browser.model.row_of(system_id), COLUMN_INDEX["name"])
+        index = browser.proxy.mapFromSource(source)
+        browser.table.scrollTo(index)
+        rect = browser.table.visualRect(index)
+        qtbot.mouseClick(browser.table.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+        qtbot.waitUntil(lambda n=needle: n in browser.detail.toPlainText(), timeout=2000)
+        other = "DGX H100" if needle == "L40S" else "L40S"
+        assert other not in browser.detail.toPlainText().splitlines()[0]

@@ -99,3 +99,64 @@ def test_operator_names_in_the_energy_chart_do_not_overlap(qtbot, height):
     step = ticks[1][0] - ticks[0][0]
     line = QFontMetricsF(plot.getAxis("left").font()).height()
     assert step * pixels_per_row >= line  # consecutive names are at least a line apart
+
+
+def test_the_tiling_gemm_choice_is_not_squeezed_in_a_laptop_window(qtbot):
+    """In a 1280 x 800 window the analysis dock is about 600 px wide: the GEMM drop-down shows its whole choice
+    ("h.ffn_up (M 1024, N 3072, K 768)"), wrapping the header row, instead of being squeezed to 79 px."""
+    from explorer.core.hardware.catalog_files import load_shipped_devices
+    from explorer.core.session.workspace import Assumptions, Workspace
+    from explorer.core.workload.templates import get_template
+    from explorer.ui.panels import TilingPanel
+
+    catalog = {d.id: d for d in load_shipped_devices()}
+    gpt2 = get_template("gpt2")
+    w = Workspace(gpt2.build(), lookup=lambda ids: [catalog[i] for i in ids],
+                  assumptions=Assumptions(precision="bf16", phase=gpt2.phase_default))
+    w.select_devices(["nvidia-a100-sxm4-80gb"])
+    w.focus_layer(1)
+    panel = TilingPanel(w)
+    qtbot.addWidget(panel)
+    panel.resize(600, 700)
+    panel.show()
+    qtbot.waitExposed(panel)
+    qtbot.waitUntil(lambda: not panel.pending, timeout=5000)
+    qtbot.wait(50)  # the header's layout request after the drop-down was filled
+    combo = panel.operator
+    assert panel.width() == 600
+    text = combo.currentText()
+    assert "M 1024" in text
+    needed = combo.fontMetrics().horizontalAdvance(text)
+    assert combo.width() >= needed + 20  # the text and the arrow
+    assert combo.width() >= combo.sizeHint().width()
+
+
+def test_a_big_model_with_systems_keeps_the_window_within_800_px(qtbot, shared_repository, monkeypatch):
+    """Llama-3-70B on two devices and two systems: the planner (tabbed with the panels) lists the systems plan and
+    the serving fleet under its ranking and needed 715 px, making the window 897 px tall, past a 1280 x 800
+    screen; it now scrolls, and every tab leaves the window within 1280 x 800."""
+    from PySide6.QtWidgets import QDockWidget
+
+    from explorer.core.session.commands import SetSystem
+    from explorer.core.session.state import SystemChoice
+    from explorer.ui.app import system_lookup
+    from explorer.ui.widgets.vertical_scroll import VerticalScrollArea
+
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.StandardButton.Discard)
+    big = Workspace(lookup=device_lookup(shared_repository), systems=system_lookup(shared_repository))
+    window = MainWindow(big, shared_repository)
+    qtbot.addWidget(window)
+    big.reset(get_template("llama3-70b").build(), ("nvidia-h100-sxm5", "nvidia-l40s"), big.assumptions)
+    big.set_assumptions(phase="decode", batch=16, seq_len=4096)
+    big.execute(SetSystem(SystemChoice(system_ids=("nvidia-dgx-h100", "pcie-server-8x-nvidia-l40s"))))
+    window.show()
+    qtbot.waitExposed(window)
+    window.resize(1280, 800)
+    for dock in [*window.panel_docks, window.findChild(QDockWidget, "planner_dock")]:
+        dock.raise_()
+        qtbot.wait(20)
+        hint = window.minimumSizeHint()
+        assert hint.width() <= 1280 and hint.height() <= 800, (dock.objectName(), hint)
+    area = window.planner.findChild(VerticalScrollArea)
+    assert area.widget().minimumSizeHint().height() > window.planner.height()  # taller than shown: it scrolls
+    assert area.verticalScrollBar().maximum() > 0

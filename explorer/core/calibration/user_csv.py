@@ -21,6 +21,7 @@ import csv
 import math
 from pathlib import Path
 
+from explorer.core.files import single_line
 from explorer.core.units import UnitError, parse_si
 
 from .measurements import Measurement
@@ -100,7 +101,7 @@ def read_kernel_csv(path: str | Path, device: str, source: str, dtype: str, byte
                 try:
                     out.append(_row(row, device, source, dtype, bytes_per_element))
                 except (UnitError, ValueError) as exc:
-                    raise ValueError(f"{path}: line {line}: {exc}") from None
+                    raise ValueError(f"{path}: line {line}: {single_line(str(exc))}") from None  # the cell's text
     except UnicodeDecodeError:
         raise ValueError(f"{path}: not UTF-8 text") from None
     except csv.Error as exc:

@@ -30,6 +30,11 @@ _ALIASES = {
 }
 
 
+#: the most tokens one request may have (input, output or prefix): a thousand times the longest context of today's
+#: models (10^6); a length read from a file above it (1e40 once crashed the analytic model's log10) is refused
+MAX_TOKENS = 1_000_000_000
+
+
 class WorkloadError(ValueError):
     """Bad workload input: one line naming the field (and the file and row, for a file)."""
 
@@ -49,10 +54,14 @@ class Lengths:
         if self.kind == "histogram":
             if not self.pairs:
                 raise WorkloadError("lengths: a histogram needs at least one (input, output) row")
+            for i, o in self.pairs:
+                if not (1 <= i <= MAX_TOKENS and 1 <= o <= MAX_TOKENS):
+                    raise WorkloadError(f"lengths: a histogram row ({i}, {o}) is not 1 to {MAX_TOKENS:,} tokens")
             return
         for name, (low, high) in (("input", self.input), ("output", self.output)):
-            if low < 1 or high < low:
-                raise WorkloadError(f"--{name}: lengths must be whole numbers >= 1 with low <= high, got {low}-{high}")
+            if low < 1 or high < low or high > MAX_TOKENS:
+                raise WorkloadError(f"--{name}: lengths must be whole numbers from 1 to {MAX_TOKENS:,} with low <= "
+                                    f"high, got {low}-{high}")
 
     @staticmethod
     def fixed(input_tokens: int, output_tokens: int) -> Lengths:
@@ -122,8 +131,8 @@ class Workload:
             raise WorkloadError(f"--rate: must be > 0 requests/s, got {self.rate}")
         if self.arrival not in ARRIVALS:
             raise WorkloadError(f"--arrival: expected one of {', '.join(ARRIVALS)}, got {self.arrival!r}")
-        if self.prefix_tokens < 0:
-            raise WorkloadError(f"--prefix-tokens: must be >= 0, got {self.prefix_tokens}")
+        if not 0 <= self.prefix_tokens <= MAX_TOKENS:
+            raise WorkloadError(f"--prefix-tokens: must be from 0 to {MAX_TOKENS:,}, got {self.prefix_tokens}")
         if not 0.0 <= self.prefix_hit_rate <= 1.0:
             raise WorkloadError(f"--prefix-hit-rate: must be in [0, 1], got {self.prefix_hit_rate}")
 
@@ -226,7 +235,7 @@ def _read_rows(path: Path, names: tuple[str, ...], what: str) -> list[tuple[int,
     return out
 
 
-def _number(value, where: str, name: str, whole: bool, minimum: float) -> float:
+def _number(value, where: str, name: str, whole: bool, minimum: float, maximum: float = math.inf) -> float:
     try:
         x = float(value)
     except (TypeError, ValueError):
@@ -234,6 +243,8 @@ def _number(value, where: str, name: str, whole: bool, minimum: float) -> float:
     if not math.isfinite(x) or x < minimum or (whole and x != int(x)):
         kind = "a whole number" if whole else "a number"
         raise WorkloadError(f"{where}: {name}: must be {kind} >= {minimum:g}, got {value!r}")
+    if x > maximum:
+        raise WorkloadError(f"{where}: {name}: must be at most {maximum:,.0f}, got {value!r}")
     return x
 
 
@@ -243,8 +254,9 @@ def read_histogram(path: str | Path) -> Lengths:
     rows = _read_rows(path, ("input", "output"), "--lengths")
     if not rows:
         raise WorkloadError(f"--lengths {path}: no rows")
-    pairs = tuple((int(_number(r["input"], f"--lengths {path}: row {i}", "input", True, 1)),
-                   int(_number(r["output"], f"--lengths {path}: row {i}", "output", True, 1))) for i, r in rows)
+    pairs = tuple((int(_number(r["input"], f"--lengths {path}: row {i}", "input", True, 1, MAX_TOKENS)),
+                   int(_number(r["output"], f"--lengths {path}: row {i}", "output", True, 1, MAX_TOKENS)))
+                  for i, r in rows)
     return Lengths("histogram", pairs=pairs)
 
 
@@ -258,8 +270,11 @@ def read_trace(path: str | Path) -> Requests:
     for i, r in rows:
         where = f"--trace {path}: row {i}"
         arrival.append(_number(r["arrival"], where, "arrival", False, 0))
-        ins.append(int(_number(r["input"], where, "input", True, 1)))
-        outs.append(int(_number(r["output"], where, "output", True, 1)))
+        ins.append(int(_number(r["input"], where, "input", True, 1, MAX_TOKENS)))
+        outs.append(int(_number(r["output"], where, "output", True, 1, MAX_TOKENS)))
+    if max(arrival) == min(arrival):  # its offered rate, (N - 1) / span, would be infinite (or 0/0 for one row)
+        raise WorkloadError(f"--trace {path}: every arrival is at {arrival[0]:g} s: a trace needs arrivals at two "
+                            "different times at least (its rate is (requests - 1) / span)")
     order = np.argsort(np.array(arrival), kind="stable")
     return Requests(np.array(arrival)[order], np.array(ins, dtype=np.int64)[order],
                     np.array(outs, dtype=np.int64)[order])

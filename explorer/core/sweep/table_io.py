@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from explorer.core.files import atomic_write_bytes, spreadsheet_safe
+from explorer.core.files import atomic_write_bytes, spreadsheet_safe, spreadsheet_unsafe
 
 from .run import COLUMNS, NAMES, SweepResult
 
@@ -110,8 +110,8 @@ def read(path: str | Path) -> dict[str, np.ndarray]:
     out = {}
     for k, name in enumerate(NAMES):
         cells = [r[k] for r in body]
-        if name in TEXT:
-            out[name] = np.array(cells, dtype=object)
+        if name in TEXT:  # the apostrophe the writer put before formula-like text comes off
+            out[name] = np.array([spreadsheet_unsafe(c) for c in cells], dtype=object)
         elif name in BOOLS:
             out[name] = np.array([c == "true" for c in cells], dtype=bool)
         elif name in INTS:

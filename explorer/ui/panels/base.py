@@ -23,7 +23,6 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QGraphicsItem,
     QGraphicsView,
-    QHBoxLayout,
     QLabel,
     QPushButton,
     QScrollArea,
@@ -38,6 +37,7 @@ from explorer.core.files import SafeCsvWriter, atomic_write_bytes
 from ..binding import bind_many
 from ..plot_items.note_label import NoteLabel
 from ..status_bar import left_out_details, left_out_text
+from ..widgets.flow_layout import FlowLayout
 from ..widgets.on_screen import OnScreenUpdate
 from .plotting import (
     CACHED_TYPES,
@@ -92,8 +92,8 @@ class AnalysisPanel(QWidget):
         outer = QVBoxLayout(self)
         outer.setContentsMargins(4, 4, 4, 4)
         outer.setSpacing(4)
-        self.header = QHBoxLayout()
-        self.header.setSpacing(6)
+        # wraps onto a second line when the dock is narrow: a one-line row set the window's minimum width
+        self.header = FlowLayout(spacing=6)
         outer.addLayout(self.header)
         self.device_combo = DeviceCombo(workspace) if self.has_device_combo else None
         if self.device_combo is not None:
@@ -106,6 +106,7 @@ class AnalysisPanel(QWidget):
         self.left_out.hide()
         self.header.addWidget(self.left_out)
         self.header.addStretch(1)
+        buttons = []
         for text, tip, slot in (
             ("PNG\u2026", "Export the charts as a PNG image", self._ask_png),
             ("SVG\u2026", "Export the charts as an SVG drawing", self._ask_svg),
@@ -114,7 +115,8 @@ class AnalysisPanel(QWidget):
             button = QPushButton(text)
             button.setToolTip(tip)
             button.clicked.connect(slot)
-            self.header.addWidget(button)
+            buttons.append(button)
+        self.header.addGroup(buttons)  # the three stay together, on the right
         self.graphics = pg.GraphicsLayoutWidget()
         self.graphics.setBackground("w")
         # a plain white background is filled faster than pyqtgraph's cached background pixmap is copied (the whole
@@ -149,7 +151,7 @@ class AnalysisPanel(QWidget):
         self.schedule(full=True)
 
     # -- to implement
-    def build_header(self, header: QHBoxLayout) -> None:
+    def build_header(self, header: FlowLayout) -> None:
         """Add panel-specific controls to the header row."""
 
     def build(self, layout: QVBoxLayout) -> None:

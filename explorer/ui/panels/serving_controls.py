@@ -11,7 +11,6 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QDoubleSpinBox,
-    QHBoxLayout,
     QLabel,
     QSpinBox,
     QVBoxLayout,
@@ -21,6 +20,8 @@ from PySide6.QtWidgets import (
 from explorer.core.serving.workload import ARRIVALS, PERCENTILES
 from explorer.core.session.commands import SetServing
 from explorer.core.session.serving_choice import ServingChoice
+
+from ..widgets.flow_layout import FlowLayout
 
 # (field, label, minimum, maximum, decimals or None for whole numbers, suffix, tooltip)
 NUMBERS = (
@@ -50,7 +51,7 @@ class ServingControls(QObject):
         rows = QVBoxLayout(self.row)
         rows.setContentsMargins(0, 0, 0, 0)
         rows.setSpacing(2)
-        first, self.slo_row, self.engine_row = QHBoxLayout(), QHBoxLayout(), QHBoxLayout()
+        first, self.slo_row, self.engine_row = FlowLayout(), FlowLayout(), FlowLayout()  # wrap when narrow
         for line in (first, self.slo_row, self.engine_row):
             line.setSpacing(4)
             rows.addLayout(line)

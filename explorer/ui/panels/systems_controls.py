@@ -16,7 +16,6 @@ from PySide6.QtCore import QObject, Qt
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
-    QHBoxLayout,
     QLabel,
     QSpinBox,
     QToolButton,
@@ -29,6 +28,7 @@ from explorer.core.session.commands import SetSystem
 from explorer.core.session.state import SystemChoice
 
 from ..binding import bind
+from ..widgets.flow_layout import FlowLayout
 from .plotting import device_color
 
 MODES = (("throughput", "best by throughput per device"), ("latency", "best by latency"),
@@ -64,7 +64,7 @@ class SystemControls(QObject):
         self.by_id = {s.id: s for s in self.systems}
         self.error = ""  # the last refused edit (shown by the panel)
         self.systems_row, self.options_row = QWidget(), QWidget()
-        first, second = QHBoxLayout(self.systems_row), QHBoxLayout(self.options_row)
+        first, second = FlowLayout(self.systems_row), FlowLayout(self.options_row)  # wrap when narrow
         for row in (first, second):
             row.setSpacing(6)
             row.setContentsMargins(0, 0, 0, 0)
@@ -75,8 +75,7 @@ class SystemControls(QObject):
         self.add_combo.setMinimumContentsLength(14)  # "Add a system…": 22 made the dock, with two chips, too wide
         self.add_combo.activated.connect(self._add)
         first.addWidget(self.add_combo)
-        self.chip_row = QHBoxLayout()
-        self.chip_row.setSpacing(4)
+        self.chip_row = FlowLayout(spacing=4)
         first.addLayout(self.chip_row)
         first.addStretch(1)
         self.chips: list[QToolButton] = []

@@ -14,10 +14,12 @@ import math
 from dataclasses import replace
 
 from PySide6.QtCore import QObject
-from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QLineEdit, QSpinBox, QWidget
+from PySide6.QtWidgets import QCheckBox, QComboBox, QLabel, QLineEdit, QSpinBox, QWidget
 
 from explorer.core.session.training import SetTraining
 from explorer.core.training.memory import RECOMPUTE, SCHEDULES
+
+from ..widgets.flow_layout import FlowLayout
 
 MODES = ("best (fits, then fastest)", "by hand")
 SPINS = (  # field, label, tip, minimum, maximum, row
@@ -57,7 +59,7 @@ class TrainingControls(QObject):
         self.error = ""  # the last refused edit (the panel shows it)
         self.refused = lambda: None  # called after a refused edit (the panel redraws its note)
         self.rows = (QWidget(), QWidget(), QWidget(), QWidget())  # four short rows: the panel fits a 1600 px window
-        lines = [QHBoxLayout(w) for w in self.rows]
+        lines = [FlowLayout(w) for w in self.rows]  # each wraps when the dock is narrow
         for line in lines:
             line.setSpacing(6)
             line.setContentsMargins(0, 0, 0, 0)

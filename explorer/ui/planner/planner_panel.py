@@ -44,9 +44,10 @@ from explorer.ui.planner.quote_cells import mark_cell, store_fields
 from explorer.ui.planner.rank_choice import RankChoice
 from explorer.ui.widgets.on_screen import OnScreenUpdate
 from explorer.ui.widgets.quantity_edit import ERROR_STYLE, QuantityEdit
+from explorer.ui.widgets.vertical_scroll import VerticalScrollArea
 
-from .systems_plan import SystemPlanTable
 from .serving_fleet import ServingFleetBox
+from .systems_plan import SystemPlanTable
 
 STATUS_COLORS = {"pass": "#1B7F3B", "fail": "#B00020", "n/a": "#6B6B6B", "unknown": "#9A6700", "split": "#1F5FA8"}
 STATUS_FILL = {"pass": "#E6F4EA", "fail": "#FCE8EA", "n/a": "#F1F1F1", "unknown": "#FFF4DB", "split": "#E8F0FB"}
@@ -65,9 +66,14 @@ class PlannerPanel(QWidget):
         self.workspace = workspace
         self.setObjectName("PlannerPanel")
         self.result: PlanResult | None = None
-        self.updates = OnScreenUpdate(self, self.replan)  # planned when on screen (not behind another tab)
+        content = QWidget()  # in a scroll area, which covers the panel: the content is what is on screen
+        self.updates = OnScreenUpdate(content, self.replan)  # planned when on screen (not behind another tab)
 
-        outer = QVBoxLayout(self)
+        # the contents scroll down in a short dock instead of setting the main window's minimum height
+        shell = QVBoxLayout(self)
+        shell.setContentsMargins(0, 0, 0, 0)
+        shell.addWidget(VerticalScrollArea(content))
+        outer = QVBoxLayout(content)
         outer.setContentsMargins(4, 4, 4, 4)
         top = QHBoxLayout()
         outer.addLayout(top)
