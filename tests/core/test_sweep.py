@@ -124,6 +124,22 @@ def test_pareto_is_non_dominated_and_complete(rows):
     np.testing.assert_array_equal(mask, _brute_force(values, MIN))
 
 
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(*[st.one_of(st.integers(0, 4).map(float), st.just(math.nan))] * 4),
+                min_size=1, max_size=40), st.integers(1, 9))
+def test_pareto_in_blocks_equals_brute_force(rows, chunk):
+    """The block-wise front (used above ``CHUNK`` points, 20,000) is the same front, duplicates and NaN included."""
+    from explorer.core.sweep import pareto
+
+    values = np.array(rows, dtype=float)
+    saved, pareto.CHUNK = pareto.CHUNK, chunk
+    try:
+        mask = pareto_mask(values, MIN)
+    finally:
+        pareto.CHUNK = saved
+    np.testing.assert_array_equal(mask, _brute_force(values, MIN))
+
+
 def test_sweep_front_only_fitting_points_and_non_dominated(devices):
     res = sweep(get_template("llama2-7b").build(), devices,
                 Grid(batches=(1, 8, 64, 256), seq_lens=(512, 8192, 32768), precisions=("fp16", "fp8")))
