@@ -254,3 +254,14 @@ def test_blocks_of_contexts_give_the_same_points(devices, monkeypatch):
     for name in ("latency_s", "energy_per_token_j", "memory_bytes", "cost_per_million_tokens_usd"):
         np.testing.assert_allclose(split.columns[name], whole.columns[name], rtol=1e-12, equal_nan=True)
     np.testing.assert_array_equal(split.columns["pareto"], whole.columns["pareto"])
+
+
+def test_a_large_grid_leaves_the_table_cache_alone(devices):
+    """A sweep of more contexts than build_table's cache holds (64) would evict every table in it and miss on each
+    of its own: it builds its tables without the cache, so the caller's cached table stays."""
+    from explorer.core.workload.model import build_table
+
+    model = get_template("gpt2").build()
+    mine = build_table(model, Context(batch=3, seq_len=100))
+    sweep(model, devices[:1], Grid(batches=tuple(range(1, 41)), seq_lens=(128, 256), phases=("decode",)))
+    assert build_table(model, Context(batch=3, seq_len=100)) is mine

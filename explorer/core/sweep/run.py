@@ -141,7 +141,10 @@ def sweep(model: Model, devices: Sequence[Device], grid: Grid,
         raise ValueError("devices: give at least one device")
     years, usd_per_kwh, pue, util = _checked(assumptions)
     contexts = contexts_of(model, grid)
-    tables = [build_table(model, c) for c in contexts]
+    # a grid larger than build_table's cache would cycle through it, missing every time and evicting the tables
+    # the app (or the caller) works with: such a grid builds its tables without the cache
+    build = build_table if len(contexts) <= (build_table.cache_info().maxsize or 0) // 2 else build_table.__wrapped__
+    tables = [build(model, c) for c in contexts]
     for ctx, t in zip(contexts, tables):
         if t.errors:
             i, msg = t.errors[0]
