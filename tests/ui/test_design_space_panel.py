@@ -33,7 +33,7 @@ def _ws(*ids) -> Workspace:
 
 def swept(qtbot, panel):
     qtbot.waitUntil(lambda: panel.result is not None and panel.shown.same(panel.inputs())
-                    and not panel.worker.busy, timeout=20000)
+                    and not panel.worker.busy and not panel.worker.waiting, timeout=20000)
     settle(qtbot, panel)
     panel.flush()
 
@@ -112,8 +112,8 @@ def test_a_click_sets_the_configuration_in_one_undo_step(qtbot, panel):
 def test_a_stale_sweep_is_dropped(qtbot, panel):
     ws = panel.workspace
     first = panel.inputs()
-    panel.worker.wanted = None  # make the worker start the old inputs, then change them while it runs
-    panel.worker.request(first)
+    panel.worker.wanted = first  # the old inputs in flight, then an edit while they run
+    panel.worker._start(first)
     ws.select_devices(["nvidia-l4"])
     panel.flush()
     swept(qtbot, panel)

@@ -57,7 +57,8 @@ MINIMIZE = dict(OBJECTIVES)
 SYMBOLS = ("o", "t", "s", "d", "star", "h", "p", "+")  # one per precision, in the grid's order
 GLYPHS = dict(zip(SYMBOLS, ("\u25cf", "\u25bc", "\u25a0", "\u25c6", "\u2605", "\u2b22", "\u2b1f", "+")))  # for the title
 PHASE_CHOICES = (("decode", ("decode",)), ("prefill", ("prefill",)), ("prefill + decode", ("prefill", "decode")))
-DEFAULTS = {"batch": "1,2,4..256", "seq_len": "512..32768", "precision": "fp16,fp8"}
+# 4 batches x 5 lengths = 20 work tables per sweep (each a pass over the model's layers, on every edit on screen)
+DEFAULTS = {"batch": "1,4,16,64", "seq_len": "512..8192", "precision": "fp16,fp8"}
 UNITS = {n: u for n, u, _ in COLUMNS}
 
 
@@ -127,6 +128,7 @@ class DesignSpacePanel(AnalysisPanel):
         self.grid = self._read_grid()[0]
         self.grid_error = ""
         self.sweep_error = ""
+        self._fresh = False  # a worker's result not drawn yet
         self.ids: list[str] = []
         self.drawn = np.zeros(0, dtype=int)  # indices into the result of the points drawn
         self.xy = np.zeros((0, 2))  # their log10 view coordinates
@@ -178,13 +180,22 @@ class DesignSpacePanel(AnalysisPanel):
         return SweepInputs(ws.model, devices, grid, cost_assumptions(ws.assumptions))
 
     # -- the worker
+    # a result from the worker is drawn as a light update (``redraw_focus``), not a full redraw: an edit stays one
+    # full redraw per panel (the panels' contract, bench/bench_panels.py), its sweep's points a second paint
     def _done(self, inputs: SweepInputs, result: SweepResult) -> None:
         self.result, self.shown, self.sweep_error = result, inputs, ""
-        self.schedule(full=True)
+        self._fresh = True
+        self.schedule(full=False)
 
     def _failed(self, inputs: SweepInputs, reason: str) -> None:
         self.result, self.shown, self.sweep_error = None, inputs, f"Not swept: {reason}."
-        self.schedule(full=True)
+        self._fresh = True
+        self.schedule(full=False)
+
+    def redraw_focus(self, _analysis) -> None:
+        if self._fresh:
+            self._fresh = False
+            self._draw(self.inputs())
 
     # -- drawing
     def redraw(self, _analysis) -> None:
@@ -193,6 +204,7 @@ class DesignSpacePanel(AnalysisPanel):
             self.result, self.shown, self.sweep_error = None, None, ""
         elif not wanted.same(self.shown):
             self.worker.request(wanted)
+        self._fresh = False
         self._draw(wanted)
 
     def axes(self) -> tuple[str, str]:
@@ -206,7 +218,7 @@ class DesignSpacePanel(AnalysisPanel):
         self.plot.setLabel("left", f"{yl} ({yu})")
         if r is None or self.shown is None:
             self._clear()
-            busy = wanted is not None and self.worker.busy
+            busy = wanted is not None and (self.worker.busy or self.worker.waiting)
             self.set_message(" ".join(x for x in (self.grid_error, self.sweep_error if wanted else "",
                                                   "Sweeping\u2026" if busy else "" if wanted else EMPTY) if x))
             empty_state(self.plot, True, "nothing to plot: no device selected" if wanted is None else
@@ -281,7 +293,7 @@ class DesignSpacePanel(AnalysisPanel):
     def _note(self, ok) -> str:
         r, c = self.result, self.result.columns
         parts = [self.grid_error]
-        if self.worker.busy or not self.shown.same(self.inputs()):
+        if self.worker.busy or self.worker.waiting or not self.shown.same(self.inputs()):
             parts.append("Updating\u2026")
         front = int(np.count_nonzero(c["pareto"]))
         parts.append(f"{len(self.drawn):,} of {len(r):,} points drawn; black rings: the {front} on the Pareto front "

@@ -1,19 +1,21 @@
 """The Design-space panel's sweep on a worker thread (QThreadPool / QRunnable), so the window stays live while a
 large grid is analyzed. A run is tagged with the inputs it started from (model, devices, grid, cost
 assumptions); a result that arrives after the inputs changed is dropped, and only the newest request runs next
-(requests made while one runs collapse into one)."""
+(requests made while one runs collapse into one); a sweep starts once the inputs have settled (300 ms)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
+from PySide6.QtCore import QObject, QRunnable, QThreadPool, QTimer, Signal
 
 from explorer.core.analysis.cost import CostAssumptions
 from explorer.core.hardware.device import Device
 from explorer.core.sweep.grid import Grid
 from explorer.core.sweep.run import SweepResult, sweep
 from explorer.core.workload.model import Model
+
+SETTLE_MS = 300  # inputs unchanged this long before a sweep starts
 
 
 @dataclass(frozen=True, eq=False)
@@ -71,17 +73,31 @@ class SweepWorker(QObject):
         self._signals.finished.connect(self._finished)
         self._signals.failed.connect(self._failed)
         self.pool = pool or QThreadPool.globalInstance()
+        self._settle = QTimer(self)
+        self._settle.setSingleShot(True)
+        self._settle.setInterval(SETTLE_MS)
+        self._settle.timeout.connect(self._settled)
+
+    @property
+    def waiting(self) -> bool:
+        """A request waits for its inputs to settle."""
+        return self._settle.isActive()
 
     @property
     def busy(self) -> bool:
         return self.running is not None
 
     def request(self, inputs: SweepInputs) -> None:
+        """Sweep ``inputs`` once they have stayed the same for :data:`SETTLE_MS` (a burst of edits, e.g. typing
+        or dragging, starts one sweep at its end, not one per keystroke)."""
         if inputs.same(self.wanted):
             return
         self.wanted = inputs
-        if self.running is None:
-            self._start(inputs)
+        self._settle.start()
+
+    def _settled(self) -> None:
+        if self.running is None and self.wanted is not None:
+            self._start(self.wanted)
 
     def _start(self, inputs: SweepInputs) -> None:
         self.running = inputs
@@ -93,7 +109,7 @@ class SweepWorker(QObject):
         if inputs is self.wanted:
             return True
         self.dropped += 1
-        if self.wanted is not None:
+        if self.wanted is not None and not self._settle.isActive():
             self._start(self.wanted)
         return False
 
