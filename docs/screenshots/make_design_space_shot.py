@@ -7,8 +7,8 @@ Run from the repository root (Xvfb, ImageMagick's ``import`` needed):
 
 The app is built as ``python -m explorer`` builds it (a fresh catalog in a scratch data folder), 1600 x 1000. The
 workspace: the Llama-2-7B template on the shipped catalog's NVIDIA L4, A100 SXM4 80GB, H100 SXM5 and AMD MI300X; the
-Design-space panel's default grid (decode; batch 1, 2, 4 ... 256; sequence length 512 ... 32768; FP16 and FP8:
-126 points per device), its default axes (latency against throughput per device) unless two columns are given
+Design-space panel's grid set to decode; batch 1, 2, 4 ... 256; sequence length 512 ... 32768; FP16 and FP8
+(126 points per device; the panel's default grid is smaller), its default axes (latency against throughput per device) unless two columns are given
 (e.g. ``latency_s cost_per_million_tokens_usd``). A point on the front (the H100 at FP8, batch 64, 2048 tokens) is
 clicked, so the red ring shows the app's configuration; the shot is taken once the sweep is drawn.
 """
@@ -54,6 +54,9 @@ def main() -> int:
     dock = next(d for d in window.panel_docks if d.widget() is panel)
     window.resizeDocks([dock], [880], Qt.Orientation.Vertical)
     dock.raise_()
+    for key, text in (("batch", "1,2,4..256"), ("seq_len", "512..32768"), ("precision", "fp16,fp8")):
+        panel.fields[key].setText(text)
+    panel._grid_edited()
     for combo, name in zip(panel.axis_combos, AXIS_NAMES):
         combo.setCurrentIndex(list(AXES).index(name))
 
