@@ -124,6 +124,22 @@ def test_pareto_is_non_dominated_and_complete(rows):
     np.testing.assert_array_equal(mask, _brute_force(values, MIN))
 
 
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(*[st.one_of(st.integers(0, 4).map(float), st.just(math.nan))] * 4),
+                min_size=1, max_size=40), st.integers(1, 9))
+def test_pareto_in_blocks_equals_brute_force(rows, chunk):
+    """The block-wise front (used above ``CHUNK`` points, 20,000) is the same front, duplicates and NaN included."""
+    from explorer.core.sweep import pareto
+
+    values = np.array(rows, dtype=float)
+    saved, pareto.CHUNK = pareto.CHUNK, chunk
+    try:
+        mask = pareto_mask(values, MIN)
+    finally:
+        pareto.CHUNK = saved
+    np.testing.assert_array_equal(mask, _brute_force(values, MIN))
+
+
 def test_sweep_front_only_fitting_points_and_non_dominated(devices):
     res = sweep(get_template("llama2-7b").build(), devices,
                 Grid(batches=(1, 8, 64, 256), seq_lens=(512, 8192, 32768), precisions=("fp16", "fp8")))
@@ -238,3 +254,14 @@ def test_blocks_of_contexts_give_the_same_points(devices, monkeypatch):
     for name in ("latency_s", "energy_per_token_j", "memory_bytes", "cost_per_million_tokens_usd"):
         np.testing.assert_allclose(split.columns[name], whole.columns[name], rtol=1e-12, equal_nan=True)
     np.testing.assert_array_equal(split.columns["pareto"], whole.columns["pareto"])
+
+
+def test_a_large_grid_leaves_the_table_cache_alone(devices):
+    """A sweep of more contexts than build_table's cache holds (64) would evict every table in it and miss on each
+    of its own: it builds its tables without the cache, so the caller's cached table stays."""
+    from explorer.core.workload.model import build_table
+
+    model = get_template("gpt2").build()
+    mine = build_table(model, Context(batch=3, seq_len=100))
+    sweep(model, devices[:1], Grid(batches=tuple(range(1, 41)), seq_lens=(128, 256), phases=("decode",)))
+    assert build_table(model, Context(batch=3, seq_len=100)) is mine

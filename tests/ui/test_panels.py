@@ -84,7 +84,7 @@ def settle(qtbot, *panels):
 # ------------------------------------------------------------------------------------------------ shared
 def test_panels_tuple_titles_and_empty_workspace(qtbot):
     assert [p.__name__ for p in PANELS] == ["RooflinePanel", "EnergyPanel", "TilingPanel", "CostPanel", "FidelityPanel",
-                                            "SystemsPanel", "TrainingPanel", "ServingPanel"]
+                                            "SystemsPanel", "TrainingPanel", "DesignSpacePanel", "ServingPanel"]
     empty = Workspace(small_model())
     for cls in [c for c in PANELS if c.title not in ("Systems", "Training")]:  # Systems and Training size on
         # systems, not devices (tests/ui/test_systems_panel.py)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from explorer.core.files import atomic_write_bytes, spreadsheet_safe, spreadsheet_unsafe
+from explorer.core.files import spreadsheet_safe, spreadsheet_unsafe
 
 from .run import COLUMNS, NAMES, SweepResult
 
@@ -65,33 +65,48 @@ def write(result: SweepResult, path: str | Path, progress: Callable[[int, int], 
     fmt = check_output(path)
     path = Path(path)
     total = len(result)
-    if fmt == "parquet":
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        table = pa.table({n: pa.array(list(result.columns[n]) if n in TEXT else np.asarray(result.columns[n]))
-                          for n in NAMES})
-        sink = pa.BufferOutputStream()
-        pq.write_table(table, sink)
-        atomic_write_bytes(path, sink.getvalue().to_pybytes())
-        if progress:
-            progress(total, total)
-        return
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            writer = csv.writer(f, lineterminator="\n")
-            writer.writerow(NAMES)
-            for start in range(0, total, CHUNK):
-                writer.writerows(zip(*(_cells(n, result.columns[n][start:start + CHUNK]) for n in NAMES)))
-                if progress:
-                    progress(min(start + CHUNK, total), total)
-            f.flush()
-            os.fsync(f.fileno())
+        if fmt == "parquet":
+            os.close(fd)
+            _write_parquet(result, tmp, progress)
+        else:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+                writer = csv.writer(f, lineterminator="\n")
+                writer.writerow(NAMES)
+                for start in range(0, total, CHUNK):
+                    writer.writerows(zip(*(_cells(n, result.columns[n][start:start + CHUNK]) for n in NAMES)))
+                    if progress:
+                        progress(min(start + CHUNK, total), total)
+                f.flush()
+                os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+PARQUET_ROWS = 131_072  # points per Parquet row group (and per progress report)
+
+
+def _write_parquet(result: SweepResult, tmp: str, progress) -> None:
+    """Stream the points to ``tmp`` one row group at a time (memory: one group's columns, not the whole file)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    total = len(result)
+    schema = pa.schema([(n, pa.string() if n in TEXT else pa.bool_() if n in BOOLS else pa.int64() if n in INTS
+                         else pa.float64()) for n in NAMES])
+    with pq.ParquetWriter(tmp, schema) as writer:
+        for start in range(0, max(total, 1), PARQUET_ROWS):
+            stop = min(start + PARQUET_ROWS, total)
+            arrays = [pa.array(result.columns[n][start:stop].tolist() if n in TEXT else
+                               np.asarray(result.columns[n][start:stop]), type=schema.field(n).type) for n in NAMES]
+            writer.write_table(pa.Table.from_arrays(arrays, schema=schema))
+            if progress:
+                progress(stop, total)
+    with open(tmp, "rb+") as f:
+        os.fsync(f.fileno())
 
 
 def read(path: str | Path) -> dict[str, np.ndarray]:

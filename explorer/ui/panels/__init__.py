@@ -6,6 +6,7 @@ The main window adds each class of :data:`PANELS` as a dock or tab (``Panel(work
 
 from .controls import AnalysisControls
 from .cost import CostPanel
+from .design_space import DesignSpacePanel
 from .energy import EnergyPanel
 from .fidelity import FidelityPanel
 from .roofline import RooflinePanel
@@ -14,7 +15,8 @@ from .systems import SystemsPanel
 from .tiling import TilingPanel
 from .training import TrainingPanel
 
-PANELS = (RooflinePanel, EnergyPanel, TilingPanel, CostPanel, FidelityPanel, SystemsPanel, TrainingPanel, ServingPanel)
+PANELS = (RooflinePanel, EnergyPanel, TilingPanel, CostPanel, FidelityPanel, SystemsPanel, TrainingPanel, DesignSpacePanel,
+          ServingPanel)
 
-__all__ = ["PANELS", "AnalysisControls", "CostPanel", "EnergyPanel", "FidelityPanel", "RooflinePanel", "ServingPanel",
+__all__ = ["PANELS", "AnalysisControls", "CostPanel", "DesignSpacePanel", "EnergyPanel", "FidelityPanel", "RooflinePanel", "ServingPanel",
            "SystemsPanel", "TilingPanel", "TrainingPanel"]
