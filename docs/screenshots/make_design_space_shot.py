@@ -15,18 +15,10 @@ clicked, so the red ring shows the app's configuration; the shot is taken once t
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
-import tempfile
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="hwx-shot-")  # a fresh catalog, no recovery offers
-os.environ["XDG_CONFIG_HOME"] = os.environ["XDG_DATA_HOME"]
 
 import numpy as np
+from _shots import ROOT, grab  # first: it gives the app private folders
 from PySide6.QtCore import Qt, QTimer
 
 from explorer.core.session.commands import SetModel
@@ -75,8 +67,8 @@ def main() -> int:
             QTimer.singleShot(300, shoot)
             return
         app.processEvents()
-        QTimer.singleShot(800, lambda: (subprocess.run(["import", "-window", "root", str(OUT)], check=True),
-                                        print(f"wrote {OUT}"), app.quit()))
+        QTimer.singleShot(800, lambda: (grab(str(OUT)),
+                                        app.quit()))
 
     QTimer.singleShot(2000, pick)
     return app.exec()

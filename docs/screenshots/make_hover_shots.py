@@ -17,32 +17,19 @@ events, through X, Qt and pyqtgraph), waits for Qt's own tooltip, and grabs the 
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
-import tempfile
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-TMP = Path(tempfile.mkdtemp(prefix="hwexplorer-shots-"))
-os.environ["XDG_DATA_HOME"] = str(TMP / "data")
-os.environ["XDG_CONFIG_HOME"] = str(TMP / "config")
 
 import numpy as np
+from _shots import OUT, TMP, grab, settle  # first: it gives the app private folders
 from PySide6.QtCore import QPointF, QTimer
-from PySide6.QtWidgets import QApplication, QDockWidget
+from PySide6.QtWidgets import QDockWidget
 
 from explorer.core.workload.templates import get_template
 from explorer.ui.app import build_window, make_application
 
-OUT = Path(__file__).resolve().parent
 DEVICES = ("nvidia-a100-sxm4-80gb", "nvidia-h100-sxm5", "google-tpu-v4")
 
-
-def settle(app: QApplication, rounds: int = 30) -> None:
-    for _ in range(rounds):
-        app.processEvents()
 
 
 def on_screen(panel, plot, x: float, y: float) -> tuple[int, int]:
@@ -128,7 +115,7 @@ def main() -> int:
 
     def shoot(plot, tip, file) -> None:
         shown = plot.vb.toolTip()
-        subprocess.run(["import", "-window", "root", str(OUT / file)], check=True)
+        grab(str(OUT / file))
         print(f"{file}: tooltip {'as described' if shown == tip else 'DIFFERS'}: {shown.splitlines()[:1]}")
         next_shot()
 

@@ -15,18 +15,9 @@ trains on them); catalog, settings and data in a temporary folder. Each picture 
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
-import tempfile
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-TMP = Path(tempfile.mkdtemp(prefix="hwexplorer-shots-"))
-os.environ["XDG_DATA_HOME"] = str(TMP / "data")
-os.environ["XDG_CONFIG_HOME"] = str(TMP / "config")
-
+from _shots import OUT, TMP, grab  # first: it gives the app private folders
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QDockWidget
 
@@ -35,7 +26,6 @@ from explorer.core.session.state import SystemChoice
 from explorer.core.workload.templates import get_template
 from explorer.ui.app import build_window, make_application
 
-OUT = Path(__file__).resolve().parent
 SHOTS = (("panel_SystemsPanel", "laptop-systems.png"), ("panel_TrainingPanel", "laptop-training.png"),
          ("panel_ServingPanel", "laptop-serving.png"))
 
@@ -60,7 +50,7 @@ def main() -> int:
         QTimer.singleShot(3000, lambda: shoot(file))
 
     def shoot(file) -> None:
-        subprocess.run(["import", "-window", "root", str(OUT / file)], check=True)
+        grab(str(OUT / file))
         print(f"{file}: window {window.width()} x {window.height()}")
         next_shot()
 

@@ -15,18 +15,10 @@ the procurement planner is shown instead, its serving rows sizing the fleet for 
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
-import tempfile
 from dataclasses import replace
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="hwx-shot-")  # a fresh catalog, no recovery offers
-os.environ["XDG_CONFIG_HOME"] = os.environ["XDG_DATA_HOME"]
-
+from _shots import ROOT, grab  # first: it gives the app private folders
 from PySide6.QtCore import Qt, QTimer
 
 from explorer.core.session.commands import SetModel, SetServing
@@ -59,8 +51,8 @@ def main() -> int:
     if planner:
         QTimer.singleShot(1000, lambda: window.planner.parentWidget().raise_())
         QTimer.singleShot(1500, lambda: window.planner.serving_fleet.refresh())
-        QTimer.singleShot(6000, lambda: (subprocess.run(["import", "-window", "root", str(OUT)], check=True),
-                                         print(f"wrote {OUT}"), app.quit()))
+        QTimer.singleShot(6000, lambda: (grab(str(OUT)),
+                                         app.quit()))
         return app.exec()
 
     def simulate():
@@ -73,8 +65,8 @@ def main() -> int:
             return
         panel.flush()
         app.processEvents()
-        QTimer.singleShot(800, lambda: (subprocess.run(["import", "-window", "root", str(OUT)], check=True),
-                                        print(f"wrote {OUT}"), app.quit()))
+        QTimer.singleShot(800, lambda: (grab(str(OUT)),
+                                        app.quit()))
 
     QTimer.singleShot(1500, simulate)
     QTimer.singleShot(2500, shoot)

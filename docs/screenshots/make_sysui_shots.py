@@ -16,40 +16,23 @@ the whole X screen (``import -window root``, ImageMagick).
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
-import tempfile
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-TMP = Path(tempfile.mkdtemp(prefix="hwexplorer-shots-"))
-os.environ["XDG_DATA_HOME"] = str(TMP / "data")
-os.environ["XDG_CONFIG_HOME"] = str(TMP / "config")
-
+from _shots import OUT, TMP, grab, settle
 from PySide6.QtCore import QTimer
-from PySide6.QtWidgets import QApplication, QDockWidget
+from PySide6.QtWidgets import QDockWidget
 
 from explorer.core.session.commands import SetSystem
 from explorer.core.session.state import SystemChoice
 from explorer.core.workload.templates import get_template
 from explorer.ui.app import build_window, make_application
 
-OUT = Path(__file__).resolve().parent
 SYSTEMS = ("nvidia-dgx-h100", "pcie-server-8x-nvidia-l40s")
 DEVICES = ("nvidia-h100-sxm5", "nvidia-l40s")
 
 
-def settle(app: QApplication, rounds: int = 30) -> None:
-    for _ in range(rounds):
-        app.processEvents()
-
-
 def shoot(name: str) -> None:
-    path = OUT / name
-    subprocess.run(["import", "-window", "root", str(path)], check=True)
-    print(path.relative_to(ROOT))
+    grab(OUT / name)
 
 
 def main() -> int:

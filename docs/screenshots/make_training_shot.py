@@ -14,20 +14,12 @@ recomputation, 1F1B). The picture is the whole X screen (``import -window root``
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
-import tempfile
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-TMP = Path(tempfile.mkdtemp(prefix="hwexplorer-shots-"))
-os.environ["XDG_DATA_HOME"] = str(TMP / "data")
-os.environ["XDG_CONFIG_HOME"] = str(TMP / "config")
-
+from _shots import OUT, TMP, settle  # first: it gives the app private folders
 from PySide6.QtCore import QTimer
-from PySide6.QtWidgets import QApplication, QDockWidget
+from PySide6.QtWidgets import QDockWidget
 
 from explorer.core.session.commands import SetSystem
 from explorer.core.session.state import SystemChoice
@@ -36,13 +28,8 @@ from explorer.core.session.training_choice import TrainingChoice
 from explorer.core.workload.templates import get_template
 from explorer.ui.app import build_window, make_application
 
-OUT = Path(__file__).resolve().parent
 SYSTEMS = ("nvidia-dgx-h100", "google-tpu-v5p-128-slice")
 
-
-def settle(app: QApplication, rounds: int = 30) -> None:
-    for _ in range(rounds):
-        app.processEvents()
 
 
 def main() -> int:
