@@ -10,11 +10,14 @@ number of the work table is a polynomial in ``s`` on each piece between the mode
 * prefill (``s`` tokens): degree 2 (causal attention counts ``s (s + 1) / 2`` query-key pairs, the rest is
   ``batch x s`` rows of work).
 
-So a run of sequence lengths is built as: the tables at ``degree + 1`` of its lengths (the nodes), the polynomial
-through them evaluated at every other length (Newton's divided differences, vectorized over rows and lengths), and
-checked against a built table at two more of its lengths (the probes). Where a probe differs (a window's breakpoint
-falls inside the run, a layer's shape error, a change of rows), the run is split in two and each half done the same
-way, down to runs short enough to build outright. Entries whose node values are whole numbers (element counts,
+A run of sequence lengths is first cut at the model's breakpoints (:func:`breakpoints`: windows, the embedding's
+rows read saturating at the table's size in prefill); a model whose prefill is not such a polynomial (a mixture
+of experts: the expected experts touched is exponential in the tokens; convolutions) builds one table per context.
+Each piece is built as: the tables at ``degree + 1`` of its lengths (the nodes), the polynomial through them
+evaluated at every other length (Newton's divided differences, vectorized over rows and lengths), and checked
+against a built table at two more of its lengths (the probes, a safeguard: where one differs, or a layer reports
+a shape error, or the rows change, the piece is split in two and each half done the same way, down to pieces
+short enough to build outright). Entries whose node values are whole numbers (element counts,
 GEMM dimensions) are rounded to the nearest whole number, which makes them exact; the rest are within floating-point
 rounding (``tests/core/test_context_axis.py`` holds the stacked table equal to the loop of single tables to 1e-12 on
 random dense, GQA, sliding-window, MoE and MLA models).
@@ -27,14 +30,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from itertools import chain
+from itertools import chain, pairwise
 
 import numpy as np
 
-from explorer.core.workload.layers import AttentionShape, Context
+from explorer.core.workload.layers import REGISTRY, AttentionShape, Context, ParamError
 from explorer.core.workload.model import NUMERIC, LayerTable, Model, build_table
 
 PROBES = 2  # built tables each run's polynomial is checked against
+#: Layer kinds whose prefill work is a polynomial of degree <= 2 in the tokens (between the breakpoints below);
+#: others (a mixture of experts' expected experts touched, convolutions, pooling) build one table per context.
+PREFILL_POLYNOMIAL = frozenset({"embedding", "dense", "matmul", "attention", "mla", "transformer_block", "rmsnorm",
+                                "layernorm", "add", "multiply", "gelu", "relu", "relu6", "sigmoid", "silu", "tanh",
+                                "softmax"})
 _ATT = ("streams", "group", "queries", "keys", "width", "dim")  # the K/V stream's numbers that vary with s
 RTOL = 1e-12
 
@@ -57,6 +65,33 @@ class StackedContexts:
 
 def _degree(ctx: Context) -> int:
     return 1 if ctx.phase == "decode" else 2
+
+
+def breakpoints(model: Model, ctx: Context) -> list[float] | None:
+    """The sequence lengths where the model's work changes formula in ``ctx``'s phase (a run of lengths is split
+    there), or None where it is not a piecewise polynomial in the length: a sliding window ``W`` (keys
+    ``min(s, W)``), and in prefill an embedding's rows read, ``min(batch x s x tables, rows)`` (layers/linear.py).
+    Decode reads the length only through the attention's keys (layers/attention.py, layers/mla.py: the new token
+    is one row of every other layer), so every kind qualifies there."""
+    if ctx.phase not in ("prefill", "decode"):
+        return None
+    out: list[float] = []
+    for i, spec in enumerate(model.layers):
+        if ctx.phase == "prefill" and spec.kind not in PREFILL_POLYNOMIAL:
+            return None
+        try:
+            p = REGISTRY[spec.kind].check(spec.params, spec.name or f"layer {i}")
+        except ParamError:
+            return None  # the single tables report it
+        if ctx.phase == "prefill" and p.get("experts"):
+            return None
+        if p.get("window"):
+            out.append(float(p["window"]))
+        if spec.kind == "embedding" and ctx.phase == "prefill":
+            tables = 1 + (1 if p["position_embeddings"] else 0) + (1 if p["token_types"] else 0)
+            rows = p["num_embeddings"] + p["position_embeddings"] + p["token_types"]
+            out.append(rows / (ctx.batch * tables))
+    return sorted(set(out))
 
 
 def _matrix(t: LayerTable) -> np.ndarray:
@@ -204,8 +239,17 @@ def stack_contexts(model: Model, contexts: Sequence[Context], build: Callable = 
             parts.append(t)
             sizes.append(len(t))
         else:
-            run = _Run(model, replace(base, seq_len=None), [c.seq_len for c in contexts[k:j]], counted)
-            solved = run.solve(0, j - k)
+            seqs = [c.seq_len for c in contexts[k:j]]
+            run = _Run(model, replace(base, seq_len=None), seqs, counted)
+            cuts = breakpoints(model, base)
+            if cuts is None:  # one table per context
+                solved = [(t, None) for t in (run.table(s) for s in seqs)]
+                for s, (t, _) in zip(seqs, solved):
+                    run._fail(s, t)
+            else:  # runs between breakpoints: s <= x | s > x
+                edges = np.searchsorted(np.array(seqs, dtype=float), cuts, side="right")
+                edges = [0, *sorted({int(e) for e in edges if 0 < e < len(seqs)}), len(seqs)]
+                solved = [x for a, b in pairwise(edges) for x in run.solve(a, b)]
             i = 0
             while i < len(solved):  # consecutive interpolated lengths sharing rows become one block
                 ref, numbers = solved[i]
