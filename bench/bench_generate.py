@@ -5,7 +5,7 @@
 * the 1,024 + 128-token generate task: LLM-Viewer's ``analyze_generate_task(1024, 128, 1)`` (a prefill and 128
   ``analyze`` calls) against ours, :func:`explorer.core.analysis.generate.generate` (one pass). Target: >= 5x faster.
 
-Ours is timed "cold" (the work-table cache emptied before every run: what a first analysis of a model pays) and
+Interleaved (each run times every case in turn). Ours is timed "cold" (the work-table cache emptied before every run: what a first analysis of a model pays) and
 "warm" (tables cached: an unchanged model analyzed again, as the app and a loop over devices do). The peer has no
 cache: every call is cold. Both sides: FP16, no FlashAttention, the A100 (ours: the catalog's, 2.039 TB/s;
 LLM-Viewer's table: 2.039 TB/s).
@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from _common import median_p95, report, samples
 
 from explorer.core.analysis.evaluate import evaluate
-from explorer.core.analysis.generate import generate
+from explorer.core.analysis.generate import _stacked, generate
 from explorer.core.hardware.catalog_files import load_shipped_devices
 from explorer.core.workload.layers import Context
 from explorer.core.workload.model import build_table
@@ -61,18 +61,11 @@ def main() -> int:
 
     def gen_cold():
         build_table.cache_clear()
+        _stacked.cache_clear()
         return gen()
 
-    times = {
-        "ours analyze cold": samples(analyze_cold, args.runs),
-        "ours analyze warm": samples(analyze, args.runs),
-        "ours generate cold": samples(gen_cold, args.runs),
-        "ours generate warm": samples(gen, args.runs),
-    }
-    g = gen()
-    ours_total = float(g.total_s[0])
-    print(f"ours: generate {SEQ} + {GEN} tokens: TTFT {g.ttft_s[0] * 1e3:.2f} ms, {len(g.step_s)} decode steps, "
-          f"total {ours_total * 1e3:.1f} ms, built {g.tables_built} work tables")
+    runs = {"ours analyze cold": analyze_cold, "ours analyze warm": analyze,
+            "ours generate cold": gen_cold, "ours generate warm": gen}
     peer_ok = (args.peer / "run_peer.py").exists()
     if peer_ok:
         sys.path.insert(0, str(args.peer))
@@ -81,8 +74,20 @@ def main() -> int:
         cwd = os.getcwd()
         lv = load("llama2-7b", "nvidia_A100_80G")
         os.chdir(cwd)
-        times["LLM-Viewer analyze"] = samples(lambda: lv.analyze(SEQ, BATCH), args.runs)
-        times["LLM-Viewer generate"] = samples(lambda: lv.analyze_generate_task(SEQ, GEN, BATCH), max(3, args.runs // 3))
+        runs["LLM-Viewer analyze"] = lambda: lv.analyze(SEQ, BATCH)
+        runs["LLM-Viewer generate"] = lambda: lv.analyze_generate_task(SEQ, GEN, BATCH)
+    # interleaved: every run times each in turn, so that both sides see the same load of a shared machine
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for fn in runs.values():
+        fn()
+    for _ in range(args.runs):
+        for name, fn in runs.items():
+            times[name] += samples(fn, 1, warmup=0)
+    g = gen()
+    ours_total = float(g.total_s[0])
+    print(f"ours: generate {SEQ} + {GEN} tokens: TTFT {g.ttft_s[0] * 1e3:.2f} ms, {len(g.step_s)} decode steps, "
+          f"total {ours_total * 1e3:.1f} ms, built {g.tables_built} work tables")
+    if peer_ok:
         peer_total = lv.analyze_generate_task(SEQ, GEN, BATCH)["inference_time"]
         print(f"LLM-Viewer: generate total {peer_total * 1e3:.1f} ms (prefill + {GEN} decode steps at KV "
               f"{SEQ}..{SEQ + GEN - 1}; ours: prefill + {GEN - 1} steps at {SEQ + 1}..{SEQ + GEN - 1}): "

@@ -22,6 +22,7 @@ context axis's (:func:`explorer.core.workload.context_axis.stack_contexts`): 4 s
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -29,7 +30,7 @@ import numpy as np
 
 from explorer.core.formats import TensorFormats
 from explorer.core.hardware.device import Device
-from explorer.core.workload.context_axis import ContextError, stack_contexts
+from explorer.core.workload.context_axis import ContextError, StackedContexts, stack_contexts
 from explorer.core.workload.layers import ATTENTION, LM_HEAD, Context
 from explorer.core.workload.model import Model, build_table
 
@@ -91,6 +92,18 @@ def _whole(value, field: str) -> int:
     return int(value)
 
 
+@functools.lru_cache(maxsize=16)
+def _stacked(model: Model, batch: int, p: int, t: int, attention: str, lm_head: str) -> StackedContexts:
+    """The task's work rows (the prefill, then each decode step), cached per model and task like ``build_table``."""
+    contexts = [Context(batch=batch, seq_len=p, phase="prefill", attention=attention, lm_head=lm_head)]
+    contexts += [Context(batch=batch, seq_len=s, phase="decode", attention=attention, lm_head=lm_head)
+                 for s in range(p + 1, p + t)]
+    try:
+        return stack_contexts(model, contexts, build_table)
+    except ContextError as exc:
+        raise ValueError(str(exc)) from None
+
+
 def generate(model: Model, devices: Sequence[Device] | DeviceArrays, precision: str = "fp16", *, batch: int = 1,
              input_tokens: int, output_tokens: int, attention: str = "naive", lm_head: str = "last",
              formats: TensorFormats | None = None) -> GenerateAnalysis:
@@ -107,13 +120,7 @@ def generate(model: Model, devices: Sequence[Device] | DeviceArrays, precision: 
     if model.default_seq_len() is None:
         raise ValueError(f"model: {model.name} takes no tokens (generate needs a token model)")
     kv = np.arange(p + 1, p + t, dtype=int)
-    contexts = [Context(batch=batch, seq_len=p, phase="prefill", attention=attention, lm_head=lm_head)]
-    contexts += [Context(batch=batch, seq_len=int(s), phase="decode", attention=attention, lm_head=lm_head)
-                 for s in kv]
-    try:
-        st = stack_contexts(model, contexts, build_table)
-    except ContextError as exc:
-        raise ValueError(str(exc)) from None
+    st = _stacked(model, batch, p, t, attention, lm_head)
     dev = devices if isinstance(devices, DeviceArrays) else device_arrays(devices, precision, formats)
     r = evaluate(st.table, dev, dev.precision, Context(batch=batch, attention=attention), model=model)
     time = np.add.reduceat(r.count[:, None] * r.time, st.starts, axis=0)  # (1 + T - 1, D)
@@ -121,7 +128,7 @@ def generate(model: Model, devices: Sequence[Device] | DeviceArrays, precision: 
     fm = formats_of(dev)
     c = st.table.columns
     footprint = 0.0
-    for k in {0, len(contexts) - 1}:  # the prefill and the last step (the largest KV cache)
+    for k in {0, len(st.sizes) - 1}:  # the prefill and the last step (the largest KV cache)
         a, b = st.starts[k], st.starts[k] + st.sizes[k]
         footprint = max(footprint, sum(resident_bytes({n: v[a:b] for n, v in c.items()}, fm)))
     return GenerateAnalysis(

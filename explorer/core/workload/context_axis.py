@@ -192,6 +192,7 @@ def _from_numbers(ref: LayerTable, blocks: np.ndarray, fused: bool) -> LayerTabl
     k, _, n = blocks.shape
     nc = len(NUMERIC)
     flat = blocks.transpose(1, 0, 2).reshape(blocks.shape[1], k * n)
+    flat.setflags(write=False)  # tables are shared (cached): read-only like build_table's
     columns = {c: flat[i] for i, c in enumerate(NUMERIC)}
     attention: tuple = ()
     if fused:
