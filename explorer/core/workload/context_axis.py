@@ -16,12 +16,12 @@ of experts: the expected experts touched is exponential in the tokens; convoluti
 Each piece is built as: the tables at ``degree + 1`` of its lengths (the nodes), the polynomial through them
 evaluated at every other length (Newton's divided differences, vectorized over rows and lengths), and checked
 against a built table at more of its lengths (the probes, a safeguard: two in prefill; one in decode, where every
-number is ``a + b min(s, W)`` summed over windows, concave, so one probe inside a piece finds a breakpoint missed;
-where a probe differs, or a layer reports
-a shape error, or the rows change, the piece is split in two and each half done the same way, down to pieces
-short enough to build outright). Entries whose node values are whole numbers (element counts,
-GEMM dimensions) are rounded to the nearest whole number, which makes them exact; the rest are within floating-point
-rounding (``tests/core/test_context_axis.py`` holds the stacked table equal to the loop of single tables to 1e-12 on
+number is ``a + b min(s, W)`` summed over windows, concave, so one probe inside a piece finds a breakpoint missed).
+Where a probe differs, a layer reports a shape error or the rows change, the piece is split in two and each half
+done the same way, down to pieces short enough to build outright. Entries whose node values are whole numbers
+(element counts, GEMM dimensions) and whose value is within rounding of one are rounded to it, which makes them
+exact; the rest are within floating-point rounding (``tests/core/test_context_axis.py`` holds the stacked table
+equal to the loop of single tables to 1e-12 on
 random dense, GQA, sliding-window, MoE and MLA models).
 
 The stacked table carries what the analysis pass reads: names, kinds, layer indices, GEMM shapes and counts, the
@@ -173,7 +173,8 @@ class _Run:
             ys = np.stack([_matrix(tables[int(i)]) for i in nodes])
             whole = np.all(ys == np.rint(ys), axis=0)
             values = _newton(xs, ys, np.array(seqs, dtype=float))
-            np.rint(values, out=values, where=np.broadcast_to(whole, values.shape))
+            r = np.rint(values)  # whole where the nodes are and the value is within rounding of one
+            values = np.where(whole & (np.abs(values - r) <= 1e-9 * np.maximum(1.0, np.abs(r))), r, values)
             for i in probes:
                 want = _matrix(tables[int(i)])
                 if not np.all(np.abs(values[i] - want) <= RTOL * np.abs(want)):
