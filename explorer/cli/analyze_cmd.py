@@ -18,6 +18,7 @@ from ..core.units import format_bytes, format_si
 from ..core.workload.model import build_table
 from ..core.workload.train_step import part_of
 from .common import CliError, Rows, print_json, text_table
+from .generate_cmd import add_generate_args, run_generate
 from .resolve import load_model_arg, resolve_devices, with_project_overrides
 from .system_cmd import add_system_args, run_system
 from .tensor_args import add_format_args, formats_from_args
@@ -27,7 +28,8 @@ def add_parser(sub) -> None:
     p = sub.add_parser("analyze", help="analyze a model on one or more devices",
                        description="Roofline, tiling, energy and totals for every layer of MODEL on each DEV.")
     p.add_argument("model", metavar="MODEL", help="a template id (e.g. gpt2, resnet50) or a model file (.json)")
-    add_workload_args(p, PHASES)
+    add_workload_args(p, (*PHASES, "generate"))
+    add_generate_args(p)
     add_system_args(p)
     p.add_argument("--model", "--time-model", dest="time_model", choices=MODELS, default="ideal",
                    help="the time shown in the tables: ideal (default; the roofline with the device's efficiency "
@@ -47,7 +49,9 @@ def add_workload_args(p, phases: tuple[str, ...] = ("prefill", "decode")) -> Non
     p.add_argument("--phase", choices=phases, default=None,
                    help="prefill processes the sequence; decode one token per sequence against a KV cache"
                    + ("; train one training step of --batch sequences (forward, backward at 2x for trainable "
-                      "GEMMs and 1x for frozen ones, Adam per layer; docs/training.md)" if "train" in phases else ""))
+                      "GEMMs and 1x for frozen ones, Adam per layer; docs/training.md)" if "train" in phases else "")
+                   + ("; generate a prefill of --input tokens and decode until --output new tokens, in one pass "
+                      "(docs/generate.md)" if "generate" in phases else ""))
     add_format_args(p)
     p.add_argument("--attention", choices=ATTENTION, default="naive",
                    help="naive: the S x S scores go through memory (default); fused: FlashAttention, K and V re-read "
@@ -78,6 +82,11 @@ def workload_from_args(args):
 def run(args) -> int:
     if args.system and args.device:
         raise CliError("--system: give either --system or --device, not both")
+    if args.phase == "generate":
+        return run_generate(args)
+    for name in ("input", "output"):
+        if getattr(args, name, None) is not None:
+            raise CliError(f"--{name}: only with --phase generate")
     model, ctx, devices = workload_from_args(args)
     if args.system and ctx.phase == "train":
         raise CliError("--phase: train on a system is 'hwexplorer train MODEL --system SYS' (its layouts, memory and "

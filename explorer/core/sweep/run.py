@@ -1,8 +1,9 @@
 """One sweep: every context of a :class:`Grid` on every device, in one analysis pass per precision.
 
 What changes the work table is the context (batch, sequence length, phase); the precision changes only the
-bytes and the peak, i.e. the device arrays. So the sweep builds each context's table once (``build_table``,
-cached per model and context), stacks all of them into one table (the context becomes a block of rows), and runs
+bytes and the peak, i.e. the device arrays. So the sweep stacks every context's rows into one table (the context
+becomes a block of rows; :func:`explorer.core.workload.context_axis.stack_contexts` builds a few tables per batch
+and phase and the sequence lengths as arrays, equal to one table per context), and runs
 the single-device pass :func:`explorer.core.analysis.evaluate.evaluate` once per precision over that stacked
 table and every device; the per-context totals are segment sums of the per-row results (``count x time``,
 ``count x energy``), exactly what ``evaluate`` sums for one context.
@@ -26,7 +27,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from itertools import chain
 
 import numpy as np
 
@@ -42,6 +42,7 @@ from explorer.core.analysis.evaluate import evaluate
 from explorer.core.analysis.tensor_bytes import formats_of, resident_bytes  # noqa: F401 (_footprints mirrors it)
 from explorer.core.formats import TensorFormats
 from explorer.core.hardware.device import Device
+from explorer.core.workload.context_axis import ContextError, stack_contexts, stack_tables
 from explorer.core.workload.layers import Context
 from explorer.core.workload.model import LayerTable, Model, build_table
 
@@ -96,20 +97,17 @@ class SweepResult:
         return list(zip(*(c[start:stop] for c in cols)))
 
 
-def _stack(tables: Sequence[LayerTable]) -> LayerTable:
-    """One table whose rows are every table's rows in turn (only what the analysis pass reads)."""
-    cols = tables[0].columns
-    # tuples joined with chain, not sum(): sum copies the growing tuple at every table (quadratic: 6 s for 3,840
-    # tables of Llama-2-7B)
-    return LayerTable(
-        names=tuple(chain.from_iterable(t.names for t in tables)),
-        kinds=tuple(chain.from_iterable(t.kinds for t in tables)),
-        layer_index=np.concatenate([t.layer_index for t in tables]),
-        gemm=np.concatenate([t.gemm for t in tables]),
-        gemm_count=np.concatenate([t.gemm_count for t in tables]),
-        columns={c: np.concatenate([t.columns[c] for t in tables]) for c in cols},
-        attention=tuple(chain.from_iterable(t.attention for t in tables)),
-    )
+_stack = stack_tables  # one table whose rows are every table's rows in turn (the benches use it)
+
+
+def _rows(table: LayerTable, a: int, b: int) -> LayerTable:
+    """Rows a..b of a stacked table (views of its arrays; only what the analysis pass reads)."""
+    if a == 0 and b == len(table):
+        return table
+    return LayerTable(names=table.names[a:b], kinds=table.kinds[a:b], layer_index=table.layer_index[a:b],
+                      gemm=table.gemm[a:b], gemm_count=table.gemm_count[a:b],
+                      columns={c: v[a:b] for c, v in table.columns.items()},
+                      attention=table.attention[a:b] if table.attention else ())
 
 
 def _footprints(c: Mapping[str, np.ndarray], starts: np.ndarray, fm: TensorFormats) -> np.ndarray:
@@ -144,23 +142,21 @@ def sweep(model: Model, devices: Sequence[Device], grid: Grid,
     # a grid larger than build_table's cache would cycle through it, missing every time and evicting the tables
     # the app (or the caller) works with: such a grid builds its tables without the cache
     build = build_table if len(contexts) <= (build_table.cache_info().maxsize or 0) // 2 else build_table.__wrapped__
-    tables = [build(model, c) for c in contexts]
-    for ctx, t in zip(contexts, tables):
-        if t.errors:
-            i, msg = t.errors[0]
-            raise ValueError(f"batch {ctx.batch}, seq_len {ctx.seq_len}, {ctx.phase}: layer {i}: {msg}")
-        if not len(t):
-            raise ValueError(f"model: {model.name} has no work to analyze")
+    try:  # contexts sharing a batch and phase: a few tables and their sequence lengths as arrays (context_axis)
+        stacked_all = stack_contexts(model, contexts, build)
+    except ContextError as exc:
+        raise ValueError(str(exc)) from None
     # contexts in blocks of at most MAX_CELLS (row, device) cells per pass, so a huge grid stays in memory
-    sizes = np.array([len(t) for t in tables])
+    sizes = stacked_all.sizes
     blocks, first, cells = [], 0, 0
     for k, size in enumerate(sizes):
         if cells and cells + size * len(devices) > MAX_CELLS:
             blocks.append((first, k))
             first, cells = k, 0
         cells += size * len(devices)
-    blocks.append((first, len(tables)))
-    stacks = [(_stack(tables[a:b]), np.concatenate([[0], np.cumsum(sizes[a:b])[:-1]])) for a, b in blocks]
+    blocks.append((first, len(contexts)))
+    stacks = [(_rows(stacked_all.table, stacked_all.starts[a], stacked_all.starts[a] + sizes[a:b].sum()),
+               stacked_all.starts[a:b] - stacked_all.starts[a]) for a, b in blocks]
     n_ctx, n_dev = len(contexts), len(devices)
     default_seq = model.default_seq_len()
     seq = np.array([c.seq_len or default_seq or 1 for c in contexts], dtype=float)

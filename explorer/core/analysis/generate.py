@@ -1,0 +1,137 @@
+"""The generate task in one pass: a prefill of the prompt and every decode step at its own KV length, on every
+device, through one run of the analysis pass (:func:`explorer.core.analysis.evaluate.evaluate`).
+
+Convention (the serving engines' one): ``output_tokens`` T new tokens per sequence. The prefill of the
+``input_tokens`` P positions computes the first of them (its time is the time to first token, TTFT); then T - 1
+decode steps, step k = 1 .. T - 1 attending ``P + k`` positions (the ``P + k - 1`` cached ones plus its own, the
+decode context's ``seq_len``), each making ``batch`` tokens. So
+
+* ``ttft_s`` = prefill time; ``decode_s`` = the sum of the step times; ``total_s`` = ttft + decode;
+* ``tpot_s`` (time per output token after the first) = decode / (T - 1), NaN for T = 1;
+* ``throughput_tok_s`` = batch x T / total (output tokens per second on one device);
+* ``energy_j`` = prefill + every step's energy (memory levels + compute); ``memory_bytes``: the larger footprint
+  of the prefill and the last step (weights + the KV cache of ``P + T - 1`` positions + the largest row's
+  activations), ``fits`` against each device's memory.
+
+LLM-Viewer's ``analyze_generate_task(prompt_len, gen_len)`` counts the prefill plus ``gen_len`` decode steps at KV
+lengths ``prompt_len .. prompt_len + gen_len - 1``: one step more than this (bench/bench_generate.py compares).
+
+The decode steps share their rows and differ only in the attention's KV length, so their work tables are the
+context axis's (:func:`explorer.core.workload.context_axis.stack_contexts`): 4 single tables, not T - 1.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from explorer.core.formats import TensorFormats
+from explorer.core.hardware.device import Device
+from explorer.core.workload.context_axis import ContextError, StackedContexts, stack_contexts
+from explorer.core.workload.layers import ATTENTION, LM_HEAD, Context
+from explorer.core.workload.model import Model, build_table
+
+from .device_arrays import DeviceArrays, device_arrays
+from .evaluate import evaluate
+from .tensor_bytes import formats_of, resident_bytes
+
+
+@dataclass(frozen=True, eq=False)
+class GenerateAnalysis:
+    """Per device (D,) unless said, SI units (s, J, B, tokens/s)."""
+
+    model: Model
+    devices: DeviceArrays
+    batch: int
+    input_tokens: int
+    output_tokens: int
+    attention: str
+    step_kv: np.ndarray  # (T-1,) positions each decode step attends
+    ttft_s: np.ndarray
+    step_s: np.ndarray  # (T-1, D) time of each decode step
+    prefill_energy_j: np.ndarray
+    step_energy_j: np.ndarray  # (T-1, D)
+    memory_bytes: float
+    fits: np.ndarray
+    tables_built: int  # single work tables the pass was made from
+
+    @property
+    def precision(self) -> str:
+        return self.devices.precision
+
+    @property
+    def decode_s(self) -> np.ndarray:
+        return self.step_s.sum(axis=0)
+
+    @property
+    def total_s(self) -> np.ndarray:
+        return self.ttft_s + self.decode_s
+
+    @property
+    def tpot_s(self) -> np.ndarray:
+        if not len(self.step_s):
+            return np.full(len(self.ttft_s), np.nan)
+        return self.decode_s / len(self.step_s)
+
+    @property
+    def throughput_tok_s(self) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return self.batch * self.output_tokens / self.total_s
+
+    @property
+    def energy_j(self) -> np.ndarray:
+        return self.prefill_energy_j + self.step_energy_j.sum(axis=0)
+
+
+def _whole(value, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{field}: expected a whole number >= 1, got {value!r}")
+    return int(value)
+
+
+@functools.lru_cache(maxsize=16)
+def _stacked(model: Model, batch: int, p: int, t: int, attention: str, lm_head: str) -> StackedContexts:
+    """The task's work rows (the prefill, then each decode step), cached per model and task like ``build_table``."""
+    contexts = [Context(batch=batch, seq_len=p, phase="prefill", attention=attention, lm_head=lm_head)]
+    contexts += [Context(batch=batch, seq_len=s, phase="decode", attention=attention, lm_head=lm_head)
+                 for s in range(p + 1, p + t)]
+    try:
+        return stack_contexts(model, contexts, build_table)
+    except ContextError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def generate(model: Model, devices: Sequence[Device] | DeviceArrays, precision: str = "fp16", *, batch: int = 1,
+             input_tokens: int, output_tokens: int, attention: str = "naive", lm_head: str = "last",
+             formats: TensorFormats | None = None) -> GenerateAnalysis:
+    """Prefill ``input_tokens`` then decode until ``output_tokens`` tokens per sequence, in one analysis pass.
+    Raises ValueError naming the field (batch, input_tokens, output_tokens, attention, lm_head) or the context
+    the model does not take."""
+    batch = _whole(batch, "batch")
+    p = _whole(input_tokens, "input_tokens")
+    t = _whole(output_tokens, "output_tokens")
+    if attention not in ATTENTION:
+        raise ValueError(f"attention: expected one of {', '.join(ATTENTION)}, got {attention!r}")
+    if lm_head not in LM_HEAD:
+        raise ValueError(f"lm_head: expected one of {', '.join(LM_HEAD)}, got {lm_head!r}")
+    if model.default_seq_len() is None:
+        raise ValueError(f"model: {model.name} takes no tokens (generate needs a token model)")
+    kv = np.arange(p + 1, p + t, dtype=int)
+    st = _stacked(model, batch, p, t, attention, lm_head)
+    dev = devices if isinstance(devices, DeviceArrays) else device_arrays(devices, precision, formats)
+    r = evaluate(st.table, dev, dev.precision, Context(batch=batch, attention=attention), model=model)
+    time = np.add.reduceat(r.count[:, None] * r.time, st.starts, axis=0)  # (1 + T - 1, D)
+    energy = np.add.reduceat(r.count[:, None] * r.energy, st.starts, axis=0)
+    fm = formats_of(dev)
+    c = st.table.columns
+    footprint = 0.0
+    for k in {0, len(st.sizes) - 1}:  # the prefill and the last step (the largest KV cache)
+        a, b = st.starts[k], st.starts[k] + st.sizes[k]
+        footprint = max(footprint, sum(resident_bytes({n: v[a:b] for n, v in c.items()}, fm)))
+    return GenerateAnalysis(
+        model=model, devices=dev, batch=batch, input_tokens=p, output_tokens=t, attention=attention, step_kv=kv,
+        ttft_s=time[0], step_s=time[1:], prefill_energy_j=energy[0], step_energy_j=energy[1:],
+        memory_bytes=footprint, fits=footprint <= dev.capacity, tables_built=st.builds)
