@@ -195,3 +195,31 @@ def test_bad_calibrations_refuse_the_file_in_one_line(tmp_path, from_torch, muta
 def test_named_calibration_dict_round_trip_is_exact(from_torch, from_nsight):
     for cal in (from_torch, from_nsight):
         assert NamedCalibration.from_dict(cal.to_dict(), "c") == cal
+
+
+def test_a_projects_calibration_in_use_feeds_the_cli(tmp_path, capsys, device, from_torch):
+    """``hwexplorer analyze PROJECT --model calibrated`` uses the calibration the project chose, as the app does,
+    and names it on stderr; the ideal times do not move."""
+    from explorer.__main__ import main
+
+    dev_file = tmp_path / "plain.yaml"
+    dev_file.write_text(DEVICE)
+    path = tmp_path / "p.hwproj"
+    save_project(Project(get_template("gpt2").build(), ("plain",), Assumptions(),
+                         calibrations=Calibrations().add("plain", from_torch)), path)
+    args = ["--device", str(dev_file), "--precision", "fp16", "--json"]
+
+    def totals(model_arg, time_model):
+        assert main(["analyze", model_arg, "--model", time_model, *args]) == 0
+        captured = capsys.readouterr()
+        return json.loads(captured.out)["results"][0]["totals"]["calibrated_time_s"], captured.err
+
+    plain, _ = totals("gpt2", "calibrated")  # the device file has no curves: its calibrated time is the ideal one
+    chosen, err = totals(str(path), "calibrated")
+    assert chosen > plain
+    assert err.strip() == "hwexplorer: the project's calibration of plain is " + from_torch.describe()
+    # the same number the workspace computes for the project's state
+    ws = Workspace(lookup=lambda ids: [device] if "plain" in ids else [])
+    p = load_project(path)
+    ws.reset(p.model, p.device_ids, Assumptions(time_model="calibrated"), calibrations=p.calibrations)
+    assert ws.devices[0].calibration == from_torch.calibration
