@@ -44,7 +44,7 @@ class CalibrationChooser(QWidget):
         layout.addWidget(QLabel("Calibration:"))
         self.combo = QComboBox()
         self.combo.setObjectName("calibration_combo")
-        self.combo.setMinimumContentsLength(16)
+        self.combo.setMinimumContentsLength(28)
         self.combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.combo.activated.connect(self._chosen)
         layout.addWidget(self.combo)

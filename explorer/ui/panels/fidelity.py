@@ -66,7 +66,7 @@ class FidelityPanel(AnalysisPanel):
         self.in_use = QLabel()  # which calibration the calibrated model uses on the device shown
         self.in_use.setObjectName("calibration_in_use")
         self.in_use.setWordWrap(True)
-        layout.addWidget(self.in_use)
+        layout.insertWidget(0, self.in_use)  # above the chart: seen without scrolling
         self.summary = QLabel()
         self.summary.setObjectName("fidelity_summary")
         self.summary.setWordWrap(True)
