@@ -32,12 +32,12 @@ TMP = Path(tempfile.mkdtemp(prefix="hwexplorer-shots-"))
 os.environ["XDG_DATA_HOME"] = str(TMP / "data")
 os.environ["XDG_CONFIG_HOME"] = str(TMP / "config")
 
-from PySide6.QtCore import QTimer  # noqa: E402
-from PySide6.QtWidgets import QApplication, QDockWidget  # noqa: E402
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QApplication, QDockWidget
 
-from explorer.core.calibration.measurements import read_measurements  # noqa: E402
-from explorer.ui.app import build_window, make_application  # noqa: E402
-from explorer.ui.panels import FidelityPanel  # noqa: E402
+from explorer.core.calibration.measurements import read_measurements
+from explorer.ui.app import build_window, make_application
+from explorer.ui.panels import FidelityPanel
 
 OUT = Path(__file__).resolve().parent
 DEVICE = "nvidia-h100-sxm5"
