@@ -107,3 +107,47 @@ def test_a_file_that_cannot_be_fitted_changes_nothing(qtbot, ws, panel, tmp_path
     assert not panel.chooser.import_file(bad, "bad")
     assert said and said[0].startswith("k.csv: ") and "\n" not in said[0]
     assert ws.state is before and ws.stack.undo_text == "select devices" and panel.chooser.combo.count() == 1
+
+
+def test_the_window_saves_opens_and_recovers_the_calibrations(qtbot, tmp_path, monkeypatch):
+    """File > Save and Open keep the named calibrations and the choice; crash recovery restores them as one step."""
+    from explorer.ui.main_window import MainWindow
+
+    monkeypatch.setattr(QMessageBox, "question", staticmethod(lambda *a, **k: QMessageBox.StandardButton.Yes))
+
+    h100 = load_device_file(ROOT / "catalog" / "nvidia-h100-sxm5.yaml")
+
+    def window():
+        win = MainWindow(Workspace(lookup=lambda ids: [h100] if h100.id in ids else []), None, panels=())
+        qtbot.addWidget(win)
+        return win
+
+    first = window()
+    first.new_from_template("gpt2")
+    ws = first.workspace
+    ws.select_devices(["nvidia-h100-sxm5"])
+    ws.set_assumptions(precision="fp16", time_model="calibrated")
+    base = ws.catalog_device("nvidia-h100-sxm5")
+    from explorer.core.session.named_calibrations import import_calibration
+
+    cal = import_calibration(TRACES / "torch_cuda_calibration_trace.json", base, "fp16", "lab")
+    assert first.controller.save_as(tmp_path / "study.hwproj")
+    ws.add_calibration("nvidia-h100-sxm5", cal)
+    time_lab = _time(ws)
+    assert first.controller.autosave()  # the session then ends without closing: its recovery file stays
+
+    second = window()
+    assert second.controller.offer_recovery()
+    ws2 = second.workspace
+    assert ws2.calibrations.used("nvidia-h100-sxm5") == cal and _time(ws2) == time_lab
+    assert ws2.stack.undo_text == "restore unsaved changes"
+    ws2.undo()  # the file as saved: no named calibration
+    assert ws2.calibrations.of("nvidia-h100-sxm5") == ()
+    ws2.redo()
+    assert second.controller.save_as(tmp_path / "study.hwproj")
+
+    third = window()
+    assert third.open_project(tmp_path / "study.hwproj")
+    ws3 = third.workspace
+    assert ws3.calibrations == ws2.calibrations and _time(ws3) == time_lab
+    assert ws3.devices[0].calibration == cal.calibration and "fit-lab" in ws3.devices[0].sources
