@@ -5,9 +5,12 @@ and the round trip."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from explorer.core.analysis.evaluate import evaluate
 from explorer.core.hardware.device_file import load_device_file
@@ -17,6 +20,7 @@ from explorer.core.session.named_calibrations import (
     apply_calibration,
     catalog_calibration_text,
     import_calibration,
+    slug,
 )
 from explorer.core.session.project import (
     FORMAT,
@@ -223,3 +227,22 @@ def test_a_projects_calibration_in_use_feeds_the_cli(tmp_path, capsys, device, f
     p = load_project(path)
     ws.reset(p.model, p.device_ids, Assumptions(time_model="calibrated"), calibrations=p.calibrations)
     assert ws.devices[0].calibration == from_torch.calibration
+
+
+@settings(max_examples=40, deadline=None)
+@given(names=st.lists(st.text(alphabet="abcXYZ 019-,", min_size=1, max_size=12).filter(lambda t: slug(t)),
+                      max_size=4, unique_by=slug),
+       pick=st.integers(min_value=-1, max_value=3), devices=st.sampled_from([("plain",), ("plain", "other")]))
+def test_any_set_of_named_calibrations_round_trips(from_torch, names, pick, devices):
+    """Whatever names and choice, the project form gives back the same calibrations and the same one in use."""
+    cals = Calibrations()
+    for dev in devices:
+        for n in names:
+            cals = cals.add(dev, replace(from_torch, name=n), use=False)
+        if 0 <= pick < len(names):
+            cals = cals.choose(dev, names[pick])
+    back = Calibrations.from_dict(json.loads(json.dumps(cals.to_dict())))
+    assert back == cals
+    for dev in devices:
+        assert [c.name for c in back.of(dev)] == list(names)
+        assert (back.used(dev).name if back.used(dev) else None) == (names[pick] if 0 <= pick < len(names) else None)
