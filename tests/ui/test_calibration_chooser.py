@@ -86,6 +86,15 @@ def test_import_choose_undo_redo_through_the_panel(qtbot, ws, panel):
     ws.redo()
     _settle(qtbot, panel)
     assert combo.currentText() == "vendor datasheet fit" and "vendor datasheet fit" in panel.in_use.text()
+    assert chooser.remove_button.isEnabled()
+    chooser.remove_button.click()  # the chosen one goes; the catalog's is used again
+    _settle(qtbot, panel)
+    assert _items(combo) == ["catalog", "cluster A, 2026-11"] and combo.currentText() == "catalog"
+    assert _time(ws) == t_catalog and not chooser.remove_button.isEnabled()
+    assert ws.stack.undo_text == "remove calibration 'vendor datasheet fit'"
+    ws.undo()
+    _settle(qtbot, panel)
+    assert combo.currentText() == "vendor datasheet fit" and _time(ws) == t_b
 
 
 def test_import_asks_for_the_file_and_the_name(qtbot, ws, panel, monkeypatch):

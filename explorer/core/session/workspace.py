@@ -150,6 +150,13 @@ class Workspace:
         self.execute(SetCalibrations(self._state.calibrations.add(device_id, cal),
                                      text=f"import calibration '{cal.name}'"))
 
+    def remove_calibration(self, device_id: str, name: str) -> None:
+        """Drop the calibration named ``name`` of ``device_id`` (the catalog's is used if it was in use): one
+        undoable step."""
+        if self._state.calibrations.find(device_id, name) is not None:
+            self.execute(SetCalibrations(self._state.calibrations.remove(device_id, name),
+                                         text=f"remove calibration '{name}'"))
+
     def choose_calibration(self, device_id: str, name: str | None) -> None:
         """Use the calibration named ``name`` on ``device_id`` (None: the catalog's): one undoable step."""
         cals = self._state.calibrations

@@ -33,7 +33,7 @@ TIP = Qt.ItemDataRole.ToolTipRole
 
 
 class CalibrationChooser(QWidget):
-    """``Calibration: [combo] [Import…]`` for the workspace's device in focus."""
+    """``Calibration: [combo] [Import…] [Remove]`` for the workspace's device in focus."""
 
     def __init__(self, workspace, parent=None):
         super().__init__(parent)
@@ -54,6 +54,11 @@ class CalibrationChooser(QWidget):
                                       "(undoable; saved with the project)")
         self.import_button.clicked.connect(lambda: self.import_file())
         layout.addWidget(self.import_button)
+        self.remove_button = QPushButton("Remove")
+        self.remove_button.setToolTip("Remove the chosen named calibration from the project (undoable); the "
+                                      "catalog's calibration is used again")
+        self.remove_button.clicked.connect(self.remove_chosen)
+        layout.addWidget(self.remove_button)
         bind_many(self, [(workspace.changed, lambda changes: "devices" in changes and self.refresh()),
                          (workspace.device_focused, lambda _d: self.refresh())])
         self.refresh()
@@ -79,10 +84,16 @@ class CalibrationChooser(QWidget):
         self.combo.blockSignals(False)
         self.combo.setEnabled(bool(dev))
         self.import_button.setEnabled(base is not None)
+        self.remove_button.setEnabled(used is not None)
 
     def _chosen(self, index: int) -> None:
         if self.device_id:
             self.workspace.choose_calibration(self.device_id, self.combo.itemData(index))
+
+    def remove_chosen(self) -> None:
+        name = self.combo.currentData()
+        if self.device_id and name is not None:
+            self.workspace.remove_calibration(self.device_id, name)
 
     def import_file(self, path: str | Path | None = None, name: str | None = None) -> bool:
         """Fit the device in focus to the measurement file ``path`` and keep it as ``name`` (asked for when not
