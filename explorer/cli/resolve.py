@@ -42,20 +42,26 @@ def load_model_arg(spec: str):
 
 def with_project_overrides(model_arg: str, devices: list) -> list:
     """When MODEL is a project file, ``devices`` with the project's device overrides applied (a user's edited
-    figures saved with the project, docs/project-file.md), each overridden device named on stderr."""
+    figures saved with the project, docs/project-file.md) and the named calibration the project uses on each
+    (``calibrations``), each overridden or recalibrated device named on stderr."""
     import sys
 
     from explorer.core.session.device_overrides import apply_overrides, describe
+    from explorer.core.session.named_calibrations import apply_calibration
 
     path = Path(model_arg)
     if path.suffix.lower() != PROJECT_SUFFIX or not path.exists():
         return devices
-    overrides = load_project(path).device_overrides  # already read once by MODEL: a bad file stopped there
+    project = load_project(path)  # already read once by MODEL: a bad file stopped there
+    overrides, cals = project.device_overrides, project.calibrations
     for d in devices:
         if d.id in overrides:
             print(f"hwexplorer: the project overrides figures of {d.id}: {describe(overrides[d.id])}",
                   file=sys.stderr)
-    return [apply_overrides(d, overrides.get(d.id)) for d in devices]
+        if cals.used(d.id) is not None:
+            print(f"hwexplorer: the project's calibration of {d.id} is {cals.used(d.id).describe()}",
+                  file=sys.stderr)
+    return [apply_calibration(apply_overrides(d, overrides.get(d.id)), cals.used(d.id)) for d in devices]
 
 
 def resolve_devices(specs: list[str], db_url: str | None):

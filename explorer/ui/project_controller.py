@@ -27,6 +27,7 @@ from explorer.core.session.commands import (
     Composite,
     SelectDevices,
     SetAssumptions,
+    SetCalibrations,
     SetDeviceOverrides,
     SetModel,
     SetRequirements,
@@ -170,7 +171,8 @@ class ProjectController(QObject):
         if not self.maybe_save():
             return False
         self.ws.reset(project.model, project.device_ids, project.assumptions, project.trace, project.requirements,
-                      project.system, project.training, project.serving, project.device_overrides)
+                      project.system, project.training, project.serving, project.device_overrides,
+                      project.calibrations)
         self._set_path(path)
         found = {d.id for d in self.ws.devices}
         missing = [i for i in project.device_ids if i not in found]
@@ -348,7 +350,7 @@ class ProjectController(QObject):
             try:
                 base = load_project(rec.original)
                 self.ws.reset(base.model, base.device_ids, base.assumptions, base.trace, base.requirements,
-                              base.system, base.training, base.serving, base.device_overrides)
+                              base.system, base.training, base.serving, base.device_overrides, base.calibrations)
                 base_path = rec.original
             except ProjectError:
                 base_path = None
@@ -358,7 +360,7 @@ class ProjectController(QObject):
         p = rec.project
         self.ws.execute(Composite((SetModel(p.model), SelectDevices(p.device_ids), SetAssumptions(p.assumptions.to_dict()),
                                    SetTrace(p.trace), SetRequirements(p.requirements),
-                                   SetDeviceOverrides(p.device_overrides),
+                                   SetDeviceOverrides(p.device_overrides), SetCalibrations(p.calibrations),
                                    *((SetServing(p.serving),) if p.serving is not None else ())),
                                   text="restore unsaved changes"))
         self._emit_title()

@@ -17,6 +17,7 @@ from explorer.core.traces.model import Trace
 from explorer.core.workload.model import LayerSpec, Model
 from explorer.core.workload.templates import edited_name
 
+from .named_calibrations import Calibrations
 from .serving_choice import ServingChoice
 from .state import State, SystemChoice
 
@@ -159,6 +160,19 @@ class SetDeviceOverrides(Command):
 
     def apply(self, state):
         return state.with_(device_overrides=self.overrides)
+
+
+@dataclass
+class SetCalibrations(Command):
+    """Replace the named calibrations and the choice in use (an import adds one and uses it; a choice picks
+    another, or the catalog's)."""
+
+    calibrations: Calibrations
+    text: str = "choose calibration"
+    changes: frozenset[str] = frozenset({"devices"})
+
+    def apply(self, state):
+        return state.with_(calibrations=self.calibrations.checked())
 
 
 @dataclass

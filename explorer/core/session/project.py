@@ -1,5 +1,5 @@
 """Project files: the session's state (model, devices, assumptions, trace, planner requirements, systems, training
-run, serving workload, device overrides) as versioned JSON (docs/project-file.md).
+run, serving workload, device overrides, named calibrations) as versioned JSON (docs/project-file.md).
 
 Saving is atomic (the previous file survives a crash mid-save). Opening validates everything before anything
 changes, so a corrupt or newer-format file leaves the open project untouched. Files of an older format are
@@ -20,11 +20,12 @@ from explorer.core.traces.model import Trace, trace_from_dict, trace_to_dict
 from explorer.core.workload.model import Model, ModelError
 
 from .device_overrides import DeviceOverrides, check_overrides
+from .named_calibrations import Calibrations
 from .serving_choice import ServingChoice
 from .state import Assumptions, State, SystemChoice
 from .training_choice import TrainingChoice
 
-FORMAT = 7
+FORMAT = 8
 KIND = "hwexplorer-project"
 SUFFIX = ".hwproj"  # the project file's suffix
 
@@ -77,9 +78,16 @@ def _add_device_overrides(data: dict, fmt: int) -> dict:
     return {**data, "format": fmt, "device_overrides": {}}
 
 
+def _add_calibrations(data: dict, fmt: int) -> dict:
+    """Format ``fmt`` adds the named calibrations and the one in use per device (``calibrations``): a file written
+    before it has none, ``{}``, and every device uses its catalog calibration, as it did. (Its own function, so
+    that the number it lands at can change.)"""
+    return {**data, "format": fmt, "calibrations": {}}
+
+
 #: ``MIGRATIONS[n]`` turns a format-n mapping into a format n+1 one.
 MIGRATIONS = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5, 5: lambda data: _add_serving(data, 6),
-              6: lambda data: _add_device_overrides(data, 7)}
+              6: lambda data: _add_device_overrides(data, 7), 7: lambda data: _add_calibrations(data, 8)}
 
 
 def _assumptions_to_dict(a: Assumptions) -> dict:
@@ -139,9 +147,11 @@ class Project:
     training: TrainingChoice = TrainingChoice()
     serving: ServingChoice | None = None
     device_overrides: DeviceOverrides = field(default_factory=dict)
+    calibrations: Calibrations = field(default_factory=Calibrations)
 
     def __post_init__(self):
         object.__setattr__(self, "device_overrides", check_overrides(self.device_overrides))
+        self.calibrations.checked()
 
     @classmethod
     def of(cls, ws) -> "Project":
@@ -151,12 +161,12 @@ class Project:
     @classmethod
     def of_state(cls, state: State) -> "Project":
         return cls(state.model, state.device_ids, state.assumptions, state.trace, state.requirements, state.system,
-                   state.training, state.serving, state.device_overrides)
+                   state.training, state.serving, state.device_overrides, state.calibrations)
 
     @property
     def state(self) -> State:
         return State(self.model, self.device_ids, self.assumptions, self.trace, self.requirements, self.system,
-                     self.training, self.serving, self.device_overrides)
+                     self.training, self.serving, self.device_overrides, self.calibrations)
 
     def to_dict(self) -> dict:
         return {"format": FORMAT, "kind": KIND, "model": self.model.to_dict(), "devices": list(self.device_ids),
@@ -165,7 +175,8 @@ class Project:
                 "requirements": requirements_to_dict(self.requirements), "system": self.system.to_dict(),
                 "training": self.training.to_dict(),
                 "serving": None if self.serving is None else self.serving.to_dict(),
-                "device_overrides": {dev: dict(values) for dev, values in self.device_overrides.items()}}
+                "device_overrides": {dev: dict(values) for dev, values in self.device_overrides.items()},
+                "calibrations": self.calibrations.to_dict()}
 
     def dumps(self) -> str:
         return json.dumps(self.to_dict(), indent=2) + "\n"
@@ -201,11 +212,13 @@ class Project:
             serving = data.get("serving")
             serving = None if serving is None else ServingChoice.from_dict(serving, "serving")
             overrides = check_overrides(data.get("device_overrides", {}), "device_overrides")
+            calibrations = Calibrations.from_dict(data.get("calibrations", {}), "calibrations")
         except ModelError as exc:
             raise ProjectError(str(exc)) from None
         except ValueError as exc:
             raise ProjectError(f"{where}: {exc}") from None
-        return cls(model, tuple(devices), assumptions, trace, requirements, system, training, serving, overrides)
+        return cls(model, tuple(devices), assumptions, trace, requirements, system, training, serving, overrides,
+                   calibrations)
 
 
 def save_project(project: Project, path: str | Path) -> None:

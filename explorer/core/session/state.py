@@ -23,6 +23,7 @@ from explorer.core.workload.layers import ATTENTION, LM_HEAD, PHASES, Context
 from explorer.core.workload.model import Model
 
 from .device_overrides import DeviceOverrides, check_overrides
+from .named_calibrations import Calibrations
 from .serving_choice import ServingChoice
 from .training_choice import TrainingChoice
 
@@ -192,11 +193,14 @@ class State:
     serving: ServingChoice | None = None  # the serving workload and service levels (None: not set, the defaults)
     # figures by device id and field that win over the catalog's (.device_overrides): saved with the project
     device_overrides: DeviceOverrides = field(default_factory=dict)
+    # named calibrations by device id and the one in use (.named_calibrations): saved with the project
+    calibrations: Calibrations = field(default_factory=Calibrations)
 
     def __post_init__(self):
         object.__setattr__(self, "device_ids", tuple(dict.fromkeys(self.device_ids)))
         object.__setattr__(self, "device_overrides", check_overrides(self.device_overrides))
         self.assumptions.checked()
+        self.calibrations.checked()
         self.system.checked()
         self.training.checked()
         if self.serving is not None:

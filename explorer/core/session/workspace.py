@@ -22,8 +22,16 @@ from explorer.core.traces.model import Trace
 from explorer.core.workload.layers import Context
 from explorer.core.workload.model import Model, build_table
 
-from .commands import Command, CommandStack, SelectDevices, SetAssumptions, SetDeviceOverrides
+from .commands import (
+    Command,
+    CommandStack,
+    SelectDevices,
+    SetAssumptions,
+    SetCalibrations,
+    SetDeviceOverrides,
+)
 from .device_overrides import apply_overrides, overrides_between
+from .named_calibrations import Calibrations, NamedCalibration, apply_calibration
 from .results import Results
 from .serving_choice import ServingChoice
 from .state import PARTS, PHASES, Assumptions, State, SystemChoice
@@ -114,13 +122,48 @@ class Workspace:
 
     def _overridden(self, device: Device) -> Device:
         values = self._state.device_overrides.get(device.id)
-        if not values:
+        named = self._state.calibrations.used(device.id)
+        if not values and named is None:
             return device
         base, was, applied = self._applied.get(device.id, (None, None, None))
-        if base is not device or was != values:
-            applied = apply_overrides(device, values)
-            self._applied[device.id] = (device, values, applied)
+        if base is not device or was != (values, named):
+            applied = apply_calibration(apply_overrides(device, values), named)
+            self._applied[device.id] = (device, (values, named), applied)
         return applied
+
+    # -- named calibrations (.named_calibrations): each a one-step undoable edit
+    @property
+    def calibrations(self) -> Calibrations:
+        return self._state.calibrations
+
+    def catalog_device(self, device_id: str) -> Device | None:
+        """The catalog's device (project overrides applied, no named calibration): what a calibration is fitted
+        against and what the catalog's own choice means."""
+        if device_id not in self._devices:
+            for d in self._lookup([device_id]):
+                self._devices[d.id] = d
+        device = self._devices.get(device_id)
+        return None if device is None else apply_overrides(device, self._state.device_overrides.get(device_id))
+
+    def add_calibration(self, device_id: str, cal: NamedCalibration) -> None:
+        """Keep ``cal`` (imported) as a calibration of ``device_id`` and use it: one undoable step."""
+        self.execute(SetCalibrations(self._state.calibrations.add(device_id, cal),
+                                     text=f"import calibration '{cal.name}'"))
+
+    def remove_calibration(self, device_id: str, name: str) -> None:
+        """Drop the calibration named ``name`` of ``device_id`` (the catalog's is used if it was in use): one
+        undoable step."""
+        if self._state.calibrations.find(device_id, name) is not None:
+            self.execute(SetCalibrations(self._state.calibrations.remove(device_id, name),
+                                         text=f"remove calibration '{name}'"))
+
+    def choose_calibration(self, device_id: str, name: str | None) -> None:
+        """Use the calibration named ``name`` on ``device_id`` (None: the catalog's): one undoable step."""
+        cals = self._state.calibrations
+        if (cals.used(device_id).name if cals.used(device_id) else None) == name:
+            return
+        self.execute(SetCalibrations(cals.choose(device_id, name),
+                                     text=f"use calibration '{name}'" if name else "use the catalog's calibration"))
 
     @property
     def device_overrides(self):
@@ -225,7 +268,7 @@ class Workspace:
 
     def _swap(self, state: State, changes: frozenset[str]) -> None:
         """The one place a new state comes in."""
-        if state.device_overrides != self._state.device_overrides:
+        if state.device_overrides != self._state.device_overrides or state.calibrations != self._state.calibrations:
             self._hardware = ((None,), ())  # a chosen system's device may have new figures: resolve them again
         self._state = state
         self._notify(changes)
@@ -279,14 +322,15 @@ class Workspace:
     def reset(self, model: Model, device_ids: Sequence[str] = (), assumptions: Assumptions | None = None,
               trace: Trace | None = None, requirements: Requirements | None = None,
               system: SystemChoice | None = None, training: TrainingChoice | None = None,
-              serving: ServingChoice | None = None, device_overrides=None) -> None:
+              serving: ServingChoice | None = None, device_overrides=None,
+              calibrations: Calibrations | None = None) -> None:
         """Start over (new or opened project): no undo history, clean. ``device_overrides`` (by device id, field:
         SI value) are applied to the catalog's devices from here on."""
         self._state = State(model=model, device_ids=tuple(device_ids),
                             assumptions=(assumptions or self._state.assumptions).checked(), trace=trace,
                             requirements=requirements or Requirements(), system=system or SystemChoice(),
                             training=training or TrainingChoice(), serving=serving,
-                            device_overrides=device_overrides or {})
+                            device_overrides=device_overrides or {}, calibrations=calibrations or Calibrations())
         self._hardware = ((None,), ())
         self.stack.clear()
         self._focused_layer = -1

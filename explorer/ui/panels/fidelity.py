@@ -16,7 +16,10 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QLabel, QTableWidget, QTableWidgetItem
 
+from explorer.core.session.named_calibrations import catalog_calibration_text
+
 from .base import AnalysisPanel
+from .calibration_chooser import CalibrationChooser
 from .plotting import BarPicker, changed, new_plot, set_range, set_title, si
 
 IDEAL_COLOR = "#7f7f7f"
@@ -40,6 +43,10 @@ class FidelityPanel(AnalysisPanel):
     has_device_combo = True
     chart_min_height = 320
 
+    def build_header(self, header) -> None:
+        self.chooser = CalibrationChooser(self.workspace)
+        header.addWidget(self.chooser)
+
     def build(self, layout) -> None:
         self.result = None
         plot = self.plot = new_plot("Predicted against measured time per kernel", log_x=True, log_y=True)
@@ -56,6 +63,10 @@ class FidelityPanel(AnalysisPanel):
         for item in (self.diagonal, *self.band, self.ideal, self.calibrated):
             plot.addItem(item)
         BarPicker(plot, self._hover_key, self.describe_hover)
+        self.in_use = QLabel()  # which calibration the calibrated model uses on the device shown
+        self.in_use.setObjectName("calibration_in_use")
+        self.in_use.setWordWrap(True)
+        layout.insertWidget(0, self.in_use)  # above the chart: seen without scrolling
         self.summary = QLabel()
         self.summary.setObjectName("fidelity_summary")
         self.summary.setWordWrap(True)
@@ -70,8 +81,22 @@ class FidelityPanel(AnalysisPanel):
         layout.addWidget(self.table)
 
     # -- drawing
+    def calibration_text(self, analysis, d: int) -> str:
+        """``Calibrated model on H100 SXM5: 'cluster A' (fit-cluster-a): 24 kernels of ...``: the one in use."""
+        if d < 0:
+            return ""
+        device = analysis.devices.devices[d]
+        used = self.workspace.calibrations.used(device.id)
+        if used is not None:
+            return f"Calibration in use on {device.name}: {used.describe()}."
+        base = self.workspace.catalog_device(device.id) or device
+        return f"Calibration in use on {device.name}: {catalog_calibration_text(base)}."
+
     def redraw(self, analysis) -> None:
         d = self.device_index(analysis)
+        text = self.calibration_text(analysis, d)
+        if changed(self.in_use, "text", text):
+            self.in_use.setText(text)
         f = self.result = self.workspace.results.fidelity(max(d, 0)) if d >= 0 else None
         if f is None or not len(f):
             for item in (self.diagonal, *self.band, self.ideal, self.calibrated):
