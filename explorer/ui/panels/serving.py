@@ -196,7 +196,7 @@ class ServingPanel(AnalysisPanel):
             note += f" Histograms: the simulation of {self.simulator.n:,} requests."
         else:
             note += " Simulate to see the TTFT and TPOT distributions."
-        return " ".join(x for x in (self.controls.error, self.sim_error, note) if x)
+        return " ".join(x for x in (self.controls.error, self.sim_error, self.core_error, note) if x)
 
     def _line(self, key: str, plot, i: int):
         lines = self.lines[key]
