@@ -28,6 +28,7 @@ os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="hwx-shot-")  # a fresh ca
 os.environ["XDG_CONFIG_HOME"] = os.environ["XDG_DATA_HOME"]
 
 from PySide6.QtCore import Qt, QTimer
+from PySide6.QtWidgets import QScrollArea
 
 from explorer.core.session.commands import SetModel, SetServing, SetSystem
 from explorer.core.session.serving_choice import ServingChoice
@@ -70,6 +71,11 @@ def main() -> int:
     def shoot():
         if planner:
             box.refresh()
+            area = box.parentWidget()
+            while area is not None and not isinstance(area, QScrollArea):
+                area = area.parentWidget()
+            if area is not None:  # the planner scrolls: bring its serving rows into view
+                area.ensureWidgetVisible(box.table, 0, 0)
         else:
             panel.flush()
         if not done():

@@ -60,7 +60,7 @@ def cli_rows():
     with contextlib.redirect_stdout(buf):
         code = main(["plan", "llama3-8b", "-d", L4, "--system", L4_SERVER, "--system", DGX, *CLI, "--json"])
     assert code == 0
-    return {r["name"]: r for r in json.loads(buf.getvalue())["devices"]}
+    return {r["name"].split(" (")[0]: r for r in json.loads(buf.getvalue())["devices"]}  # systems: short names
 
 
 def test_the_panel_draws_each_systems_chosen_replica(qtbot):
@@ -74,7 +74,8 @@ def test_the_panel_draws_each_systems_chosen_replica(qtbot):
         best, _fleets, setups = size_system(model, system, DEVICES[system.device_id], w, CHOICE.slo,
                                             policy=CHOICE.policy)  # the CLI's own search
         core = answer(w, setups[best.layout], CHOICE.slo)
-        assert panel.names[i].startswith(system.name) and best.label in panel.names[i]
+        n = best.replica_devices
+        assert panel.names[i] == f"{system.name.split(' (')[0]}: {best.label} replica ({n} device{'s' * (n > 1)})"
         assert panel.short[i].endswith(best.label)
         ok = core.curve.stable
         x, y = panel.lines["curve"][i].getData()
@@ -145,7 +146,7 @@ def test_the_planner_rows_equal_plan_rate_system(qtbot, cli_rows):
         for j, key in ((6, "capital_usd"), (8, "cost_per_million_usd"), (9, "rented_per_million_usd")):
             assert got[j] == (_cell(row[key]) if row[key] is not None else "\u2014"), (name, key)
     # the cheapest first: the DGX H100 (priced in the catalog) before the unpriced L4 rows
-    assert box.table.item(0, 0).text() == SYSTEMS[DGX].name and box.table.item(0, 1).text() == "TP1 PP1 (1)"
+    assert box.table.item(0, 0).text() == "NVIDIA DGX H100" and box.table.item(0, 1).text() == "TP1 PP1 (1)"
     units = {2: "(req/s)", 5: "(USD)", 6: "(USD)", 7: "(USD)", 8: "(USD/M tokens)", 9: "(USD/M tokens)"}
     for j, unit in units.items():
         assert box.table.horizontalHeaderItem(j).text().endswith(unit)

@@ -18,7 +18,7 @@ def named_rows(devices, answers, systems) -> tuple[list[str], list[str], tuple]:
         if s.answer is None:
             continue
         n = s.chosen.replica_devices
-        names.append(f"{s.system.name}: {s.label} replica ({n} device{'s' if n != 1 else ''})")
+        names.append(f"{short_name(s.system)}: {s.label} replica ({n} device{'s' if n != 1 else ''})")
         short.append(f"{short_name(s.system)} {s.label}")
         out.append(s.answer)
     return names, short, tuple(out)

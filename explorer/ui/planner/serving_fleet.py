@@ -22,6 +22,7 @@ from explorer.core.serving.fleet import rank_key
 
 from ..binding import bind_many
 from ..panels.serving_worker import Estimator
+from ..panels.systems_controls import short_name
 
 HEADERS = ("device or system", "replica\n(devices)", "rate per replica\nat the service levels (req/s)", "replicas",
            "devices", "price per device\n(USD)", "capital\n(USD)", "TCO over the horizon\n(USD)",
@@ -54,7 +55,7 @@ def fleet_cells(rows, systems=()) -> list[tuple]:
     :class:`~explorer.core.serving.fleet.FleetRow`) and one per system's chosen layout (``systems``:
     :class:`~explorer.core.serving.system_serving.SystemServing`), in the headers' units."""
     entries = [(r, r.name, "1 device", r.replicas if r.feasible else None, r.reason) for r in rows]
-    entries += [(s.fleet, s.system.name, f"{s.label} ({s.chosen.replica_devices})",
+    entries += [(s.fleet, short_name(s.system), f"{s.label} ({s.chosen.replica_devices})",
                  s.chosen.devices if s.chosen.feasible else None, s.reason) for s in systems]
     # a system whose layouts leave no room for a KV cache (no fleet at all) goes last
     entries.sort(key=lambda e: (e[0] is None, rank_key(e[0]) if e[0] is not None else ()))
