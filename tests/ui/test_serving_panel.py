@@ -153,12 +153,13 @@ def test_the_planner_sizes_a_serving_fleet_per_device(qtbot):
     r = ws.results
     core = size_fleet(r.serving_choice.workload, r.serving_setups, ws.devices, r.serving_choice.slo)
     assert box.table.item(0, 0).text() == core[0].name == "NVIDIA H100 SXM5 80GB"
-    assert int(box.table.item(0, 2).text()) == core[0].replicas >= 2
-    assert box.table.item(1, 1).text() == "none" and "service levels" in box.table.item(1, 8).text()
-    assert "USD/M tokens" in box.table.horizontalHeaderItem(6).text() and "40 requests/s" in box.caption.text()
+    assert int(box.table.item(0, 3).text()) == core[0].replicas >= 2
+    assert box.table.item(0, 1).text() == "1 device" and int(box.table.item(0, 4).text()) == core[0].replicas
+    assert box.table.item(1, 2).text() == "none" and "service levels" in box.table.item(1, 10).text()
+    assert "USD/M tokens" in box.table.horizontalHeaderItem(8).text() and "40 requests/s" in box.caption.text()
     ws.execute(SetServing(ServingChoice(rate=80.0)))
-    qtbot.waitUntil(lambda: box.table.item(0, 2) is not None and
-                    int(box.table.item(0, 2).text()) == size_fleet(ws.results.serving_choice.workload,
+    qtbot.waitUntil(lambda: box.table.item(0, 3) is not None and
+                    int(box.table.item(0, 3).text()) == size_fleet(ws.results.serving_choice.workload,
                                                                    ws.results.serving_setups, ws.devices,
                                                                    ws.results.serving_choice.slo)[0].replicas,
                     timeout=20000)

@@ -46,6 +46,7 @@ from explorer.core.serving.serve import (
     device_setups_ready,
 )
 from explorer.core.serving.surfaces import require_token_model
+from explorer.core.serving.system_serving import serve_systems, serve_systems_ready
 
 from .serving_choice import SURFACE_FIELDS, ServingChoice
 from .state import Assumptions, State
@@ -83,6 +84,12 @@ DEPENDS: dict[str, tuple[str, ...]] = {
     # per device: the fewest replicas meeting the serving part's service levels at its rate, and their cost
     "serving_fleet": ("serving_setups", *(f"serving.{f.name}" for f in fields(ServingChoice)), "requirements.price",
                       "assumptions.years", "assumptions.electricity_usd_per_kwh", "assumptions.pue"),
+    # per chosen system (one node each): every serving layout sized as `plan --rate --system`, the cheapest kept, and
+    # its replica's load curve (explorer/core/serving/system_serving.py)
+    "serving_systems": ("model", "hardware", "assumptions.precision", "assumptions.weights",
+                        "assumptions.activations", "assumptions.kv_cache",
+                        *(f"serving.{f.name}" for f in fields(ServingChoice)), "requirements.price",
+                        "assumptions.years", "assumptions.electricity_usd_per_kwh", "assumptions.pue"),
     # the same for a workload given as arguments (the command line's, outside a session)
     "serving_for": ("model", "devices", "assumptions.precision", "assumptions.weights", "assumptions.activations",
                     "assumptions.kv_cache", "args"),
@@ -362,6 +369,8 @@ class Results:
         """Whether ``serving`` (or ``serving_fleet``) can be read without building a step-time surface or running
         a search (everything is kept in the serving caches): the UI reads it on its thread then, else on a worker."""
         s, a = self.serving_choice, self.state.assumptions
+        if name == "serving_systems":
+            return self._serving_systems(serve_systems_ready)
         if not self.devices:
             return True
         try:
@@ -391,6 +400,19 @@ class Results:
         return self._get("serving_fleet", lambda: size_serving_fleet(
             s.workload, setups, self.devices, s.slo, self.state.requirements.price, a.years,
             a.electricity_usd_per_kwh, a.pue))
+
+    @property
+    def serving_systems(self) -> tuple:
+        """Per system chosen in ``State.system`` (one node each, as ``plan --rate --system``): its serving layouts
+        sized for the serving part at the planner's quotes, the cheapest chosen, and one replica of it serving the
+        workload (:class:`explorer.core.serving.system_serving.SystemServing`); empty without systems."""
+        return self._get("serving_systems", lambda: self._serving_systems(serve_systems))
+
+    def _serving_systems(self, call):
+        s, a = self.serving_choice, self.state.assumptions
+        return call(self.state.model, self.hardware, s.workload, s.slo, s.policy, a.precision, a.tensor_formats,
+                    s.memory_utilization, s.block_size, self.state.requirements.price, a.years,
+                    a.electricity_usd_per_kwh, a.pue)
 
     def serving_for(self, workload, slo, policy=None, device_index: int = 0) -> ServingAnswer | None:
         """The analytic serving answer for a workload, service levels and policy given as arguments (outside the

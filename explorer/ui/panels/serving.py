@@ -1,5 +1,6 @@
 """Serving: each checked device serving the state's workload under continuous batching (``workspace.results.serving``,
-the analytic estimate of ``explorer.core.serving``; docs/serving.md).
+the analytic estimate of ``explorer.core.serving``; docs/serving.md), and each system chosen in the Systems panel with
+one replica of its cheapest serving layout (``workspace.results.serving_systems``, :mod:`.serving_systems`).
 
 * the load curve: output tokens/s per device against the tokens/s each user sees (1 / TPOT) as the arrival rate
   rises, the service-level knee (star: the highest rate meeting every target) and the workload's operating point
@@ -25,11 +26,13 @@ from .base import AnalysisPanel
 from .plotting import DASH, BarPicker, device_color, empty_state, new_plot, set_range, set_title
 from .serving_controls import ServingControls
 from .serving_sim import Simulator
+from .serving_systems import busy_text, named_rows, notes
 from .serving_table import ServingTable, table_rows
 from .serving_worker import Estimator
 
-EMPTY = ("Select one or more devices in the catalog to see them serve the workload: the load curve with its "
-         "service-level knee, TTFT and TPOT against the arrival rate, and the capacity and cost of each.")
+EMPTY = ("Select one or more devices in the catalog (or systems in the Systems panel) to see them serve the workload: "
+         "the load curve with its service-level knee, TTFT and TPOT against the arrival rate, and the capacity and "
+         "cost of each.")
 PICK_PIXELS = 8.0
 
 
@@ -55,9 +58,13 @@ class ServingPanel(AnalysisPanel):
         # the estimates: on a worker thread when they would build surfaces (a model edit), at once when kept
         self.estimator = Estimator(self.workspace, "serving", self)
         self.estimator.ready.connect(lambda: self.schedule(full=True))
+        # the systems chosen in the Systems panel: every serving layout through the system pass, on a worker too
+        self.system_estimator = Estimator(self.workspace, "serving_systems", self)
+        self.system_estimator.ready.connect(lambda: self.schedule(full=True))
 
     def build(self, layout) -> None:
         self.answers: tuple = ()
+        self.systems: tuple = ()  # per chosen system: its SystemServing (the answers end with theirs)
         self.names: list[str] = []
         self.short: list[str] = []
         self.simulated: tuple = ()  # per device: Simulated, after "Simulate" (dropped when the inputs change)
@@ -133,36 +140,36 @@ class ServingPanel(AnalysisPanel):
     @property
     def pending(self) -> bool:
         """A redraw is due, or the estimates are being computed on the worker (its result brings one)."""
-        return super().pending or self.estimator.busy
+        return super().pending or self.estimator.busy or self.system_estimator.busy
 
     # -- drawing
-    def inputs(self):
-        """What the panel's numbers come from: (the step-time setups, the serving part)."""
-        r = self.workspace.results
-        return (r.serving_setups, r.serving_choice)
+    def inputs(self, answers=None):
+        """What the panel's numbers come from: (the step-time setups of the answers drawn, or of ``answers``: the
+        devices' then the systems' chosen replicas; the serving part)."""
+        answers = self.answers if answers is None else answers
+        return (tuple(a.setup for a in answers), self.workspace.results.serving_choice)
 
     def redraw(self, _analysis) -> None:
         ws = self.workspace
         self.controls.sync()
         answers, error, busy = self.estimator.get()
-        if busy:
-            n = len(ws.devices)
-            self.core_error = f"Estimating serving on {n} device{'s' if n != 1 else ''}\u2026"
-        else:
-            self.core_error = f"Serving not estimated: {error}." if error else ""
+        systems, sys_error, sys_busy = self.system_estimator.get()
+        errors = [f"Serving not estimated: {e}." for e in dict.fromkeys((error, sys_error)) if e]
+        if busy or sys_busy:
+            errors.append(busy_text(len(ws.devices) if busy else 0, len(ws.results.hardware) if sys_busy else 0))
+        self.core_error = " ".join(errors)
+        names, short, answers = named_rows(ws.devices, answers, systems)
         if self._drawn is not None and _same_objects(answers, self._drawn[0]):
             answers = self._drawn[0]  # the kept answers again in a new tuple: nothing to redraw for them
-        drawn = (answers, self.simulated, self.controls.error, self.sim_error, self.core_error)
+        drawn = (answers, self.simulated, self.controls.error, self.sim_error, self.core_error, systems)
         if self._drawn is not None and all(a is b for a, b in zip(drawn, self._drawn)):
             return
-        if self.simulator.token is not None and (busy or not answers
-                                                 or not _same_inputs(self.simulator.token, self.inputs())):
+        if self.simulator.token is not None and (busy or sys_busy or not answers
+                                                 or not _same_inputs(self.simulator.token, self.inputs(answers))):
             self.simulator.forget()  # an edit since the run started: its result will be dropped
             self._sim_hide()
             self.simulated = ()
-        self.answers = answers
-        self.names = [d.name for d in ws.devices][:len(answers)]
-        self.short = [_short(d) for d in ws.devices][:len(answers)]
+        self.answers, self.systems, self.names, self.short = answers, systems, names, short
         self._draw_curves()
         self._draw_latency()
         self._draw_histograms()
@@ -173,10 +180,11 @@ class ServingPanel(AnalysisPanel):
 
     def _note(self) -> str:
         if not self.answers:
-            return " ".join(x for x in (self.controls.error, self.core_error or EMPTY) if x)
+            return " ".join(x for x in (self.controls.error, self.core_error or ("" if self.systems else EMPTY),
+                                        notes(self.systems).strip()) if x)
         c = self.workspace.results.serving_choice
         note = (f"Workload: {c.describe()}. Analytic estimate (circle: the workload's rate; star: the highest rate "
-                f"meeting every service level). One replica per device.")
+                f"meeting every service level). One replica per device.") + notes(self.systems)
         none = [f"{n}: no stable load (" + ("the weights leave no room for a KV cache" if a.setup.memory.blocks < 1
                                           else "not even one request at a time keeps up") + ")"
                 for n, a in zip(self.short, self.answers) if not a.curve.capacity > 0]
@@ -188,7 +196,7 @@ class ServingPanel(AnalysisPanel):
             note += f" Histograms: the simulation of {self.simulator.n:,} requests."
         else:
             note += " Simulate to see the TTFT and TPOT distributions."
-        return " ".join(x for x in (self.controls.error, self.sim_error, note) if x)
+        return " ".join(x for x in (self.controls.error, self.sim_error, self.core_error, note) if x)
 
     def _line(self, key: str, plot, i: int):
         lines = self.lines[key]
@@ -371,12 +379,6 @@ class ServingPanel(AnalysisPanel):
     def csv_table(self):
         self._up_to_date()
         return table_rows(self.names, self.answers, self.simulated)
-
-
-def _short(device) -> str:
-    """A device's name without its vendor's (the charts' keys are narrow)."""
-    name, vendor = device.name, getattr(device, "vendor", "") or ""
-    return name[len(vendor) + 1:] if vendor and name.lower().startswith(vendor.lower() + " ") else name
 
 
 def _same_objects(a: tuple, b: tuple) -> bool:

@@ -9,15 +9,17 @@ from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTab
 
 from .plotting import DASH
 
-HEADERS = ("device", "method", "capacity\n(req/s)", "TTFT P50\n(ms)", "TTFT P90\n(ms)", "TTFT P99\n(ms)",
+HEADERS = ("device or system", "method", "capacity\n(req/s)", "TTFT P50\n(ms)", "TTFT P90\n(ms)", "TTFT P99\n(ms)",
            "TPOT\n(ms)", "goodput\n(req/s)", "per device\n(tokens/s)", "cost\n(USD/M tokens)", "energy\n(J/token)",
            "service\nlevels")
-TIPS = ("The device, one replica on it", "analytic: the estimate the charts show; simulation: 2,000 requests",
+TIPS = (("The device, one replica on it; or a system chosen in the Systems panel, one replica of its cheapest serving "
+         "layout (tp x pp devices, as the planner's serving rows)"),
+        "analytic: the estimate the charts show; simulation: 2,000 requests",
         "Highest stable arrival rate of one replica [requests/s] (analytic)",
         "Time to first token, median [ms]", "Time to first token, 90th percentile [ms]",
         "Time to first token, 99th percentile [ms]", "Time per output token, mean [ms]",
         "Requests per second meeting every service level [requests/s]",
-        "Output tokens per second per device [tokens/s]",
+        "Output tokens per second per device (a system's replica: over its tp x pp devices) [tokens/s]",
         "Cost per million output tokens at the catalog's cloud price per hour [USD per million tokens]",
         "Energy per output token: the device at its TDP while a step runs [J/token]",
         "Whether every service level is met at its percentile")

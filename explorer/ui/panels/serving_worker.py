@@ -1,5 +1,6 @@
-"""The serving estimates off the UI thread: a results bundle's ``serving`` (or ``serving_fleet``) entry is read on a
-worker thread (QThreadPool) when it would build step-time surfaces or run searches (``Results.serving_ready``), so an
+"""The serving estimates off the UI thread: a results bundle's ``serving`` (or ``serving_fleet``, ``serving_systems``)
+entry is read on a worker thread (QThreadPool) when it would build step-time surfaces or run searches
+(``Results.serving_ready``; for systems: the system pass per layout, ~0.5 s each), so an
 edit with the Serving panel or the planner's serving box on screen repaints at once ("estimating...") and the
 numbers follow. A run is tagged with the inputs it started from (:func:`inputs_token`); a result whose inputs are
 no longer the workspace's is dropped, as the panel's Simulate does. Reading a kept entry stays on the UI thread.
@@ -15,8 +16,10 @@ def inputs_token(results, name: str = "serving") -> tuple:
     computing anything."""
     st, a = results.state, results.state.assumptions
     token = (name, st.model, tuple(results.devices), a.precision, a.tensor_formats, results.serving_choice)
-    if name == "serving_fleet":
+    if name in ("serving_fleet", "serving_systems"):
         token += (st.requirements.price, a.years, a.electricity_usd_per_kwh, a.pue)
+    if name == "serving_systems":
+        token += (results.hardware,)
     return token
 
 
