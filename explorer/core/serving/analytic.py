@@ -16,7 +16,8 @@ chunked prefill (chunk C tokens a step; a decoder puts v = 1 token in a step, v 
     b     = lambda x (O - 1) / E x t;  TPOT = t / E
     TTFT_q = q x t + ceil(P_q / (C - v b)) x t
 Stable while b stays within the batch cap (max_batch, and the KV blocks over a sequence of c tokens) and
-rho_p < 1 (chunked: p <= C - b); above that the queue grows without bound (TTFT = inf) and throughput is the cap's.
+rho_p < 1 (chunked: p <= C - b); above that the queue grows without bound (TTFT = inf), and the replica runs as at
+its capacity (the highest stable rate): its batch, step time (TPOT) and throughput.
 """
 
 from __future__ import annotations
@@ -186,6 +187,11 @@ def estimate(workload: Workload, setup: Setup, slo: SLO, rates=None) -> list[Ser
     c = i_mean + o / 2
     e = setup.tokens_per_step
     b, t, rho, stable = _fixed_point(setup, lam, p, o, c)
+    saturated = math.nan
+    if not stable.all():  # above capacity the replica runs as at its capacity: that batch, step and throughput
+        saturated = capacity(workload, setup)
+        b_s, t_s, rho_s, _ = _fixed_point(setup, np.array([saturated]), p, o, c)
+        b, t, rho = (np.where(stable, x, x_s[0]) for x, x_s in ((b, b_s), (t, t_s), (rho, rho_s)))
     pol = setup.policy
     if pol.chunked:
         tpot = t / e
@@ -224,8 +230,7 @@ def estimate(workload: Workload, setup: Setup, slo: SLO, rates=None) -> list[Ser
         e2e = {k: v + (o - 1) * tp_j for k, v in ttft.items()}
         lat_e2e = Latency(e2e["mean"], e2e["p50"], e2e["p90"], e2e["p99"])
         checks = slo_checks(slo, lat_ttft, lat_tpot, lat_e2e)
-        served = r if stable[j] else setup.replicas * b[j] * e / (max(o - 1, 1) * t[j]) * (
-            1 - (rho[j] if not pol.chunked else 0.0))
+        served = r if stable[j] else setup.replicas * saturated  # the queue grows; the replicas serve their capacity
         busy = min(1.0, (1 - math.exp(-b[j])) * (1 - rho[j]) + rho[j]) if stable[j] else 1.0
         energy, cost = setup.energy_and_cost(busy, float(served * o) / setup.replicas)
         out.append(ServingResult(

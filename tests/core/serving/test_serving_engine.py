@@ -101,7 +101,14 @@ def test_above_capacity_the_queue_grows_and_goodput_falls(h100):
     assert np.median(ttft_high[-500:]) > 10 * np.median(ttft_high[:500])  # the queue keeps growing
     assert low.goodput == pytest.approx(low.request_throughput, rel=0.01)  # every request meets the SLOs
     assert high.goodput < 0.5 * low.goodput
-    assert not estimate(Workload(rate=1.5 * cap, lengths=Lengths.fixed(1024, 256)), h100, slo)[0].stable
+    over = estimate(Workload(rate=1.5 * cap, lengths=Lengths.fixed(1024, 256)), h100, slo)[0]
+    assert not over.stable
+    # above capacity the estimate runs the replica as at its capacity (it was negative throughput and a TPOT of
+    # 10^10 ms on an L4 at 7x its capacity): the served rate is the capacity, near the simulation's
+    at_cap = estimate(Workload(rate=cap, lengths=Lengths.fixed(1024, 256)), h100, slo)[0]
+    assert at_cap.stable and over.request_throughput == pytest.approx(cap, rel=1e-12)
+    assert over.tpot.p90 == pytest.approx(at_cap.tpot.p90, rel=1e-9) and math.isinf(over.ttft.p90)
+    assert over.request_throughput == pytest.approx(high.request_throughput, rel=0.05)  # 28.61 vs 28.77 req/s
 
 
 CASES = [  # (chunked, rate): Llama-3-8B, H100 SXM5, 1024 -> 256 tokens, Poisson, 4000 requests
