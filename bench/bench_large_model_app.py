@@ -179,6 +179,10 @@ def main(argv=None) -> int:
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--compare-freeze", action="store_true",
                         help="each size twice, without and with gc.freeze() after start-up, alternating")
+    parser.add_argument("--freeze-first", action="store_true", help="with --compare-freeze: with freeze first")
+    parser.add_argument("--switch-interval", type=float, nargs="+", metavar="S",
+                        help="sys.setswitchinterval values to run in turn (Python's default 0.005 s): how long the "
+                             "serving worker may hold the GIL before the UI thread gets it back")
     parser.add_argument("--profile", type=int, metavar="LAYERS", help="profile the edits at this size instead")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="hwexplorer-bench-") as home:
@@ -200,8 +204,11 @@ def main(argv=None) -> int:
             pstats.Stats(prof).sort_stats("cumulative").print_stats(45)
             return 0
         for n in args.layers:
-            for freeze in ((False, True) if args.compare_freeze else (True,)):
-                run(app, n, args.devices, args.runs, watch, freeze=freeze)
+            for interval in args.switch_interval or [sys.getswitchinterval()]:
+                sys.setswitchinterval(interval)
+                print(f"switch interval {interval * 1e3:g} ms", flush=True)
+                for freeze in (((True, False) if args.freeze_first else (False, True)) if args.compare_freeze else (True,)):
+                    run(app, n, args.devices, args.runs, watch, freeze=freeze)
     return 0
 
 
