@@ -8,6 +8,12 @@ is reported on its own; the next ``--runs`` are normal starts, summarized by med
 
     .venv/bin/python bench/bench_startup.py              # offscreen, 10 runs
     .venv/bin/python bench/bench_startup.py --platform xcb --runs 20   # a real X server (DISPLAY)
+    .venv/bin/python bench/bench_startup.py --baseline --tree ../main  # + a bare window and another checkout
+
+``--baseline`` also starts, in turn with each run of the app, a bare PySide6 main window that imports numpy and
+pyqtgraph and shows one pyqtgraph plot (issue 22's reference: the app's cold start at most 2x it), timed the same
+way, and prints the ratio of the medians. ``--tree PATH`` starts another checkout's app in the same rounds (a
+before/after in one sitting; ``--tree`` may be given more than once).
 
 Run by hand; the numbers depend on the machine (no test asserts them).
 """
@@ -63,10 +69,51 @@ sys.exit(main([]))
 """
 
 
-def one_start(env: dict) -> float:
-    """Seconds from spawning the interpreter to the first painted frame of the main window."""
+BARE = r"""
+import sys, time
+import numpy
+import pyqtgraph
+from PySide6.QtCore import QEvent, QObject, QTimer
+from PySide6.QtWidgets import QApplication, QMainWindow
+
+app = QApplication(sys.argv[:1])
+
+
+class FirstFrame(QObject):
+    done = False
+
+    def eventFilter(self, obj, event):
+        if not self.done and event.type() == QEvent.Type.Paint and hasattr(obj, "window"):
+            window = obj.window()
+            if isinstance(window, QMainWindow):
+                self.done = True
+                QTimer.singleShot(0, lambda: self.report(window))
+        return False
+
+    def report(self, window):
+        print(f"PAINTED {time.time():.6f}", flush=True)
+        window.close()
+
+
+watcher = FirstFrame()
+app.installEventFilter(watcher)
+window = QMainWindow()
+window.setWindowTitle("bare")
+window.setCentralWidget(pyqtgraph.PlotWidget())
+window.resize(1280, 800)
+window.show()
+sys.exit(app.exec())
+"""
+
+
+def one_start(env: dict, code: str = CHILD, tree: str | None = None) -> float:
+    """Seconds from spawning the interpreter to the first painted frame of the main window (of ``tree``'s app
+    when given: it is put first on the module path)."""
+    if tree is not None:
+        env = dict(env, PYTHONPATH=os.path.abspath(tree))
     start = time.time()
-    done = subprocess.run([sys.executable, "-c", CHILD], check=False, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run([sys.executable, "-c", code], check=False, env=env, capture_output=True, text=True,
+                          timeout=300, cwd=tree)
     painted = [line for line in done.stdout.splitlines() if line.startswith("PAINTED ")]
     if done.returncode != 0 or not painted:
         raise RuntimeError(f"the app did not paint (exit {done.returncode}):\n{done.stderr[-2000:]}")
@@ -84,6 +131,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--platform", default="offscreen", help="QT_QPA_PLATFORM for the app (offscreen, xcb...)")
+    parser.add_argument("--baseline", action="store_true",
+                        help="also time a bare PySide6 window importing numpy and pyqtgraph, in the same rounds")
+    parser.add_argument("--tree", action="append", default=[], help="another checkout to time in the same rounds")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="hwexplorer-bench-") as home:
         env = dict(os.environ, QT_QPA_PLATFORM=args.platform, XDG_DATA_HOME=os.path.join(home, "data"),
@@ -93,12 +143,32 @@ def main() -> int:
         # Some shells and CI images turn that off, which recompiles the app's ~100 modules on every start.
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         first = one_start(env)
-        times = [one_start(env) for _ in range(args.runs)]
+        for tree in args.tree:  # its first start too (its own bytecode cache), not counted
+            one_start(env, tree=tree)
+        if args.baseline:
+            one_start(env, BARE)
+        times, bare, others = [], [], {tree: [] for tree in args.tree}
+        for _ in range(args.runs):  # alternating: every variant sees the same load
+            times.append(one_start(env))
+            for tree in args.tree:
+                others[tree].append(one_start(env, tree=tree))
+            if args.baseline:
+                bare.append(one_start(env, BARE))
     print(f"platform {args.platform}, Python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
     print(f"first start (creates and seeds the catalog database): {first:.3f} s")
     print(f"cold start to a painted window, {args.runs} runs: median {statistics.median(times):.3f} s, "
           f"p95 {percentile(times, 0.95):.3f} s, min {min(times):.3f} s, max {max(times):.3f} s")
     print("runs: " + " ".join(f"{t:.3f}" for t in times))
+    for tree, values in others.items():
+        print(f"{tree}: median {statistics.median(values):.3f} s, p95 {percentile(values, 0.95):.3f} s; "
+              f"this tree / it = {statistics.median(times) / statistics.median(values):.2f}")
+        print("  runs: " + " ".join(f"{t:.3f}" for t in values))
+    if args.baseline:
+        print(f"bare PySide6 window (numpy + pyqtgraph): median {statistics.median(bare):.3f} s, "
+              f"p95 {percentile(bare, 0.95):.3f} s; the app / bare = {statistics.median(times) / statistics.median(bare):.2f}"
+              + "".join(f", {tree} / bare = {statistics.median(v) / statistics.median(bare):.2f}"
+                        for tree, v in others.items()))
+        print("  runs: " + " ".join(f"{t:.3f}" for t in bare))
     report(f"startup: cold start to a painted window ({args.platform})", times, BUDGET)
     return 0
 

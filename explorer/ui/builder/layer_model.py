@@ -107,7 +107,8 @@ class LayerStackModel(QAbstractItemModel):
     def _reordered(self) -> bool:
         """True when the layers changed identity or order (not just one layer's parameters)."""
         new = self.ws.model.layers
-        changed = [i for i, (a, b) in enumerate(zip(self._layers, new)) if a != b]
+        # an edit keeps every other layer's spec object: identity first, then the (slower) dataclass equality
+        changed = [i for i, (a, b) in enumerate(zip(self._layers, new)) if a is not b and a != b]
         return len(changed) > 1
 
     # -- structure
