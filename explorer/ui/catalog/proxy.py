@@ -58,32 +58,40 @@ def row_matches(row: DeviceRow, f: DeviceFilter) -> bool:
     return not f.ids or row.id in f.ids
 
 
-class CatalogFilterProxy(QSortFilterProxyModel):
-    def __init__(self, parent: QObject | None = None):
+class FilterProxy(QSortFilterProxyModel):
+    """A catalog table's proxy: the store's own filter (``set_filter`` refilters only on a change) and unknown values
+    sorted after known ones in both directions (:func:`unknowns_last`)."""
+
+    def __init__(self, empty_filter, sort_role: int, parent: QObject | None = None):
         super().__init__(parent)
-        self._filter = DeviceFilter()
-        self.setSortRole(SORT_ROLE)
-        self.setDynamicSortFilter(False)  # re-sorting on every check-mark change would make rows jump
+        self._filter = empty_filter
+        self._sort_role = sort_role
+        self.setSortRole(sort_role)
 
     @property
-    def filter(self) -> DeviceFilter:
+    def filter(self):
         return self._filter
 
-    def set_filter(self, f: DeviceFilter) -> None:
+    def set_filter(self, f) -> None:
         if f != self._filter:
             self.beginFilterChange()
             self._filter = f
             self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
+
+    def lessThan(self, left: Index, right: Index) -> bool:
+        return unknowns_last(self, left.data(self._sort_role), right.data(self._sort_role))
+
+
+class CatalogFilterProxy(FilterProxy):
+    def __init__(self, parent: QObject | None = None):
+        super().__init__(DeviceFilter(), SORT_ROLE, parent)
+        self.setDynamicSortFilter(False)  # re-sorting on every check-mark change would make rows jump
 
     def filterAcceptsRow(self, source_row: int, source_parent: Index) -> bool:
         model = self.sourceModel()
         if not isinstance(model, CatalogTableModel):
             return True
         return row_matches(model.device_row(source_row), self._filter)
-
-    def lessThan(self, left: Index, right: Index) -> bool:
-        """Unknown values ("—", NaN) sort after known ones in both directions."""
-        return unknowns_last(self, left.data(SORT_ROLE), right.data(SORT_ROLE))
 
     def device_id(self, proxy_row: int) -> str:
         return self.index(proxy_row, 0).data(Qt.ItemDataRole.UserRole + 1)

@@ -18,7 +18,6 @@ from PySide6.QtCore import (
     QModelIndex,
     QObject,
     QPersistentModelIndex,
-    QSortFilterProxyModel,
     Qt,
 )
 from PySide6.QtWidgets import QComboBox, QWidget
@@ -27,7 +26,7 @@ from explorer.core.hardware.system import SYSTEM_KINDS
 from explorer.store.query import origin_label
 from explorer.store.system_repository import SystemFilter, SystemRow
 from explorer.ui.catalog.filter_bar import FilterBar, choices, one
-from explorer.ui.catalog.proxy import unknowns_last
+from explorer.ui.catalog.proxy import FilterProxy
 
 Index = QModelIndex | QPersistentModelIndex
 ROOT = QModelIndex()  # the invisible root of a table model
@@ -138,30 +137,14 @@ def system_row_matches(row: SystemRow, f: SystemFilter) -> bool:
     return f.device is None or row.device_id == f.device
 
 
-class SystemFilterProxy(QSortFilterProxyModel):
+class SystemFilterProxy(FilterProxy):
     def __init__(self, parent: QObject | None = None):
-        super().__init__(parent)
-        self._filter = SystemFilter()
-        self.setSortRole(SORT_ROLE)
-
-    @property
-    def filter(self) -> SystemFilter:
-        return self._filter
-
-    def set_filter(self, f: SystemFilter) -> None:
-        if f != self._filter:
-            self.beginFilterChange()
-            self._filter = f
-            self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
+        super().__init__(SystemFilter(), SORT_ROLE, parent)
 
     def filterAcceptsRow(self, source_row: int, source_parent: Index) -> bool:
         model = self.sourceModel()
         return not isinstance(model, SystemTableModel) or system_row_matches(model.system_row(source_row),
                                                                              self._filter)
-
-    def lessThan(self, left: Index, right: Index) -> bool:
-        """Unknown bandwidths (NaN) sort after known ones in both directions."""
-        return unknowns_last(self, left.data(SORT_ROLE), right.data(SORT_ROLE))
 
     def system_id(self, proxy_row: int) -> str:
         return self.index(proxy_row, 0).data(ID_ROLE)
