@@ -24,11 +24,12 @@ from ..core.analysis.procurement import PlanResult, Requirements, format_usd
 from ..core.analysis.roofline_view import RooflineResult
 from ..core.analysis.sensitivity import Sensitivity, sensitivity
 from ..core.analysis.tiling_view import TilingView, default_row
-from ..core.analysis.time_source import device_time_sources, heading, system_time_sources
+from ..core.analysis.time_source import device_time_sources
 from ..core.session.results import Results
 from ..core.units import format_bytes, format_si
 from .serving_section import ServingSection
 from .systems_section import SystemsSection
+from .times import time_statement, training_on_ideal
 from .training_section import TrainingSection
 
 _PDF_MAP = str.maketrans({"\u2264": "<=", "\u2265": ">=", "\u2308": "ceil(", "\u2309": ")", "\u03b7": "eta",
@@ -351,32 +352,6 @@ def _workload(analysis: ModelAnalysis) -> str:
     return ", ".join(parts)
 
 
-def time_statement(analysis: ModelAnalysis, time_model: str, systems: SystemsSection | None = None,
-                   training: bool = False, serving: bool = False) -> str:
-    """What the report's times are: the model, per device where its times come from, and the sections that
-    keep the ideal model (training, serving) whatever the choice."""
-    sources = device_time_sources(analysis, time_model)
-    per = "; ".join(f"{d.name}: {heading(s)}" for d, s in zip(analysis.devices.devices, sources))
-    how = ("the ideal model (the roofline with the devices' efficiency factors)" if time_model == "ideal" else
-           "the calibrated model (curves fitted to measured kernels where a device has them)")
-    out = f"The device times, throughputs and costs per million come from {how}. {per}."
-    if systems:
-        labels = [f"{r.system.name}: {system_time_sources(r.analysis)[r.chosen]}" for r in systems.results
-                  if r.analysis is not None and r.analysis.time_model == time_model]
-        out += f" Systems section: the {time_model} model" + (f" ({'; '.join(labels)})" if labels else "") + "."
-    ideal_only = [name for name, on in (("training", training), ("serving", serving)) if on]
-    if ideal_only and time_model != "ideal":
-        out += f" The {' and '.join(ideal_only)} section{'s' * (len(ideal_only) > 1)} use{'s' * (len(ideal_only) == 1)}" \
-               " the ideal model (spec): not calibrated there."
-    return out
-
-
-def _training_on_ideal(training: TrainingSection, time_model: str) -> bool:
-    """Whether the training section keeps the ideal model while the report's is another (its steps were timed
-    before the switch, e.g. ``report --train``)."""
-    return any(r.analysis is not None and r.analysis.setup.time_model != time_model for r in training.results)
-
-
 def _assumptions(data_plan: PlanResult, analysis: ModelAnalysis, time_model: str = "ideal",
                  sections: tuple = (None, False, False)) -> tuple[tuple[str, str], ...]:
     req = data_plan.requirements
@@ -446,7 +421,7 @@ def build_report(analysis: ModelAnalysis, assumptions: CostAssumptionsLike, requ
         created=(created or _dt.date.today()).isoformat(), generator=f"Hardware Explorer {__version__}",
         workload=_workload(a), analysis=a, cost=cost, plan=result, roofline=roofline, energy=energy, tiling=tiling,
         summary=summary_metrics(a, cost, energy, frozenset(req.price), result, time_model),
-        assumptions=_assumptions(result, a, time_model, (systems, _training_on_ideal(training, time_model),
+        assumptions=_assumptions(result, a, time_model, (systems, training_on_ideal(training, time_model),
                                                          bool(serving))),
         time_model=time_model,
         sources=figure_sources(a, req), method=METHOD, recommendation=recommendation, systems=systems,
