@@ -24,12 +24,13 @@ METRICS = ("ttft", "tpot", "e2e")
 ENGINE_COUNTS = ("max_batch", "max_batched_tokens", "chunk", "block_size")
 
 
-def add_workload_args(p, rate_default: str | None = "1/s") -> None:
+def add_workload_args(p, rate_default: str | None = "1/s", rate_help: str | None = None) -> None:
     """--rate, --arrival, --input, --output, --lengths, the prefix cache, the service levels and the engine's
-    batching and memory options (a plan adds them with ``rate_default=None``: --rate then switches plan to serving)."""
+    batching and memory options (a plan adds them with ``rate_default=None``: --rate then switches plan to serving;
+    ``rate_help``: the sweep's own words for its list of rates)."""
     w = p.add_argument_group("serving workload")
-    w.add_argument("--rate", default=rate_default, help="arrival rate in requests/s, e.g. 10/s, 600/min or 10"
-                   + (f" (default {rate_default})" if rate_default else " (plan: plans by serving)"))
+    w.add_argument("--rate", default=rate_default, help=rate_help or "arrival rate in requests/s, e.g. 10/s, "
+                   "600/min or 10" + (f" (default {rate_default})" if rate_default else " (plan: plans by serving)"))
     w.add_argument("--arrival", choices=ARRIVALS, default="poisson", help="arrival process (default poisson)")
     w.add_argument("--input", default="1024", help="prompt tokens: N, or LOW-HIGH drawn uniformly (default 1024)")
     w.add_argument("--output", default="256", help="answer tokens: N, or LOW-HIGH drawn uniformly (default 256)")
