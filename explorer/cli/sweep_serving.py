@@ -133,7 +133,7 @@ def run(args, model, devices, batches: tuple[int, ...] | None, precisions: tuple
         except PoolError as exc:
             raise CliError(str(exc)) from None
         except (ValueError, WorkloadError) as exc:
-            raise CliError(f"sweep: {exc}") from None
+            raise CliError(f"sweep: {' '.join(str(exc).split())}") from None
     try:
         table_io.write(result, args.out)
     except OSError as exc:

@@ -23,7 +23,7 @@ import multiprocessing
 import os
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import CancelledError, ProcessPoolExecutor, as_completed
 from typing import Any
 
 CONNECT_TIMEOUT_S = 10.0  # how long to wait for a Dask scheduler before giving up
@@ -115,15 +115,28 @@ def _dask_map(fn, shared, items, address: str, progress, timeout_s: float) -> li
     try:
         client = Client(address, timeout=timeout_s, set_as_default=False)
     except (OSError, TimeoutError, ValueError, TypeError) as exc:
-        why = " ".join(str(exc).split()) or type(exc).__name__
-        raise PoolError(f"--cluster: cannot reach a Dask scheduler at {address!r} ({why})") from None
+        raise PoolError(f"--cluster: cannot reach a Dask scheduler at {address!r} ({_one_line(exc)})") from None
     with client:
-        [handle] = client.scatter([shared], broadcast=True, hash=False)
-        futures = client.map(fn, [handle] * len(items), items, pure=False)
-        index = {f.key: k for k, f in enumerate(futures)}
-        out: list = [None] * len(items)
-        for done, f in enumerate(dask_completed(futures), 1):
-            out[index[f.key]] = f.result()
-            if progress:
-                progress(done, len(items))
+        try:
+            [handle] = client.scatter([shared], broadcast=True, hash=False)
+            futures = client.map(fn, [handle] * len(items), items, pure=False)
+            index = {f.key: k for k, f in enumerate(futures)}
+            out: list = [None] * len(items)
+            for done, f in enumerate(dask_completed(futures, loop=client.loop), 1):
+                out[index[f.key]] = f.result()
+                if progress:
+                    progress(done, len(items))
+        except ImportError as exc:  # a worker without this package (or another version of it)
+            raise PoolError(f"--cluster: a worker at {address!r} cannot import {exc.name or 'the task'}: install "
+                            "the same hardware-explorer on every worker") from None
+        except (OSError, TimeoutError, CancelledError) as exc:  # the scheduler or a worker went away
+            raise PoolError(f"--cluster: the Dask cluster at {address!r} failed ({_one_line(exc)})") from None
+        except Exception as exc:
+            if type(exc).__name__ != "KilledWorker":
+                raise
+            raise PoolError(f"--cluster: a Dask worker died running a task ({_one_line(exc)})") from None
         return out
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__

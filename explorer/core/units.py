@@ -17,11 +17,26 @@ from __future__ import annotations
 import math
 import os
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from tokenize import TokenError
 
-import pint
+# pint probes for dask when it is imported (pint.compat: find_spec("dask"), then imports dask.base, 80-180 ms
+# here) for its dask-array support, which nothing here uses. Dask is an optional extra (the [cluster] one, for
+# `sweep --cluster`): installed, it must cost nothing at start-up, so pint is imported with dask hidden from
+# that probe (a None entry in sys.modules makes find_spec answer None); the entry is removed at once, so a later
+# `import dask` (explorer.core.pmap) works as usual. Nothing is hidden when dask is already imported.
+_HIDE_DASK = "dask" not in sys.modules
+if _HIDE_DASK:
+    sys.modules["dask"] = None  # type: ignore[assignment]
+try:
+    import pint
+finally:
+    if _HIDE_DASK and sys.modules.get("dask", 0) is None:
+        del sys.modules["dask"]
+
+PintError = pint.errors.PintError  # for modules that catch pint's errors without importing pint first
 
 #: Our definitions on top of pint's (one registry: these are part of the definitions text, not added later).
 _OWN_DEFINITIONS = (
