@@ -15,6 +15,7 @@ The rows of the two are checked equal.
 from __future__ import annotations
 
 import argparse
+import math
 import pickle
 import sys
 import time
@@ -75,7 +76,7 @@ def main() -> None:
             t = time.perf_counter()
             r = serving_sweep(model, devices, GRID, workload, slo, built, True, a.requests, 0, workers)
             times.append(time.perf_counter() - t)
-            rows = {k: [None if x != x else x for x in v.tolist()] for k, v in r.columns.items()}  # NaN -> None
+            rows = {k: [None if isinstance(x, float) and math.isnan(x) else x for x in v.tolist()] for k, v in r.columns.items()}  # NaN -> None
         runs[label] = (times, rows)
         print(f"{label}: median {median_p95(times)[0]:.2f} s over {a.runs} runs ({', '.join(f'{x:.2f}' for x in times)})")
     (t1, r1), (t2, r2) = runs.values()

@@ -214,3 +214,35 @@ def test_sweep_help_and_a_local_sweep_import_no_dask(tmp_path):
         mods = set(out.stderr.split())
         assert "explorer.cli.sweep_cmd" in mods
         assert not {m for m in mods if m.split(".")[0] in ("dask", "distributed")}, argv
+
+
+class _Terminal:
+    """A stderr that says it is a terminal (the progress bar draws only on one)."""
+
+    def __init__(self):
+        self.text = ""
+
+    def isatty(self):
+        return True
+
+    def write(self, s):
+        self.text += s
+
+    def flush(self):
+        pass
+
+
+def test_progress_bar_on_a_terminal_only(capsys, tmp_path, monkeypatch):
+    term = _Terminal()
+    monkeypatch.setattr(sys, "stderr", term)
+    code = main([*ARGS, *SIM, "--workers", "1", "--out", str(tmp_path / "r.csv")])
+    assert code == 0
+    draws = [d for d in term.text.split("\r") if d.strip()]
+    assert draws[0].startswith("simulating [") and draws[-1].startswith("simulating [" + "#" * 30 + "] 100% 8/8 "
+                                                                            "configurations")
+    assert term.text.endswith("\r")  # erased at the end
+    term.text = ""
+    capsys.readouterr()
+    main([*ARGS, *SIM, "--workers", "1", "--out", str(tmp_path / "r.csv"), "--json"])
+    assert term.text == ""  # never with --json
+    json.loads(capsys.readouterr().out)
