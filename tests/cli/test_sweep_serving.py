@@ -246,3 +246,18 @@ def test_progress_bar_on_a_terminal_only(capsys, tmp_path, monkeypatch):
     main([*ARGS, *SIM, "--workers", "1", "--out", str(tmp_path / "r.csv"), "--json"])
     assert term.text == ""  # never with --json
     json.loads(capsys.readouterr().out)
+
+
+def test_a_precision_without_a_peak_is_not_served(capsys, tmp_path):
+    """The A100 has no fp8 peak in the catalog: its fp8 step times are unknown, so its fp8 rows are empty (not a
+    simulation of NaN steps) and a note says so; its fp16 rows are served."""
+    code, out, err = run(capsys, "sweep", "llama3-8b", "--device", "nvidia-a100-sxm4-80gb", "--precision",
+                         "fp16,fp8", "--rate", "2", "--simulate", "--requests", "50", "--workers", "1",
+                         "--out", tmp_path / "r.csv", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    fp16, fp8 = data["rows"]
+    assert fp16["requests"] == 50 and fp16["ttft_p90_ms"] > 0 and fp16["stable"]
+    assert fp8["requests"] == 0 and fp8["ttft_p90_ms"] is None and not fp8["stable"] and not fp8["pareto"]
+    assert fp8["fits"]  # it fits; it is the time that is unknown
+    assert data["notes"] == ["no fp8 peak (serving unknown at fp8, not served): nvidia-a100-sxm4-80gb"]

@@ -141,28 +141,43 @@ def serving_sweep(model: Model, devices: Sequence[Device], grid: ServingGrid, wo
     executor chosen by ``workers`` / ``cluster`` (:func:`explorer.core.pmap.parallel_map`), or estimated."""
     n_rate = len(grid.rates)
     fits = [s.memory.blocks >= 1 for s in setups]
+    timed = [_timed(s) for s in setups]  # False: no peak at that precision (the steps' times are unknown)
+    served = [f and t for f, t in zip(fits, timed)]
     n = len(setups) * n_rate
     values: list[tuple | None] = [None] * n
     if simulate:
-        todo = [(k, r) for k, s in enumerate(setups) if fits[k] for r in grid.rates]
-        shared = SimInputs(workload, slo, requests, seed, tuple(s if f else None for s, f in zip(setups, fits)))
+        todo = [(k, r) for k, s in enumerate(setups) if served[k] for r in grid.rates]
+        shared = SimInputs(workload, slo, requests, seed, tuple(s if f else None for s, f in zip(setups, served)))
         done = parallel_map(simulate_point, shared, todo, workers=workers, cluster=cluster, progress=progress)
-        slots = [k * n_rate + j for k, f in enumerate(fits) if f for j in range(n_rate)]
+        slots = [k * n_rate + j for k, f in enumerate(served) if f for j in range(n_rate)]
         for slot, v in zip(slots, done):
             values[slot] = v
     else:
         for k, s in enumerate(setups):
-            if fits[k]:
+            if served[k]:
                 for j, r in enumerate(estimate(workload, s, slo, list(grid.rates))):
                     values[k * n_rate + j] = result_values(r)
             if progress:
                 progress((k + 1) * n_rate, n)
-    cols = _columns(devices, grid, values, fits, "simulation" if simulate else "analytic", requests if simulate else 0)
-    notes = _notes(devices, grid, cols)
-    return with_front(ServingSweepResult(model.name, cols, notes))
+    cols = _columns(devices, grid, values, fits, served, "simulation" if simulate else "analytic",
+                    requests if simulate else 0)
+    untimed = {}
+    for (d, p), t in zip([(d.id, p) for d in devices for p in grid.precisions for _ in grid.max_batches], timed):
+        if not t:
+            untimed.setdefault(p, {})[d] = None
+    notes = tuple(f"no {p} peak (serving unknown at {p}, not served): {', '.join(ids)}" for p, ids in untimed.items())
+    served_rows = np.repeat(np.asarray(served, dtype=bool), n_rate)
+    return with_front(ServingSweepResult(model.name, cols, notes + _notes(cols, served_rows)))
 
 
-def _columns(devices, grid: ServingGrid, values, fits, method: str, requests: int) -> dict:
+def _timed(setup: Setup) -> bool:
+    """Whether every step time of the setup's surface is known (finite and > 0)."""
+    s = setup.surface
+    return bool(np.all(np.isfinite(s.decode_s)) and np.all(s.decode_s > 0) and np.all(np.isfinite(s.prefill_s))
+                and np.all(s.prefill_s > 0))
+
+
+def _columns(devices, grid: ServingGrid, values, fits, served, method: str, requests: int) -> dict:
     keys = [(d.id, p, b, r) for d in devices for p in grid.precisions for b in grid.max_batches for r in grid.rates]
     fit_rows = np.repeat(np.asarray(fits, dtype=bool), len(grid.rates))
     blank = (math.nan,) * 14 + (0, False, False)
@@ -173,7 +188,7 @@ def _columns(devices, grid: ServingGrid, values, fits, method: str, requests: in
         "max_batch": np.array([k[2] for k in keys], dtype=int),
         "rate_per_s": np.array([k[3] for k in keys], dtype=float),
         "method": np.array([method] * len(keys), dtype=object),
-        "requests": np.where(fit_rows, requests, 0).astype(int),
+        "requests": np.where(np.repeat(np.asarray(served, dtype=bool), len(grid.rates)), requests, 0).astype(int),
     }
     for c, name in enumerate(_VALUES):
         kind = bool if name in BOOLS else int if name in INTS else float
@@ -183,18 +198,18 @@ def _columns(devices, grid: ServingGrid, values, fits, method: str, requests: in
     return cols
 
 
-def _notes(devices, grid: ServingGrid, cols: dict) -> tuple[str, ...]:
+def _notes(cols: dict, served: np.ndarray) -> tuple[str, ...]:
+    """What is unknown and why; ``served``: the rows answered (they fit and their steps are timed)."""
     notes = []
     no_room = sorted({str(d) for d, f in zip(cols["device"], cols["fits"]) if not f})
     if no_room:
         notes.append(f"no room for the KV cache after the weights (not served): {', '.join(no_room)}")
-    fitting = cols["fits"]
     for name, why in (("cost_per_million_tokens_usd", ("cost unknown (no cloud price in the catalog; give "
                        "--hourly-price)")), ("energy_per_token_j", "energy unknown (no TDP in the catalog)")):
-        ids = sorted({str(d) for d, v, f in zip(cols["device"], cols[name], fitting) if f and not math.isfinite(v)})
+        ids = sorted({str(d) for d, v, f in zip(cols["device"], cols[name], served) if f and not math.isfinite(v)})
         if ids:
             notes.append(f"{why}: {', '.join(ids)}")
-    over = int(np.count_nonzero(fitting & ~cols["stable"]))
+    over = int(np.count_nonzero(served & ~cols["stable"]))
     if over:
         notes.append(f"{over} configuration(s) above capacity: the queue grows, latencies grow with the run")
     return tuple(notes)
