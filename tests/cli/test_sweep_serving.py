@@ -261,3 +261,22 @@ def test_a_precision_without_a_peak_is_not_served(capsys, tmp_path):
     assert fp8["requests"] == 0 and fp8["ttft_p90_ms"] is None and not fp8["stable"] and not fp8["pareto"]
     assert fp8["fits"]  # it fits; it is the time that is unknown
     assert data["notes"] == ["no fp8 peak (serving unknown at fp8, not served): nvidia-a100-sxm4-80gb"]
+
+
+def test_a_cluster_of_worker_processes_from_another_process(tmp_path):
+    """The deployment's shape: a LocalCluster of 2 worker processes (the task and the setups pickled across
+    processes), driven by a separate ``hwexplorer`` process; its file is byte for byte the in-process one's."""
+    distributed = pytest.importorskip("distributed", reason="dask.distributed not installed (the [cluster] extra)")
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+
+    def cli(*extra):
+        out = subprocess.run([sys.executable, "-m", "explorer", *ARGS, *SIM, *extra], check=False,
+                             capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+        assert out.returncode == 0, out.stderr[-2000:]
+        return out.stdout
+
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster:
+        cli("--cluster", cluster.scheduler_address, "--out", str(tmp_path / "dask.csv"))
+    cli("--workers", "1", "--out", str(tmp_path / "here.csv"))
+    assert (tmp_path / "dask.csv").read_bytes() == (tmp_path / "here.csv").read_bytes()
