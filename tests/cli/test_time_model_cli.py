@@ -161,9 +161,9 @@ def test_report_times_row_names_the_sections_that_stay_ideal(tmp_path, capsys):
 
 
 def test_training_and_serving_say_where_their_times_come_from(capsys):
-    """Training under the ideal model and serving (ideal only) say spec; training under the calibrated model on the
-    DGX H100 (the H100 SXM5 carries fitted curves) says partly calibrated: its compute rows are calibrated, its
-    optimizer traffic and links are not."""
+    """Training and serving under the ideal model say spec; training under the calibrated model on the DGX H100 (the
+    H100 SXM5 carries fitted curves) says partly calibrated: its compute rows are calibrated, its optimizer traffic
+    and links are not; serving on the H100 alone under the calibrated model says calibrated."""
     train = ["train", "llama3-70b", "--system", "nvidia-dgx-h100", "--global-batch", "64", "--seq-len", "4096",
              "--tp", "8", "--pp", "1"]
     data = json.loads(run(capsys, *train, "--json").out)
@@ -175,4 +175,6 @@ def test_training_and_serving_say_where_their_times_come_from(capsys):
              "256"]
     data = json.loads(run(capsys, *serve, "--json").out)
     assert (data["time_model"], data["time_source"]) == ("ideal", "spec")
-    assert "(serving is timed with the ideal model only)" in run(capsys, *serve).out
+    assert run(capsys, *serve).out.endswith("-- times: spec: predicted from datasheet figures (ideal model)\n")
+    data = json.loads(run(capsys, *serve, "--time-model", "calibrated", "--json").out)
+    assert (data["time_model"], data["time_source"]) == ("calibrated", "calibrated")
