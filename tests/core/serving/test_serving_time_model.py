@@ -116,3 +116,27 @@ def test_a_system_replica_follows_the_time_model(devices, llama8b):
     assert cal.time_source == PARTLY  # the H100's kernels calibrated, NVLink at its stated figures
     assert cal.time_label == ("partly calibrated (kernels calibrated; fitted links: none, other links at their "
                               "stated figures)")
+
+
+def test_the_session_s_systems_serve_under_the_switch_as_plan_rate_system(capsys, devices, llama8b):
+    """``Results.serving_systems`` under ``assumptions.time_model = calibrated``: every layout's rate per replica
+    and time source are ``plan --rate --system --time-model calibrated``'s; the switch is in the entry's DEPENDS."""
+    from dataclasses import replace
+
+    from explorer.core.session.results import DEPENDS, Results
+    from explorer.core.session.serving_choice import ServingChoice
+    from explorer.core.session.state import State, SystemChoice
+
+    dgx = {s.id: s for s in load_shipped_systems()}["nvidia-dgx-h100"]
+    choice = ServingChoice(rate=5.0, input_tokens=1024, output_tokens=256, tpot=0.05)
+    state = State(model=llama8b, system=SystemChoice(system_ids=(dgx.id,)), serving=choice)
+    state = replace(state, assumptions=replace(state.assumptions, time_model="calibrated"))
+    (served,) = Results(state, [], hardware=((dgx, devices[H100]),)).serving_systems
+    assert main(["plan", "llama3-8b", "--system", dgx.id, "--rate", "5/s", "--input", "1024", "--output", "256",
+                 "--tpot-p90", "50ms", "--time-model", "calibrated", "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)["devices"]
+    assert [(f.label, f.fleet.slo_rate) for f in served.fleets] == [(x["label"], x["slo_rate_per_s"])
+                                                                   for x in row["layouts"]]
+    assert served.answer.setup.time_source == row["time_source"] == CALIBRATED  # TP1 sends nothing
+    assert "assumptions.time_model" in DEPENDS["serving_systems"]
+    assert "assumptions.time_model" in DEPENDS["serving_setups"]
