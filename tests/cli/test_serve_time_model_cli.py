@@ -99,3 +99,14 @@ def test_plan_rate_on_a_system_follows_the_time_model(capsys):
     assert cal["time_source"] == sources[cal["layout_label"]]
     rates = {x["label"]: x["slo_rate_per_s"] for x in ideal["layouts"]}
     assert all(x["slo_rate_per_s"] < rates[x["label"]] for x in cal["layouts"])
+
+
+def test_disaggregated_pools_on_two_devices_say_partly_calibrated(capsys):
+    """A prefill pool on the calibrated H100 and a decode pool on the L4 (no calibration): the answer's times are
+    partly calibrated, and the label names each pool's source."""
+    data = json.loads(run(capsys, "serve", "llama3-8b", "-d", H100, "--rate", "2/s", "--disaggregate", "1:1",
+                          "--kv-link", "50GB/s", "--decode-device", L4, "--time-model", "calibrated", "--json").out)
+    assert (data["time_model"], data["time_source"]) == ("calibrated", "partly calibrated")
+    assert data["time_label"].startswith(f"partly calibrated ({H100}: calibrated (matrix: measured at bf16, 49 kernels")
+    assert data["time_label"].endswith(f"; {L4}: spec (no calibration for this device and precision: the ideal "
+                                       "model))")
