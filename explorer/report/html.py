@@ -220,7 +220,14 @@ def _training_html(data: ReportData) -> list[str]:
 
 
 def _serving_html(data: ReportData) -> list[str]:
-    from .serving_section import CAPACITY_HEADERS, LATENCY_HEADERS, NOTE, capacity_rows, latency_rows, times_text
+    from .serving_section import (
+        CAPACITY_HEADERS,
+        LATENCY_HEADERS,
+        NOTE,
+        capacity_rows,
+        latency_rows,
+        times_text,
+    )
 
     e, sec = escape, data.serving
     return ["<h2>Serving</h2>", f"<p>Workload: {e(sec.choice.describe())}.</p>",

@@ -393,7 +393,14 @@ def _training_story(data: ReportData) -> list:
 
 
 def _serving_story(data: ReportData) -> list:
-    from .serving_section import CAPACITY_HEADERS, LATENCY_HEADERS, NOTE, capacity_rows, latency_rows, times_text
+    from .serving_section import (
+        CAPACITY_HEADERS,
+        LATENCY_HEADERS,
+        NOTE,
+        capacity_rows,
+        latency_rows,
+        times_text,
+    )
 
     sec = data.serving
     out = [CondPageBreak(200), P("Serving", "h1"), P(f"Workload: {sec.choice.describe()}.", "body")]
