@@ -192,16 +192,15 @@ def run(args) -> int:
             device = resolve_devices([args.decode_device], getattr(args, "db", None))[0]
             decode = device_setup(model, device, workload, **_common(args))
         disagg = serve_disagg.run(args, workload, setup, decode, slo, n)
-    source, label = times_of(setup, decode)
     if args.json:
         data = answer_json(ans, model.name, where, args)
         data["disaggregated"] = {k: v for k, v in disagg.items() if not k.startswith("_")} if disagg else None
-        print_json({**data, "time_model": args.time_model, "time_source": source, "time_label": label})
+        print_json({**data, **times_json(args.time_model, setup, decode)})
     else:
         print_answer(ans, model.name, where, args)
         if disagg:
             serve_disagg.print_disagg(disagg, _result_lines)
-        print(times_line(args.time_model, source, label))
+        print(times_line(args.time_model, *times_of(setup, decode)))
     return 0
 
 
@@ -213,6 +212,12 @@ def times_of(*setups: Setup | None) -> tuple[str, str]:
     if len(found) == 1 or len({s.time_label for s in found}) == 1:
         return source, found[0].time_label
     return source, f"{source} (" + "; ".join(f"{s.surface.source}: {s.time_label}" for s in found) + ")"
+
+
+def times_json(time_model: str, *setups: Setup | None) -> dict:
+    """The JSON's ``time_model``, ``time_source`` and ``time_label`` (docs/cli.md)."""
+    source, label = times_of(*setups)
+    return {"time_model": time_model, "time_source": source, "time_label": label}
 
 
 def times_line(time_model: str, source: str, label: str) -> str:
