@@ -174,15 +174,12 @@ def run(args) -> int:
         from .plan_systems import run_plan_systems
 
         return run_plan_systems(args)
-    if getattr(args, "search_batch", None) is not None and args.time_model != "ideal":
-        raise CliError("--search-batch: not with --time-model calibrated yet (the search times with the ideal "
-                       "model)")
     analysis, req, costs = prepare(args)
     search = None
     try:
         if getattr(args, "search_batch", None) is not None:
             search = search_batch(analysis.model, analysis.devices, analysis.precision, analysis.ctx, req, costs,
-                                  cap=args.search_batch)
+                                  cap=args.search_batch, time_model=args.time_model)
             result = search.result
         else:
             result = Results.of_analysis(analysis, costs, req).plan
@@ -240,7 +237,7 @@ def search_json(s: BatchSearch) -> dict:
             "rank_cost_usd": [[_num(x) for x in row] for row in s.rank_cost],
             "latency_s": [[_num(x) for x in row] for row in s.latency],
             "feasible": s.feasible.tolist(),
-            "chosen": dict(zip(s.ids, s.chosen)), "why": dict(zip(s.ids, s.why))}
+            "chosen": dict(zip(s.ids, s.chosen)), "time_model": s.time_model, "why": dict(zip(s.ids, s.why))}
 
 
 def _num(x) -> float | None:
@@ -285,8 +282,8 @@ def print_plan(r: PlanResult, search: BatchSearch | None = None, time_model: str
     a = r.analysis
     sources = dict(zip(a.devices.ids, device_time_sources(a, time_model)))
     target = f"{req.target:,.0f} {r.unit}" if req.target is not None else "none (one replica per device)"
-    batch = (f"batch searched over {search.batches[0]}-{search.batches[-1]} per device" if search is not None
-             else f"batch {a.ctx.batch}")
+    batch = (f"batch searched over {search.batches[0]}-{search.batches[-1]} per device under the {search.time_model} "
+             "model" if search is not None else f"batch {a.ctx.batch}")
     print(f"{a.model.name}: {a.ctx.phase}, {batch}, {a.precision}; target {target}"
           + (f", latency limit {format_si(req.latency, 's', 3)}" if req.latency else "")
           + (f", budget {format_usd(req.budget)} ({req.budget_covers})" if req.budget else "")

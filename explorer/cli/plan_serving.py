@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import math
 
+from ..core.analysis.time_source import heading
+from ..core.parallel.system_pass import Options
 from ..core.serving.analytic import estimate
 from ..core.serving.fleet import SECONDS_PER_YEAR, size_fleet
 from ..core.serving.serve import device_setup
@@ -94,21 +96,24 @@ def run_plan_serving(args) -> int:
         unknown = sorted(set(given) - ids)
         if unknown:
             raise CliError(f"{option}: {', '.join(unknown)} is not one of the devices ({', '.join(sorted(ids))})")
+    time_model = getattr(args, "time_model", "ideal")
     common = {"policy": policy_from_args(args), "precision": args.precision, "formats": formats_from_args(args),
               "utilization": args.memory_utilization, "block_size": args.block_size}
     sized, rows = [], []
     try:
         for d in devices:
-            setup = device_setup(model, d, workload, usd_per_s=rents.get(d.id), **common)
+            setup = device_setup(model, d, workload, usd_per_s=rents.get(d.id), time_model=time_model, **common)
             if setup.memory.blocks < 1:
                 rows.append(_row(d.id, d.name, f"no room for the KV cache: weights {format_bytes(setup.memory.weights)}"
                                  f" of {format_bytes(setup.memory.capacity)} x {setup.memory.utilization:g}"))
+                rows[-1].update(time_source=setup.time_source, time_label=setup.time_label)
             else:
                 sized.append((setup, d))
         fleet = size_fleet(workload, [s for s, _ in sized], [d for _, d in sized], slo, quotes, args.years,
                            electricity, args.pue) if sized else ()
         layouts = [(sy, d, size_system(model, sy, d, workload, slo, quotes=quotes, years=args.years,
-                                       usd_per_kwh=electricity, pue=args.pue, usd_per_s=rents.get(d.id), **common))
+                                       usd_per_kwh=electricity, pue=args.pue, usd_per_s=rents.get(d.id),
+                                       options=Options(time_model=time_model), **common))
                    for sy, d in systems]
     except (ValueError, WorkloadError) as exc:
         msg = str(exc)
@@ -119,6 +124,7 @@ def run_plan_serving(args) -> int:
     for f in fleet:
         setup = setups[f.device_id]
         row = _row(f.device_id, f.name, f.reason if f.feasible else _no_load_reason(workload, setup, slo))
+        row.update(time_source=setup.time_source, time_label=setup.time_label)
         usd_s = setup.usd_per_s if setup.usd_per_s is not None else math.nan
         row.update(feasible=f.feasible, slo_rate_per_s=_num(f.slo_rate) if f.feasible else 0.0,
                    price_usd=_num(f.price_per_device), price_source=f.price_source or None,
@@ -132,7 +138,7 @@ def run_plan_serving(args) -> int:
         rows.append(row)
     rows += [_system_row(sy, d, sized_system, workload, seconds, slo) for sy, d, sized_system in layouts]
     ranked = _rank(rows, args.rank)
-    data = {"mode": "serving", "model": model.name, "precision": args.precision,
+    data = {"mode": "serving", "model": model.name, "precision": args.precision, "time_model": time_model,
             "workload": _workload_json(workload),
             "slo": [{"metric": m, "percentile": p, "target_s": t} for m, t, p in slo.targets()],
             "assumptions": {"years": args.years, "electricity_usd_per_kwh": electricity, "pue": args.pue,
@@ -167,12 +173,14 @@ def _system_row(system, device, sized_system, workload: Workload, seconds: float
                 + ", ".join(x.label for x in fleets) + ")" if all(x.fleet is None for x in fleets) else
                 _no_load_reason(workload, setups[best.layout], slo)), kind="system", device=device.id)
     layouts = [{"layout": x.replica.to_dict(), "label": x.label, "replica_devices": x.replica_devices,
+                "time_source": setups[x.layout].time_source,
                 "slo_rate_per_s": _num(x.fleet.slo_rate) if x.fleet else 0.0,
                 "replicas": x.fleet.replicas if x.feasible else None, "devices": x.devices if x.feasible else None,
                 "cost_per_million_usd": _num(x.fleet.cost_per_million) if x.feasible else None,
                 "reason": x.reason or None} for x in fleets]
     row.update(layout=best.replica.to_dict(), layout_label=best.label, replica_devices=best.replica_devices,
-               layouts=layouts)
+               layouts=layouts, time_source=setups[best.layout].time_source,
+               time_label=setups[best.layout].time_label)
     if f is None:
         return row
     setup = setups[best.layout]
@@ -196,7 +204,7 @@ def _row(device_id: str, name: str, reason: str, kind: str = "device", device: s
             "slo_rate_per_s": 0.0, "replicas": None, "devices": None, "busy_share": None, "output_tokens_per_s": None,
             "price_usd": None, "price_source": None, "rent_usd_per_hour": None, "capital_usd": None, "tco_usd": None,
             "rent_usd": None, "cost_per_million_usd": None, "rented_per_million_usd": None, "rank_basis": None,
-            "rank_cost_per_million_usd": None}
+            "rank_cost_per_million_usd": None, "time_source": None, "time_label": None}
 
 
 def _f(x, fmt: str) -> str:
@@ -216,11 +224,12 @@ def print_plan_serving(data: dict) -> None:
     rows = [[f"#{r['rank']}", r["id"], r["layout_label"] or "1 device",
              _f(r["slo_rate_per_s"] if r["feasible"] else None, ".3g"),
              _f(r["replicas"], "d"), _f(r["devices"], "d"), _f(r["capital_usd"], ",.0f"), _f(r["tco_usd"], ",.0f"),
-             _f(r["rent_usd"], ",.0f"), _f(r["cost_per_million_usd"], ".3g"), _f(r["rented_per_million_usd"], ".3g")]
+             _f(r["rent_usd"], ",.0f"), _f(r["cost_per_million_usd"], ".3g"), _f(r["rented_per_million_usd"], ".3g"),
+             r["time_source"] or "\u2014"]
             for r in data["devices"]]
     print(text_table(["rank", "device or system", "replica", "rate/replica [req/s]", "replicas", "devices",
-                      "capital [USD]", "TCO [USD]", "rent [USD]", "owned [USD/M out tok]", "rented [USD/M out tok]"],
-                     rows))
+                      "capital [USD]", "TCO [USD]", "rent [USD]", "owned [USD/M out tok]", "rented [USD/M out tok]",
+                      "times"], rows))
     for r in data["devices"]:
         if r["reason"]:
             print(f"{r['id']}: {r['reason']}")
@@ -229,3 +238,8 @@ def print_plan_serving(data: dict) -> None:
                 x["label"] + (f" {_f(x['slo_rate_per_s'], '.3g')} req/s -> {x['devices']} devices, "
                               f"{_f(x['cost_per_million_usd'], '.3g')} USD/M" if x["devices"] else
                               f": {x['reason']}") for x in r["layouts"]))
+    print(f"times: the {data['time_model']} model (spec = datasheet figures, calibrated = fitted to measurements)")
+    if data["time_model"] != "ideal":
+        for r in data["devices"]:
+            if r["time_label"]:
+                print(f"-- {r['id']}: {heading(r['time_source'])}; {r['time_label']}")

@@ -6,13 +6,15 @@ from __future__ import annotations
 import json
 import math
 
-from ..core.analysis.time_source import SPEC, heading
+from ..core.analysis.evaluate import MODELS
+from ..core.analysis.time_source import heading
 from ..core.files import atomic_write_text
 from ..core.precision import PRECISIONS
 from ..core.serving.analytic import Setup
 from ..core.serving.result import ServingResult
 from ..core.serving.serve import ServingAnswer, answer, device_setup, system_setup
 from ..core.serving.simulate import ROUTERS, Speculative
+from ..core.serving.surface import combined
 from ..core.serving.trace_export import chrome_trace
 from ..core.serving.workload import (
     Workload,
@@ -38,6 +40,11 @@ def add_parser(sub) -> None:
     p.add_argument("model", metavar="MODEL", help="a template id (e.g. llama3-8b) or a model file")
     p.add_argument("--device", "-d", metavar="DEV", help="a device id or device file (one replica per device)")
     p.add_argument("--precision", default="fp16", choices=PRECISIONS, help="numeric precision (default fp16)")
+    p.add_argument("--time-model", choices=MODELS, default="ideal",
+                   help="the step times: ideal (default; datasheet figures) or calibrated (the device's fitted kernel "
+                        "curves and, on --system, the system's fitted links where stored; a device without a "
+                        "calibration keeps the ideal times; the output says which: spec, partly calibrated or "
+                        "calibrated)")
     add_format_args(p)
     add_system_args(p)
     add_serving_args(p)
@@ -88,7 +95,7 @@ def _common(args) -> dict:
         raise CliError(f"--{'idle-power' if idle < 0 else 'hourly-price'}: must be >= 0")
     return {"idle_w": idle, "usd_per_s": price, "precision": args.precision, "formats": formats_from_args(args),
             "utilization": args.memory_utilization, "block_size": args.block_size,
-            "policy": policy_from_args(args)}
+            "policy": policy_from_args(args), "time_model": args.time_model}
 
 
 def _with_draft(args, spec, device, workload: Workload, common: dict):
@@ -102,7 +109,8 @@ def _with_draft(args, spec, device, workload: Workload, common: dict):
 
     draft, _ = load_model_arg(args.spec_draft)
     g = grid_for(workload, common["policy"], spec, args.block_size)
-    return replace(spec, draft=device_surface(draft, device, g, args.precision, common["formats"]))
+    return replace(spec, draft=device_surface(draft, device, g, args.precision, common["formats"],
+                                              time_model=common["time_model"]))
 
 
 def _setup(args, model, workload: Workload) -> tuple[Setup, str]:
@@ -126,7 +134,7 @@ def _setup(args, model, workload: Workload) -> tuple[Setup, str]:
             ctx = Context(batch=system.devices * 16, seq_len=int(i_mean + o_mean / 2), phase="decode")
             layouts, objective = layouts_from_args(args, model, ctx, system)
             options = Options(overlap=args.overlap, algorithm=args.collective, skew=args.skew, offload=args.offload,
-                              collective_format=args.collective_format)
+                              collective_format=args.collective_format, time_model=args.time_model)
             ranked = analyze_system(model, system, device, layouts, args.precision, ctx, common["formats"], options)
             cost = None
             if objective == "cost":  # the layouts' cost per million tokens at the --price quote or list price
@@ -177,7 +185,7 @@ def run(args) -> int:
         bar(1.0)
     if args.trace_out:
         atomic_write_text(args.trace_out, json.dumps(chrome_trace(ans.runs, model.name)))
-    disagg = None
+    disagg = decode = None
     if args.disaggregate:
         decode = setup  # on --system: both pools are replicas of the chosen layout (tp x pp devices each)
         if args.decode_device:
@@ -187,13 +195,36 @@ def run(args) -> int:
     if args.json:
         data = answer_json(ans, model.name, where, args)
         data["disaggregated"] = {k: v for k, v in disagg.items() if not k.startswith("_")} if disagg else None
-        print_json({**data, "time_model": "ideal", "time_source": SPEC})
+        print_json({**data, **times_json(args.time_model, setup, decode)})
     else:
         print_answer(ans, model.name, where, args)
         if disagg:
             serve_disagg.print_disagg(disagg, _result_lines)
-        print(f"-- times: {heading(SPEC)} (serving is timed with the ideal model only)")
+        print(times_line(args.time_model, *times_of(setup, decode)))
     return 0
+
+
+def times_of(*setups: Setup | None) -> tuple[str, str]:
+    """(time source, label) of the step times of ``setups`` (a disaggregated decode pool on another device is a
+    second part): spec | partly calibrated | calibrated, and the label with kernel counts and sources."""
+    found = list(dict.fromkeys(s for s in setups if s is not None))
+    source = combined(s.time_source for s in found)
+    if len(found) == 1 or len({s.time_label for s in found}) == 1:
+        return source, found[0].time_label
+    return source, f"{source} (" + "; ".join(f"{s.surface.source}: {s.time_label}" for s in found) + ")"
+
+
+def times_json(time_model: str, *setups: Setup | None) -> dict:
+    """The JSON's ``time_model``, ``time_source`` and ``time_label`` (docs/cli.md)."""
+    source, label = times_of(*setups)
+    return {"time_model": time_model, "time_source": source, "time_label": label}
+
+
+def times_line(time_model: str, source: str, label: str) -> str:
+    """The closing line of the text output: where the serving times come from (docs/calibration.md)."""
+    if time_model == "ideal":
+        return f"-- times: {heading(source)}"
+    return f"-- times: {heading(source)}; calibrated model: {label}"
 
 
 def _workload_json(w: Workload) -> dict:

@@ -78,7 +78,8 @@ DEPENDS: dict[str, tuple[str, ...]] = {
     # per device checked: the serving step-time surface and memory (explorer.core.serving.serve.device_setup);
     # the serving part's rate, arrivals and service levels are not inputs, so editing them reuses the surfaces
     "serving_setups": ("model", "devices", "assumptions.precision", "assumptions.weights", "assumptions.activations",
-                       "assumptions.kv_cache", *(f"serving.{name}" for name in SURFACE_FIELDS)),
+                       "assumptions.kv_cache", *(f"serving.{name}" for name in SURFACE_FIELDS),
+                       "assumptions.time_model"),  # the Times switch: the surfaces' step times
     # per device: the analytic serving answer (estimate at the rate, load curve) under the state's serving part
     "serving": ("serving_setups", *(f"serving.{f.name}" for f in fields(ServingChoice))),
     # per device: the fewest replicas meeting the serving part's service levels at its rate, and their cost
@@ -89,10 +90,11 @@ DEPENDS: dict[str, tuple[str, ...]] = {
     "serving_systems": ("model", "hardware", "assumptions.precision", "assumptions.weights",
                         "assumptions.activations", "assumptions.kv_cache",
                         *(f"serving.{f.name}" for f in fields(ServingChoice)), "requirements.price",
-                        "assumptions.years", "assumptions.electricity_usd_per_kwh", "assumptions.pue"),
+                        "assumptions.years", "assumptions.electricity_usd_per_kwh", "assumptions.pue",
+                        "assumptions.time_model"),
     # the same for a workload given as arguments (the command line's, outside a session)
     "serving_for": ("model", "devices", "assumptions.precision", "assumptions.weights", "assumptions.activations",
-                    "assumptions.kv_cache", "args"),
+                    "assumptions.kv_cache", "assumptions.time_model", "args"),
     # every layout, whichever one is chosen: a layout picked by hand does not search again
     "system_layouts": ("model", "hardware", "system.nodes", "system.objective", "system.overlap",
                        "system.offload", "system.collective", "system.skew", "assumptions.precision",
@@ -363,7 +365,7 @@ class Results:
         s, a = self.serving_choice, self.state.assumptions
         return self._get("serving_setups", lambda: device_setups(  # one stacked pass, cached per device
             self.state.model, self.devices, s.workload, s.policy, a.precision, a.tensor_formats,
-            s.memory_utilization, s.block_size) if self.devices else ())
+            s.memory_utilization, s.block_size, a.time_model) if self.devices else ())
 
     def serving_ready(self, name: str = "serving") -> bool:
         """Whether ``serving`` (or ``serving_fleet``) can be read without building a step-time surface or running
@@ -376,7 +378,7 @@ class Results:
         try:
             require_token_model(self.state.model)  # refused at once, no work
             if not device_setups_ready(self.state.model, self.devices, s.workload, s.policy, a.precision,
-                                       a.tensor_formats, s.memory_utilization, s.block_size):
+                                       a.tensor_formats, s.memory_utilization, s.block_size, a.time_model):
                 return False
             setups = self.serving_setups
         except ValueError:  # refused (not a token model, a layer error): said at once, no work
@@ -412,7 +414,7 @@ class Results:
         s, a = self.serving_choice, self.state.assumptions
         return call(self.state.model, self.hardware, s.workload, s.slo, s.policy, a.precision, a.tensor_formats,
                     s.memory_utilization, s.block_size, self.state.requirements.price, a.years,
-                    a.electricity_usd_per_kwh, a.pue)
+                    a.electricity_usd_per_kwh, a.pue, options=Options(time_model=a.time_model))
 
     def serving_for(self, workload, slo, policy=None, device_index: int = 0) -> ServingAnswer | None:
         """The analytic serving answer for a workload, service levels and policy given as arguments (outside the
@@ -421,5 +423,6 @@ class Results:
             return None
         a = self.state.assumptions
         return self._get("serving_for", lambda: answer(workload, device_setup(
-            self.state.model, self.devices[device_index], workload, policy, a.precision, a.tensor_formats), slo),
+            self.state.model, self.devices[device_index], workload, policy, a.precision, a.tensor_formats,
+            time_model=a.time_model), slo),
             (workload, slo, policy, device_index))

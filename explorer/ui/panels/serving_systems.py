@@ -44,3 +44,12 @@ def short_device(device) -> str:
     """A device's name without its vendor's (the charts' keys are narrow)."""
     name, vendor = device.name, getattr(device, "vendor", "") or ""
     return name[len(vendor) + 1:] if vendor and name.lower().startswith(vendor.lower() + " ") else name
+
+
+def times_note(time_model: str, names, answers) -> str:
+    """Where the step times come from, for the panel's note (docs/calibration.md): the model, and under the
+    calibrated model each row's source (a device without a calibration keeps the ideal model's times: spec)."""
+    if time_model == "ideal":
+        return " Times: the ideal model (spec: datasheet figures)."
+    rows = "; ".join(f"{n}: {a.setup.time_source}" for n, a in zip(names, answers))
+    return " Times: the calibrated model" + (f" ({rows})" if rows else "") + "."
