@@ -26,7 +26,7 @@ from .progress import ProgressBar
 from .resolve import load_model_arg, resolve_devices
 from .serving_args import _slo, _workload, check_engine, policy_from_args
 from .serving_args import add_workload_args as add_serving_args
-from .system_cmd import add_system_args, layouts_from_args, resolve_system
+from .system_cmd import add_system_args, layouts_from_args, options_from_args, options_json, resolve_system
 from .tensor_args import add_format_args, formats_from_args
 
 
@@ -118,15 +118,14 @@ def _setup(args, model, workload: Workload) -> tuple[Setup, str]:
     try:
         if args.system:
             from ..core.parallel.compare import choose
-            from ..core.parallel.system_pass import Options, analyze_system
+            from ..core.parallel.system_pass import analyze_system
 
             system = resolve_system(args.system, args.nodes, getattr(args, "db", None))
             device = resolve_devices([system.device_id], getattr(args, "db", None))[0]
             i_mean, o_mean = workload.mean_lengths()
             ctx = Context(batch=system.devices * 16, seq_len=int(i_mean + o_mean / 2), phase="decode")
             layouts, objective = layouts_from_args(args, model, ctx, system)
-            options = Options(overlap=args.overlap, algorithm=args.collective, skew=args.skew, offload=args.offload,
-                              collective_format=args.collective_format)
+            options = options_from_args(args)
             ranked = analyze_system(model, system, device, layouts, args.precision, ctx, common["formats"], options)
             cost = None
             if objective == "cost":  # the layouts' cost per million tokens at the --price quote or list price
@@ -223,6 +222,7 @@ def answer_json(ans: ServingAnswer, model: str, where: str, args) -> dict:
                    "router": args.router},
         "memory_per_device": s.memory.to_dict(),
         "max_sequences": s.memory.max_sequences(int(sum(ans.workload.mean_lengths()))),
+        "system_options": dict(options_json(options_from_args(args)), nodes=args.nodes) if args.system else None,
         "estimate": ans.estimate.to_dict(), "curve": ans.curve.to_dict(),
         "simulation": ans.simulation.to_dict() if ans.simulation else None,
     }
@@ -265,6 +265,11 @@ def print_answer(ans: ServingAnswer, model: str, where: str, args) -> None:
           f"runtime reserve {format_bytes(m.reserved)} (utilization {m.utilization:g}), KV cache "
           f"{format_bytes(m.kv_budget)} = {m.blocks} blocks of {m.block_size} tokens -> "
           f"{m.max_sequences(tokens)} sequences of {tokens} tokens (batch cap {s.policy.max_batch})")
+    if args.system:
+        o = options_from_args(args)
+        print(f"system pass: communication {'overlapped with compute' if o.overlap else 'exposed'}, all-reduce "
+              f"{o.algorithm}, collectives in {o.collective_format} format, skew {o.skew:g}"
+              + (", offload to host" if o.offload else "") + f", {args.nodes} node{'s' * (args.nodes > 1)}")
     if s.spec:
         print(f"speculative decoding: k {s.spec.k}, acceptance {s.spec.acceptance:g} -> "
               f"{s.spec.tokens_per_step:.3g} tokens per target step (Leviathan et al. 2023)")

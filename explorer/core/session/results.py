@@ -46,7 +46,12 @@ from explorer.core.serving.serve import (
     device_setups_ready,
 )
 from explorer.core.serving.surfaces import require_token_model
-from explorer.core.serving.system_serving import serve_systems, serve_systems_ready
+from explorer.core.serving.system_serving import (
+    serve_systems,
+    serve_systems_ready,
+    serving_hardware,
+    serving_options,
+)
 
 from .serving_choice import SURFACE_FIELDS, ServingChoice
 from .state import Assumptions, State
@@ -84,9 +89,11 @@ DEPENDS: dict[str, tuple[str, ...]] = {
     # per device: the fewest replicas meeting the serving part's service levels at its rate, and their cost
     "serving_fleet": ("serving_setups", *(f"serving.{f.name}" for f in fields(ServingChoice)), "requirements.price",
                       "assumptions.years", "assumptions.electricity_usd_per_kwh", "assumptions.pue"),
-    # per chosen system (one node each): every serving layout sized as `plan --rate --system`, the cheapest kept, and
-    # its replica's load curve (explorer/core/serving/system_serving.py)
-    "serving_systems": ("model", "hardware", "assumptions.precision", "assumptions.weights",
+    # per chosen system (as clusters of the Systems panel's nodes, under its communication options): every serving
+    # layout sized as `plan --rate --system`, the cheapest kept, and its replica's load curve
+    # (explorer/core/serving/system_serving.py)
+    "serving_systems": ("model", "hardware", "system.nodes", "system.overlap", "system.offload", "system.collective",
+                        "system.skew", "assumptions.precision", "assumptions.weights",
                         "assumptions.activations", "assumptions.kv_cache",
                         *(f"serving.{f.name}" for f in fields(ServingChoice)), "requirements.price",
                         "assumptions.years", "assumptions.electricity_usd_per_kwh", "assumptions.pue"),
@@ -409,10 +416,11 @@ class Results:
         return self._get("serving_systems", lambda: self._serving_systems(serve_systems))
 
     def _serving_systems(self, call):
-        s, a = self.serving_choice, self.state.assumptions
-        return call(self.state.model, self.hardware, s.workload, s.slo, s.policy, a.precision, a.tensor_formats,
+        s, a, choice = self.serving_choice, self.state.assumptions, self.state.system
+        hardware = serving_hardware(self.hardware, choice.nodes)
+        return call(self.state.model, hardware, s.workload, s.slo, s.policy, a.precision, a.tensor_formats,
                     s.memory_utilization, s.block_size, self.state.requirements.price, a.years,
-                    a.electricity_usd_per_kwh, a.pue)
+                    a.electricity_usd_per_kwh, a.pue, options=serving_options(choice))
 
     def serving_for(self, workload, slo, policy=None, device_index: int = 0) -> ServingAnswer | None:
         """The analytic serving answer for a workload, service levels and policy given as arguments (outside the
