@@ -10,11 +10,11 @@ from ..core.serving.analytic import Setup
 from ..core.serving.disagg import (
     KvLink,
     PoolChoice,
-    search_pools,
     simulate_disaggregated,
     summarize_disaggregated,
 )
 from ..core.serving.disagg_estimate import estimate_disaggregated
+from ..core.serving.disagg_search import METHODS, search
 from ..core.units import UnitError, format_si, parse_si
 from .common import CliError, text_table
 
@@ -28,6 +28,9 @@ def add_args(p) -> None:
                    "direction, e.g. '50 GB/s' (required with --disaggregate)")
     g.add_argument("--kv-link-latency", metavar="TIME", default="0 s", help="its latency per transfer (default 0 s)")
     g.add_argument("--max-pool", type=int, default=4, help="the largest pool --disaggregate auto tries (4)")
+    g.add_argument("--pool-search", choices=METHODS, default="estimate", help="how --disaggregate auto searches: "
+                   "estimate (default: the analytic estimate ranks every size, the simulation settles the cheapest "
+                   "and those within 15 %% of the service levels) or simulate (every size simulated)")
 
 
 def pools(args) -> tuple[int, int] | None:
@@ -70,10 +73,12 @@ def run(args, workload, prefill: Setup, decode: Setup, slo, n: int) -> dict:
                                           p, d, slo, workload.mean_rate())
             est = estimate_disaggregated(workload, p, d, link, slo)[0]
             out.update(prefill_replicas=chosen[0], decode_replicas=chosen[1], result=res.to_dict(),
-                       estimate=est.to_dict(), search=None)
+                       estimate=est.to_dict(), search=None, pool_search=None)
             out["_result"], out["_estimate"] = res, est
             return out
-        best, tried = search_pools(workload, prefill, decode, link, slo, n, args.max_pool, args.seed)
+        found = search(workload, prefill, decode, link, slo, n, args.max_pool, args.seed, args.pool_search,
+                       args.router)
+        best, tried = found.best, list(found.tried)
     except ValueError as exc:
         raise CliError(f"serve: {exc}") from None
     est = None
@@ -85,7 +90,8 @@ def run(args, workload, prefill: Setup, decode: Setup, slo, n: int) -> dict:
     out.update(prefill_replicas=best.prefill_replicas if best else None,
                decode_replicas=best.decode_replicas if best else None,
                result=best.result.to_dict() if best else None, estimate=est.to_dict() if est else None,
-               search=[_choice(c) for c in tried])
+               search=[_choice(c) for c in tried],
+               pool_search={"method": found.method, "sizes": len(tried), "simulated": found.simulated})
     out["_result"], out["_estimate"] = (best.result if best else None), est
     out["_tried"] = tried
     return out
@@ -94,7 +100,7 @@ def run(args, workload, prefill: Setup, decode: Setup, slo, n: int) -> dict:
 def _choice(c: PoolChoice) -> dict:
     r = c.result
     return {"prefill_replicas": c.prefill_replicas, "decode_replicas": c.decode_replicas, "cost": c.cost,
-            "cost_unit": c.cost_unit, "slo_met": r.slo_met, "stable": r.stable,
+            "cost_unit": c.cost_unit, "simulated": c.simulated, "slo_met": r.slo_met, "stable": r.stable,
             "ttft_p90_s": r.ttft.p90 if math.isfinite(r.ttft.p90) else None,
             "tpot_p90_s": r.tpot.p90 if math.isfinite(r.tpot.p90) else None,
             "throughput_tokens_per_s": r.throughput}
@@ -107,9 +113,15 @@ def print_disagg(data: dict, result_lines) -> None:
     tried = data.get("_tried")
     if tried:
         rows = [[f"{c.prefill_replicas}", f"{c.decode_replicas}", f"{c.cost:.4g} {c.cost_unit}",
-                 f"{c.result.ttft.p90 * 1e3:.3g}", f"{c.result.tpot.p90 * 1e3:.3g}", f"{c.result.throughput:.4g}",
-                 "yes" if c.result.slo_met and c.result.stable else "no"] for c in tried]
-        print(text_table(["prefill", "decode", "cost", "TTFT P90 [ms]", "TPOT P90 [ms]", "tokens/s", "SLO"], rows))
+                 "simulated" if c.simulated else "estimated", _ms(c.result.ttft.p90), _ms(c.result.tpot.p90),
+                 f"{c.result.throughput:.4g}", "yes" if c.result.slo_met and c.result.stable else "no"]
+                for c in tried]
+        print(text_table(["prefill", "decode", "cost", "by", "TTFT P90 [ms]", "TPOT P90 [ms]", "tokens/s", "SLO"],
+                         rows))
+        ps = data["pool_search"]
+        print(f"  {ps['sizes']} pool sizes searched, {ps['simulated']} simulated" + (
+            " (the estimate ranked them; only the cheapest it passes and those within 15 % of the service levels "
+            "are simulated)" if ps["method"] == "estimate" else " (every size)"))
     if data["_result"] is None:
         print("  no pool size up to --max-pool meets the service levels")
         return
@@ -120,3 +132,7 @@ def print_disagg(data: dict, result_lines) -> None:
     if data.get("_estimate") is not None:
         print("  estimate (analytic, core/serving/disagg_estimate.py):")
         print("\n".join(result_lines(data["_estimate"])))
+
+
+def _ms(x: float) -> str:
+    return "\u2014" if not math.isfinite(x) else f"{x * 1e3:.3g}"

@@ -119,20 +119,24 @@ class PoolChoice:
     decode_replicas: int
     cost: float  # USD per hour of the pools, or devices where a price is unknown
     cost_unit: str
-    result: ServingResult
+    result: ServingResult  # the simulation where ``simulated``, else the estimate
+    simulated: bool = True
+    estimate: ServingResult | None = None  # the analytic estimate of the same pools (None: not estimated)
 
 
 def search_pools(workload: Workload, prefill: Setup, decode: Setup, link: KvLink, slo: SLO, n: int = 1000,
-                 max_replicas: int = 4, seed: int = 0) -> tuple[PoolChoice | None, list[PoolChoice]]:
-    """Every (prefill, decode) pool size up to ``max_replicas`` each, simulated; the cheapest that meets every
-    service level and keeps up (None: none does), and all of them."""
+                 max_replicas: int = 4, seed: int = 0,
+                 router: str = "round-robin") -> tuple[PoolChoice | None, list[PoolChoice]]:
+    """Every (prefill, decode) pool size up to ``max_replicas`` each, simulated (the brute force; the estimate-first
+    search is :mod:`.disagg_search`'s); the cheapest that meets every service level and keeps up (None: none does),
+    and all of them."""
     priced = prefill.usd_per_s is not None and decode.usd_per_s is not None
     tried = []
     for p in range(1, max_replicas + 1):
         for d in range(1, max_replicas + 1):
             sp, sd = replace(prefill, replicas=p), replace(decode, replicas=d)
-            res = summarize_disaggregated(simulate_disaggregated(workload, sp, sd, link, n, seed), sp, sd, slo,
-                                          workload.mean_rate())
+            res = summarize_disaggregated(simulate_disaggregated(workload, sp, sd, link, n, seed, router), sp, sd,
+                                          slo, workload.mean_rate())
             devices = p * prefill.surface.devices, d * decode.surface.devices
             cost = (devices[0] * prefill.usd_per_s + devices[1] * decode.usd_per_s) * 3600 if priced else float(
                 sum(devices))
