@@ -106,6 +106,7 @@ def _with_draft(args, spec, device, workload: Workload, common: dict):
 
 
 def _setup(args, model, workload: Workload) -> tuple[Setup, str]:
+    """The replica's setup and its description; on --system, ``args._placed`` is (system, device, layout)."""
     spec = None
     if args.spec_k is not None:
         try:
@@ -136,6 +137,7 @@ def _setup(args, model, workload: Workload) -> tuple[Setup, str]:
             layout = layouts[choose(ranked, objective, cost)[0]]
             common["spec"] = _with_draft(args, spec, device, workload, common)
             setup = system_setup(model, system, device, layout, workload, options=options, **common)
+            args._placed = (system, device, layout)
             return setup, (f"{system.id} {layout.label()} ({layout.dp} replica{'s' * (layout.dp > 1)} x " \
                           f"{layout.tp * layout.pp} {device.id})")
         if not args.device:
@@ -154,7 +156,8 @@ def run(args) -> int:
         raise CliError("--system: give either --system or --device, not both")
     if args.system and args.decode_device:
         raise CliError("--decode-device: with --system both pools are replicas of the system's layout; a decode "
-                       "pool on other hardware needs --device")
+                       "pool on another system is --decode-system SYS")
+    serve_disagg.check_args(args)
     _check_counts(args)
     slo = _slo(args)
     workload = _workload(args)
@@ -179,10 +182,20 @@ def run(args) -> int:
     disagg = None
     if args.disaggregate:
         decode = setup  # on --system: both pools are replicas of the chosen layout (tp x pp devices each)
+        placed = getattr(args, "_placed", None)
+        pools = None
         if args.decode_device:
             device = resolve_devices([args.decode_device], getattr(args, "db", None))[0]
             decode = device_setup(model, device, workload, **_common(args))
-        disagg = serve_disagg.run(args, workload, setup, decode, slo, n)
+        elif args.decode_system:
+            decode, decode_placed = serve_disagg.decode_system_setup(args, model, workload, placed, _common(args))
+            pools = serve_disagg.pools_json(setup, placed, decode, decode_placed)
+            placed = (placed, decode_placed)
+        elif placed is not None:
+            pools = serve_disagg.pools_json(setup, placed, setup, placed)
+            placed = (placed, placed)
+        disagg = serve_disagg.run(args, workload, setup, decode, slo, n, placed)
+        disagg["pools"] = pools
     if args.json:
         data = answer_json(ans, model.name, where, args)
         data["disaggregated"] = {k: v for k, v in disagg.items() if not k.startswith("_")} if disagg else None
