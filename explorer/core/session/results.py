@@ -410,8 +410,9 @@ class Results:
 
     @property
     def serving_systems(self) -> tuple:
-        """Per system chosen in ``State.system`` (one node each, as ``plan --rate --system``): its serving layouts
-        sized for the serving part at the planner's quotes, the cheapest chosen, and one replica of it serving the
+        """Per system chosen in ``State.system`` (as clusters of its ``nodes``, under its overlap, collective, skew
+        and offload; as ``plan --rate --system`` with those options): its serving layouts sized for the serving part
+        at the planner's quotes, the cheapest chosen, and one replica of it serving the
         workload (:class:`explorer.core.serving.system_serving.SystemServing`); empty without systems."""
         return self._get("serving_systems", lambda: self._serving_systems(serve_systems))
 
