@@ -8,6 +8,7 @@ import re
 
 from ..core.serving.analytic import Setup
 from ..core.serving.disagg import (
+    FIRST_TOKENS,
     KvLink,
     PoolChoice,
     simulate_disaggregated,
@@ -33,6 +34,9 @@ def add_args(p) -> None:
                    "direction, e.g. '50 GB/s', or auto (with --system: the scale-out network both systems share; "
                    "required with --disaggregate)")
     g.add_argument("--kv-link-latency", metavar="TIME", default="0 s", help="its latency per transfer (default 0 s)")
+    g.add_argument("--first-token", choices=FIRST_TOKENS, default="prefill", help="which pool streams the user's "
+                   "first token: prefill (default; DistServe, Splitwise: TTFT is the prefill pool's) or decode (vLLM's "
+                   "disaggregated-prefill proxy: TTFT = prefill + KV transfer + the decode pool's first step)")
     g.add_argument("--max-pool", type=int, default=4, help="the largest pool --disaggregate auto tries (4)")
     g.add_argument("--pool-search", choices=METHODS, default="estimate", help="how --disaggregate auto searches: "
                    "estimate (default: the analytic estimate ranks every size, the simulation settles the cheapest "
@@ -146,21 +150,21 @@ def run(args, workload, prefill: Setup, decode: Setup, slo, n: int, placed=None)
     per_token = prefill.memory.kv_per_token * prefill.memory.devices
     out = {"kv_link": {"bandwidth_Bps": link.bandwidth, "latency_s": link.latency}, "kv_link_source": source,
            "kv_bytes_per_token": per_token, "kv_bytes_per_request": per_token * i_mean,
-           "kv_transfer_s": float(link.seconds(per_token * i_mean))}
+           "kv_transfer_s": float(link.seconds(per_token * i_mean)), "first_token": args.first_token}
     try:
         if chosen is not None:
             from dataclasses import replace
 
             p, d = replace(prefill, replicas=chosen[0]), replace(decode, replicas=chosen[1])
-            res = summarize_disaggregated(simulate_disaggregated(workload, p, d, link, n, args.seed, args.router),
-                                          p, d, slo, workload.mean_rate())
-            est = estimate_disaggregated(workload, p, d, link, slo)[0]
+            res = summarize_disaggregated(simulate_disaggregated(workload, p, d, link, n, args.seed, args.router,
+                                                                 args.first_token), p, d, slo, workload.mean_rate())
+            est = estimate_disaggregated(workload, p, d, link, slo, first_token=args.first_token)[0]
             out.update(prefill_replicas=chosen[0], decode_replicas=chosen[1], result=res.to_dict(),
                        estimate=est.to_dict(), search=None, pool_search=None)
             out["_result"], out["_estimate"] = res, est
             return out
         found = search(workload, prefill, decode, link, slo, n, args.max_pool, args.seed, args.pool_search,
-                       args.router)
+                       args.router, args.first_token)
         best, tried = found.best, list(found.tried)
     except ValueError as exc:
         raise CliError(f"serve: {exc}") from None
@@ -169,7 +173,8 @@ def run(args, workload, prefill: Setup, decode: Setup, slo, n: int, placed=None)
         from dataclasses import replace
 
         est = estimate_disaggregated(workload, replace(prefill, replicas=best.prefill_replicas),
-                                     replace(decode, replicas=best.decode_replicas), link, slo)[0]
+                                     replace(decode, replicas=best.decode_replicas), link, slo,
+                                     first_token=args.first_token)[0]
     out.update(prefill_replicas=best.prefill_replicas if best else None,
                decode_replicas=best.decode_replicas if best else None,
                result=best.result.to_dict() if best else None, estimate=est.to_dict() if est else None,
@@ -202,6 +207,8 @@ def print_disagg(data: dict, result_lines) -> None:
           f"{format_si(link['bandwidth_Bps'], 'B/s')} per direction, {link['latency_s'] * 1e6:.3g} us latency")
     if not data["kv_link_source"].startswith("given"):
         print(f"  link {data['kv_link_source']}")
+    if data["first_token"] == "decode":
+        print("  the first token streams from the decode pool: TTFT = prefill + KV transfer + its first decode step")
     tried = data.get("_tried")
     if tried:
         rows = [[f"{c.prefill_replicas}", f"{c.decode_replicas}", f"{c.cost:.4g} {c.cost_unit}",

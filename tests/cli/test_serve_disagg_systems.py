@@ -80,6 +80,11 @@ def test_the_kv_transfer_by_hand():
     assert ("prefill replicas TP8 PP1 on nvidia-dgx-h100 (8 x nvidia-h100-sxm5), decode replicas TP4 PP1 on "
             "nvidia-dgx-h200 (4 x nvidia-h200-sxm)") in text
     assert "3.355e+08 B for a mean prompt: 1.68 ms) over 200 GB/s" in text and "link auto: the scale-out" in text
+    code, data, _, _ = _run([*BASE, "--disaggregate", "1:1", "--first-token", "decode", "--json"])
+    assert code == 0 and data["disaggregated"]["first_token"] == "decode"
+    sim = data["disaggregated"]["result"]
+    # at 1 request/s the decode replica is mostly idle: TTFT P50 about prefill + transfer + one step (~4.3 ms)
+    assert 35.64e-3 + TRANSFER_TP8 + 4.0e-3 < sim["ttft"]["p50_s"] < 35.64e-3 + TRANSFER_TP8 + 6.5e-3
     # a bandwidth given wins over auto and says so
     code, data, _, _ = _run([*BASE[:-1], "25 GB/s", "--disaggregate", "1:1", "--json"])
     assert code == 0 and data["disaggregated"]["kv_link"]["bandwidth_Bps"] == 25e9
@@ -112,6 +117,11 @@ def test_one_request_at_a_time_through_two_systems():
     assert second == pytest.approx([prefill_step + TRANSFER_TP8 + decode_step] * 3, rel=2e-3)
     res = summarize_disaggregated(run, pre, dec, SLO(), w.mean_rate())
     assert res.tpot.mean == pytest.approx(TRANSFER_TP8 + decode_step, rel=2e-3)  # (finish - first) / (2 - 1)
+    # the first token streamed by the decode pool (vLLM's proxy): TTFT = prefill step + KV transfer + first step
+    run = simulate_disaggregated(w, pre, dec, link, 3, first_token="decode")
+    ttft = run.first - run.requests.arrival
+    assert ttft == pytest.approx([prefill_step + TRANSFER_TP8 + decode_step] * 3, rel=2e-3)
+    assert ttft - prefill_step - TRANSFER_TP8 == pytest.approx([decode_step] * 3, rel=0.02)
 
 
 def test_the_auto_search_costs_each_pools_devices_at_their_prices():

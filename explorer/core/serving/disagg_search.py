@@ -70,8 +70,8 @@ def _cost(prefill: Setup, decode: Setup, p: int, d: int) -> tuple[float, str]:
 
 
 def search_pools_estimated(workload: Workload, prefill: Setup, decode: Setup, link: KvLink, slo: SLO,
-                           n: int = 1000, max_replicas: int = 4, seed: int = 0,
-                           router: str = "round-robin") -> PoolSearch:
+                           n: int = 1000, max_replicas: int = 4, seed: int = 0, router: str = "round-robin",
+                           first_token: str = "prefill") -> PoolSearch:
     """The cheapest (P, D) meeting the service levels, the estimate ranking and the simulation deciding (module
     docstring)."""
     rate = workload.mean_rate()
@@ -85,10 +85,10 @@ def search_pools_estimated(workload: Workload, prefill: Setup, decode: Setup, li
     sizes.sort(key=lambda s: (s[0], s[1]))  # stable: P-major among equals, as the brute force's min()
     tried, best, simulated = [], None, 0
     for cost, _, p, d, unit, sp, sd in sizes:
-        ests = estimate_disaggregated(workload, sp, sd, link, slo, rates)
+        ests = estimate_disaggregated(workload, sp, sd, link, slo, rates, first_token)
         if best is None and (_ok(ests[1]) or near_boundary(ests)):
-            res = summarize_disaggregated(simulate_disaggregated(workload, sp, sd, link, n, seed, router), sp, sd,
-                                          slo, rate)
+            res = summarize_disaggregated(simulate_disaggregated(workload, sp, sd, link, n, seed, router,
+                                                                 first_token), sp, sd, slo, rate)
             simulated += 1
             choice = PoolChoice(p, d, cost, unit, res, simulated=True, estimate=ests[1])
             if _ok(res):
@@ -100,12 +100,14 @@ def search_pools_estimated(workload: Workload, prefill: Setup, decode: Setup, li
 
 
 def search(workload: Workload, prefill: Setup, decode: Setup, link: KvLink, slo: SLO, n: int = 1000,
-           max_replicas: int = 4, seed: int = 0, method: str = "estimate", router: str = "round-robin") -> PoolSearch:
+           max_replicas: int = 4, seed: int = 0, method: str = "estimate", router: str = "round-robin",
+           first_token: str = "prefill") -> PoolSearch:
     """The pool search by ``method``: ``estimate`` (:func:`search_pools_estimated`) or ``simulate`` (every size
     simulated, :func:`~.disagg.search_pools`)."""
     if method == "estimate":
-        return search_pools_estimated(workload, prefill, decode, link, slo, n, max_replicas, seed, router)
+        return search_pools_estimated(workload, prefill, decode, link, slo, n, max_replicas, seed, router,
+                                      first_token)
     if method != "simulate":
         raise ValueError(f"--pool-search: expected one of {', '.join(METHODS)}, got {method!r}")
-    best, tried = search_pools(workload, prefill, decode, link, slo, n, max_replicas, seed)
+    best, tried = search_pools(workload, prefill, decode, link, slo, n, max_replicas, seed, router, first_token)
     return PoolSearch(best, tuple(tried), len(tried), "simulate")
