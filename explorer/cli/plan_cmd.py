@@ -25,6 +25,7 @@ from ..core.units import UnitError, format_si, parse_quantity, parse_si
 from ..report.sensitivity_section import break_even_table, sensitivity_table
 from .analyze_cmd import add_workload_args, workload_from_args
 from .common import CliError, parse_pairs, print_json, text_table
+from .serving_args import add_system_serving_args, refuse_system_serving_args
 from .serving_args import add_workload_args as add_serving_args
 from .tensor_args import formats_from_args
 
@@ -40,6 +41,7 @@ def add_parser(sub) -> None:
                         "layouts, the fewest devices that meet the target and the latency limit")
     add_requirement_args(p, target_required=False)
     add_serving_args(p, rate_default=None)
+    add_system_serving_args(p)
     p.add_argument("--search-batch", nargs="?", type=int, const=DEFAULT_CAP, default=None, metavar="CAP",
                    help="instead of --batch, run each device at the power of two up to CAP (default "
                         f"{DEFAULT_CAP}) that meets --latency at the lowest cost, and say why; with --system, "
@@ -168,6 +170,7 @@ def run(args) -> int:
         from .plan_serving import run_plan_serving
 
         return run_plan_serving(args)
+    refuse_system_serving_args(args)
     if args.target is None:
         raise CliError("--target: give --target RATE (throughput) or --rate with service levels (serving)")
     if args.system:

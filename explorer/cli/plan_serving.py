@@ -10,6 +10,7 @@ devices and systems are ranked together."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from ..core.analysis.time_source import heading
 from ..core.parallel.system_pass import Options
@@ -23,6 +24,7 @@ from .common import CliError, parse_pairs, print_json, text_table
 from .resolve import load_model_arg, resolve_devices
 from .serve_cmd import _workload_json
 from .serving_args import _slo, _workload, check_engine, policy_from_args
+from .system_cmd import options_json
 from .tensor_args import formats_from_args
 
 #: options of the throughput plan that have no meaning when planning by serving (the service levels replace them)
@@ -91,6 +93,7 @@ def run_plan_serving(args) -> int:
     model, _ = load_model_arg(args.model)
     devices = resolve_devices(args.device, getattr(args, "db", None)) if args.device else []
     systems = _systems(args)
+    options = _options(args)
     ids = {d.id for d in devices} | {d.id for _, d in systems}
     for option, given in (("--quote", quotes), ("--rent", rents)):
         unknown = sorted(set(given) - ids)
@@ -113,7 +116,7 @@ def run_plan_serving(args) -> int:
                            electricity, args.pue) if sized else ()
         layouts = [(sy, d, size_system(model, sy, d, workload, slo, quotes=quotes, years=args.years,
                                        usd_per_kwh=electricity, pue=args.pue, usd_per_s=rents.get(d.id),
-                                       options=Options(time_model=time_model), **common))
+                                       options=replace(options, time_model=time_model), **common))
                    for sy, d in systems]
     except (ValueError, WorkloadError) as exc:
         msg = str(exc)
@@ -144,6 +147,7 @@ def run_plan_serving(args) -> int:
             "assumptions": {"years": args.years, "electricity_usd_per_kwh": electricity, "pue": args.pue,
                             "memory_utilization": args.memory_utilization, "max_batch": args.max_batch},
             "rank_by": args.rank, "devices": ranked,
+            "system_options": dict(options_json(options), nodes=args.nodes) if systems else None,
             "notes": {"system_replica": "with --system a replica is one layout of tp x pp devices; every tensor-"
                                         "parallel layout is sized and the cheapest kept (docs/serving.md)"}}
     if args.json:
@@ -159,9 +163,20 @@ def _systems(args) -> list:
         return []
     from .system_cmd import resolve_system
 
-    systems = [resolve_system(spec, 1, getattr(args, "db", None)) for spec in dict.fromkeys(args.system)]
+    systems = [resolve_system(spec, args.nodes, getattr(args, "db", None)) for spec in dict.fromkeys(args.system)]
     devs = {d.id: d for d in resolve_devices(sorted({s.device_id for s in systems}), getattr(args, "db", None))}
     return [(s, devs[s.device_id]) for s in systems]
+
+
+def _options(args):
+    """The system pass's options of ``--overlap`` ... (their defaults without --system; given without one: one
+    CliError naming the option)."""
+    from .serving_args import refuse_system_serving_args
+    from .system_cmd import options_from_args
+
+    if not args.system:
+        refuse_system_serving_args(args)
+    return options_from_args(args)
 
 
 def _system_row(system, device, sized_system, workload: Workload, seconds: float, slo: SLO) -> dict:
@@ -227,6 +242,12 @@ def print_plan_serving(data: dict) -> None:
              _f(r["rent_usd"], ",.0f"), _f(r["cost_per_million_usd"], ".3g"), _f(r["rented_per_million_usd"], ".3g"),
              r["time_source"] or "\u2014"]
             for r in data["devices"]]
+    o = data.get("system_options")
+    if o:
+        print(f"systems: {o['nodes']} node{'s' * (o['nodes'] > 1)} each, communication "
+              f"{'overlapped with compute' if o['overlap'] else 'exposed'}, all-reduce {o['collective']}, "
+              f"collectives in {o['collective_format']} format, skew {o['skew']:g}"
+              + (", offload to host" if o["offload"] else ""))
     print(text_table(["rank", "device or system", "replica", "rate/replica [req/s]", "replicas", "devices",
                       "capital [USD]", "TCO [USD]", "rent [USD]", "owned [USD/M out tok]", "rented [USD/M out tok]",
                       "times"], rows))

@@ -53,6 +53,31 @@ def add_workload_args(p, rate_default: str | None = "1/s", rate_help: str | None
                    "uses (vLLM gpu_memory_utilization; 0.9)")
 
 
+def add_system_serving_args(p) -> None:
+    """``plan --rate --system``'s system options, named as ``analyze --system`` names them: the nodes of a cluster and
+    the system pass's options (overlap, offload, collective algorithm and format, skew)."""
+    from .system_cmd import add_pass_options
+
+    g = p.add_argument_group("system layouts serving (plan --rate --system)")
+    g.add_argument("--nodes", type=int, default=1, help="each --system as a cluster of N such systems over its own "
+                   "scale-out network (default 1)")
+    add_pass_options(g)
+
+
+#: the options of :func:`add_system_serving_args` and their defaults
+SYSTEM_SERVING_DEFAULTS = (("nodes", 1), ("overlap", False), ("offload", False), ("collective", "auto"),
+                           ("collective_format", "engine"), ("skew", 0.0))
+
+
+def refuse_system_serving_args(args) -> None:
+    """The throughput plan times systems with the default options: a system option given without --rate is one
+    CliError naming it."""
+    for name, default in SYSTEM_SERVING_DEFAULTS:
+        if getattr(args, name, default) != default:
+            raise CliError(f"--{name.replace('_', '-')}: applies only to plan --rate with --system (systems "
+                           "serving); the throughput plan sizes systems with the default system-pass options")
+
+
 def _slo_help(metric: str, pct: str) -> str:
     what = {"ttft": "time to first token", "tpot": "time per output token", "e2e": "end-to-end latency"}[metric]
     return f"{what} at {pct.upper()}"

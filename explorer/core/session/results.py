@@ -11,7 +11,7 @@ requirement re-plans only. Qt-free.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import fields
+from dataclasses import fields, replace
 from typing import Any
 
 from explorer.core.analysis.cost import compute_cost
@@ -46,7 +46,12 @@ from explorer.core.serving.serve import (
     device_setups_ready,
 )
 from explorer.core.serving.surfaces import require_token_model
-from explorer.core.serving.system_serving import serve_systems, serve_systems_ready
+from explorer.core.serving.system_serving import (
+    serve_systems,
+    serve_systems_ready,
+    serving_hardware,
+    serving_options,
+)
 
 from .serving_choice import SURFACE_FIELDS, ServingChoice
 from .state import Assumptions, State
@@ -85,9 +90,11 @@ DEPENDS: dict[str, tuple[str, ...]] = {
     # per device: the fewest replicas meeting the serving part's service levels at its rate, and their cost
     "serving_fleet": ("serving_setups", *(f"serving.{f.name}" for f in fields(ServingChoice)), "requirements.price",
                       "assumptions.years", "assumptions.electricity_usd_per_kwh", "assumptions.pue"),
-    # per chosen system (one node each): every serving layout sized as `plan --rate --system`, the cheapest kept, and
-    # its replica's load curve (explorer/core/serving/system_serving.py)
-    "serving_systems": ("model", "hardware", "assumptions.precision", "assumptions.weights",
+    # per chosen system (as clusters of the Systems panel's nodes, under its communication options): every serving
+    # layout sized as `plan --rate --system`, the cheapest kept, and its replica's load curve
+    # (explorer/core/serving/system_serving.py)
+    "serving_systems": ("model", "hardware", "system.nodes", "system.overlap", "system.offload", "system.collective",
+                        "system.skew", "assumptions.precision", "assumptions.weights",
                         "assumptions.activations", "assumptions.kv_cache",
                         *(f"serving.{f.name}" for f in fields(ServingChoice)), "requirements.price",
                         "assumptions.years", "assumptions.electricity_usd_per_kwh", "assumptions.pue",
@@ -405,16 +412,18 @@ class Results:
 
     @property
     def serving_systems(self) -> tuple:
-        """Per system chosen in ``State.system`` (one node each, as ``plan --rate --system``): its serving layouts
-        sized for the serving part at the planner's quotes, the cheapest chosen, and one replica of it serving the
+        """Per system chosen in ``State.system`` (as clusters of its ``nodes``, under its overlap, collective, skew
+        and offload; as ``plan --rate --system`` with those options): its serving layouts sized for the serving part
+        at the planner's quotes, the cheapest chosen, and one replica of it serving the
         workload (:class:`explorer.core.serving.system_serving.SystemServing`); empty without systems."""
         return self._get("serving_systems", lambda: self._serving_systems(serve_systems))
 
     def _serving_systems(self, call):
-        s, a = self.serving_choice, self.state.assumptions
-        return call(self.state.model, self.hardware, s.workload, s.slo, s.policy, a.precision, a.tensor_formats,
+        s, a, choice = self.serving_choice, self.state.assumptions, self.state.system
+        hardware = serving_hardware(self.hardware, choice.nodes)
+        return call(self.state.model, hardware, s.workload, s.slo, s.policy, a.precision, a.tensor_formats,
                     s.memory_utilization, s.block_size, self.state.requirements.price, a.years,
-                    a.electricity_usd_per_kwh, a.pue, options=Options(time_model=a.time_model))
+                    a.electricity_usd_per_kwh, a.pue, options=replace(serving_options(choice), time_model=a.time_model))
 
     def serving_for(self, workload, slo, policy=None, device_index: int = 0) -> ServingAnswer | None:
         """The analytic serving answer for a workload, service levels and policy given as arguments (outside the

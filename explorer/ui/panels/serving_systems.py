@@ -1,8 +1,9 @@
 """The Serving panel's systems: beside each checked device, each system chosen in the Systems panel
-(``workspace.results.serving_systems``, one node each) serves the workload with one replica of its chosen serving
-layout, the planner's (``hwexplorer plan --rate ... --system S``: the cheapest owned USD per million output tokens
-of every layout searched, then the fewest devices). A system's curve is that replica's: tp x pp devices, its
-throughput per device divided over them. Here: the rows' names and the panel's notes."""
+(``workspace.results.serving_systems``, as clusters of its nodes, under its communication options) serves the
+workload with one replica of its chosen serving layout, the planner's (``hwexplorer plan --rate ... --system S``: the
+cheapest owned USD per million output tokens of every layout searched, then the fewest devices). A system's curve is
+that replica's: tp x pp devices, its throughput per device divided over them. Here: the rows' names and the panel's
+notes."""
 
 from __future__ import annotations
 

@@ -20,7 +20,8 @@ def inputs_token(results, name: str = "serving") -> tuple:
     if name in ("serving_fleet", "serving_systems"):
         token += (st.requirements.price, a.years, a.electricity_usd_per_kwh, a.pue)
     if name == "serving_systems":
-        token += (results.hardware,)
+        c = st.system  # the Systems panel's nodes and communication options: an edit of one re-sizes
+        token += (results.hardware, c.nodes, c.overlap, c.offload, c.collective, c.skew)
     return token
 
 

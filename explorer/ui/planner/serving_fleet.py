@@ -27,7 +27,8 @@ from ..panels.systems_controls import short_name
 HEADERS = ("device or system", "replica\n(devices)", "rate per replica\nat the service levels (req/s)", "replicas",
            "devices", "price per device\n(USD)", "capital\n(USD)", "TCO over the horizon\n(USD)",
            "owned\n(USD/M tokens)", "rented\n(USD/M tokens)", "note")
-TIPS = ("The device (one replica per device), or the system chosen in the Systems panel (one node)",
+TIPS = ("The device (one replica per device), or the system chosen in the Systems panel (its nodes, its "
+        "communication options)",
         ("What one replica is: one device, or the system's chosen serving layout of tp x pp devices (the cheapest "
          "owned USD per million output tokens of those searched, then the fewest devices) [devices]"),
         "The highest arrival rate one replica serves meeting every service level [requests/s] (analytic estimate)",
