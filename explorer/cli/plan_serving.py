@@ -13,7 +13,6 @@ import math
 from dataclasses import replace
 
 from ..core.analysis.time_source import heading
-from ..core.parallel.system_pass import Options
 from ..core.serving.analytic import estimate
 from ..core.serving.fleet import SECONDS_PER_YEAR, size_fleet
 from ..core.serving.serve import device_setup
