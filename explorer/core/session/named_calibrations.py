@@ -1,14 +1,20 @@
-"""Named calibrations saved with the project (issue 21): several fitted calibrations of one device, each with its
+"""Named calibrations of a device (issue 21): several fitted calibrations of one device, each with its
 provenance, and the one the calibrated time model uses.
 
 A :class:`NamedCalibration` is a device's whole calibration (``DeviceCalibration``: matrix curves per precision and
 the vector curve) fitted to one measurement file (a kernel CSV, a PyTorch profiler trace or an Nsight Compute CSV,
 read by the importers of ``hwexplorer calibrate kernels``), under a name the user chose ("H100 cluster A,
 2026-11"), with its source key ``fit-<name>`` (the key the CLI's ``--save --name`` uses). :class:`Calibrations`
-holds them by device id, and which one is in use; a device without a choice uses its catalog calibration (the
-shipped one, or what ``calibrate kernels --save`` stored). The workspace applies the choice to the catalog's device
-on every read (:func:`apply_calibration`), so the choice and the curves travel with the project file
-(``calibrations``, format 8, ``docs/project-file.md``). Pure, Qt-free.
+holds the project's choice per device (by name, ``in_use``) and any calibrations the project carries itself
+(``named``); a device without a choice uses its catalog calibration (the shipped one, or what ``calibrate kernels
+--save`` stored).
+
+Since project format 9 the named calibrations live in the catalog database beside their device (a
+:class:`CalibrationStore`, ``explorer/store/calibration_repository.py``; exported and imported with the device),
+and a project names the one it uses: ``in_use`` may name a catalog calibration. A format-8 project still carries
+its calibrations whole (``named``); they keep working, and win over a catalog calibration of the same name
+(:meth:`Calibrations.resolve`). The workspace applies the choice to the catalog's device on every read
+(:func:`apply_calibration`). Pure, Qt-free.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path
 from types import MappingProxyType
+from typing import Protocol
 
 from explorer.core.calibration.model import DeviceCalibration, Fit
 from explorer.core.hardware.calibration_file import calibration_to_dict, read_calibration
@@ -151,9 +158,9 @@ class Calibrations:
                     raise ValueError(f"calibrations.{dev}.named[{i}].name: '{c.name}' is the name of another "
                                      "calibration of this device")
                 seen.add(c.key)
-        for dev, name in self.in_use.items():
-            if self.find(dev, name) is None:
-                raise ValueError(f"calibrations.{dev}.in_use: no calibration named {name!r} of this device")
+        for dev, name in self.in_use.items():  # a name the project does not carry names a catalog calibration
+            if not isinstance(name, str) or not slug(name):
+                raise ValueError(f"calibrations.{dev}.in_use: expected a calibration's name, got {name!r}")
         return self
 
     def of(self, device_id: str) -> tuple[NamedCalibration, ...]:
@@ -163,18 +170,40 @@ class Calibrations:
         return next((c for c in self.of(device_id) if c.key == source_key(name)), None)
 
     def used(self, device_id: str) -> NamedCalibration | None:
-        """The calibration the calibrated model uses on ``device_id``; None: the catalog's."""
-        name = self.in_use.get(device_id)
-        return None if name is None else self.find(device_id, name)
+        """The calibration the project carries and uses on ``device_id``; None: none of its own (see
+        :meth:`resolve` for a choice of the catalog's named calibrations)."""
+        return self.resolve(device_id)
 
-    def choose(self, device_id: str, name: str | None) -> Calibrations:
-        """Use the calibration named ``name`` on ``device_id`` (None: the catalog's)."""
-        if name is not None and self.find(device_id, name) is None:
+    def resolve(self, device_id: str, catalog: tuple[NamedCalibration, ...] = ()) -> NamedCalibration | None:
+        """The calibration the calibrated model uses on ``device_id``: the one named ``in_use``, the project's own
+        first, else the catalog's named calibration of that name (``catalog``); None: the catalog's calibration."""
+        name = self.in_use.get(device_id)
+        if name is None:
+            return None
+        return self.find(device_id, name) or next((c for c in catalog if c.key == source_key(name)), None)
+
+    def missing(self, device_id: str, catalog: tuple[NamedCalibration, ...] = ()) -> str | None:
+        """The name in use on ``device_id`` that neither the project nor ``catalog`` holds (a project opened on
+        another catalog): the catalog's calibration is used instead."""
+        name = self.in_use.get(device_id)
+        return name if name is not None and self.resolve(device_id, catalog) is None else None
+
+    def choose(self, device_id: str, name: str | None, catalog: tuple[NamedCalibration, ...] = ()) -> Calibrations:
+        """Use the calibration named ``name`` on ``device_id`` (None: the catalog's), one the project carries or
+        one of ``catalog`` (the device's named calibrations in the catalog database)."""
+        found = None if name is None else (self.find(device_id, name) or
+                                           next((c for c in catalog if c.key == source_key(name)), None))
+        if name is not None and found is None:
             raise ValueError(f"calibration: no calibration named {name!r} of {device_id}")
         in_use = {k: v for k, v in self.in_use.items() if k != device_id}
-        if name is not None:
-            in_use[device_id] = self.find(device_id, name).name
+        if found is not None:
+            in_use[device_id] = found.name
         return Calibrations(self.named, in_use)
+
+    def without(self, device_id: str, name: str) -> Calibrations:
+        """The project's own calibration named ``name`` dropped, the choice kept (it may name a catalog one)."""
+        kept = tuple(c for c in self.of(device_id) if c.key != source_key(name))
+        return Calibrations({**self.named, device_id: kept}, self.in_use)
 
     def add(self, device_id: str, cal: NamedCalibration, use: bool = True) -> Calibrations:
         """Add ``cal`` (one of the same name is replaced) and, with ``use``, put it in use."""
@@ -212,12 +241,42 @@ class Calibrations:
         return cls(named, in_use).checked()
 
 
+class CalibrationStore(Protocol):
+    """Where the named calibrations of devices are kept (the catalog database: ``CatalogRepository``)."""
+
+    def calibrations(self, device_id: str) -> tuple[NamedCalibration, ...]: ...
+
+    def save_calibration(self, device_id: str, cal: NamedCalibration) -> NamedCalibration | None: ...
+
+    def delete_calibration(self, device_id: str, name: str) -> NamedCalibration | None: ...
+
+
+@dataclass(frozen=True)
+class StoreEdit:
+    """One write of a command to the calibration store, with what undoes it: ``save`` (``previous``: the calibration
+    of the same name it replaced, None if new) or ``delete``."""
+
+    action: str  # save | delete
+    device_id: str
+    calibration: NamedCalibration
+    previous: NamedCalibration | None = None
+
+    def run(self, store: CalibrationStore, forward: bool = True) -> None:
+        cal = self.calibration
+        if (self.action == "save") == forward:
+            store.save_calibration(self.device_id, cal)
+        elif self.action == "save" and self.previous is not None:  # undo a replacing save
+            store.save_calibration(self.device_id, self.previous)
+        else:
+            store.delete_calibration(self.device_id, cal.name)
+
+
 def apply_calibration(device: Device, cal: NamedCalibration | None) -> Device:
     """``device`` with ``cal``'s curves as its calibration, citing ``fit-<name>`` (``device`` itself for None)."""
     if cal is None:
         return device
     source = Source(cal.key, f"calibration '{cal.name}' fitted to {cal.measurements} kernels of {cal.file} "
-                             f"({cal.format}), saved with the project", cal.file, cal.date)
+                             f"({cal.format}), at {cal.precision}", cal.file, cal.date)
     return replace(device, calibration=cal.calibration, sources={**device.sources, cal.key: source})
 
 

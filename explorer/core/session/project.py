@@ -25,7 +25,7 @@ from .serving_choice import ServingChoice
 from .state import Assumptions, State, SystemChoice
 from .training_choice import TrainingChoice
 
-FORMAT = 8
+FORMAT = 9
 KIND = "hwexplorer-project"
 SUFFIX = ".hwproj"  # the project file's suffix
 
@@ -85,9 +85,19 @@ def _add_calibrations(data: dict, fmt: int) -> dict:
     return {**data, "format": fmt, "calibrations": {}}
 
 
+def _calibrations_by_name(data: dict, fmt: int) -> dict:
+    """Format ``fmt`` keeps the named calibrations in the catalog database (beside their device, exported and
+    imported with it) and the project names the one it uses (``calibrations.<device>.in_use``, which may now name a
+    catalog calibration). A format-8 file carried its calibrations whole (``named``): they stay the project's own,
+    read as before, and win over a catalog calibration of the same name, so the file opens with the same numbers.
+    (Its own function, so that the number it lands at can change.)"""
+    return {**data, "format": fmt, "calibrations": data.get("calibrations", {})}
+
+
 #: ``MIGRATIONS[n]`` turns a format-n mapping into a format n+1 one.
 MIGRATIONS = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5, 5: lambda data: _add_serving(data, 6),
-              6: lambda data: _add_device_overrides(data, 7), 7: lambda data: _add_calibrations(data, 8)}
+              6: lambda data: _add_device_overrides(data, 7), 7: lambda data: _add_calibrations(data, 8),
+              8: lambda data: _calibrations_by_name(data, 9)}
 
 
 def _assumptions_to_dict(a: Assumptions) -> dict:

@@ -31,7 +31,8 @@ from .commands import (
     SetDeviceOverrides,
 )
 from .device_overrides import apply_overrides, overrides_between
-from .named_calibrations import Calibrations, NamedCalibration, apply_calibration
+from .named_calibrations import Calibrations, CalibrationStore, NamedCalibration, StoreEdit, apply_calibration
+from .named_calibrations import source_key as cal_key
 from .results import Results
 from .serving_choice import ServingChoice
 from .state import PARTS, PHASES, Assumptions, State, SystemChoice
@@ -69,10 +70,14 @@ class Workspace:
     systems_reloaded = Signal()  # the catalog's systems changed (added, edited, deleted, imported)
 
     def __init__(self, model: Model | None = None, lookup: DeviceLookup | None = None,
-                 assumptions: Assumptions | None = None, systems: SystemLookup | None = None):
+                 assumptions: Assumptions | None = None, systems: SystemLookup | None = None,
+                 calibration_store: CalibrationStore | None = None):
         self._state = State(model=model or State().model, assumptions=(assumptions or Assumptions()).checked())
         self._lookup = lookup or (lambda ids: ())
         self._system_lookup = systems or shipped_systems
+        # the catalog database's named calibrations (None: the project keeps its own, as format 8 did)
+        self._store = calibration_store
+        self._catalog_named: dict[str, tuple[NamedCalibration, ...]] = {}
         self._hardware: tuple[tuple, tuple] = ((), ())  # (key, resolved systems) of the last resolution
         self._devices: dict[str, Device] = {}
         # per device id: (catalog device, its overrides, the device with them applied), so that an unchanged
@@ -122,7 +127,7 @@ class Workspace:
 
     def _overridden(self, device: Device) -> Device:
         values = self._state.device_overrides.get(device.id)
-        named = self._state.calibrations.used(device.id)
+        named = self.used_calibration(device.id)
         if not values and named is None:
             return device
         base, was, applied = self._applied.get(device.id, (None, None, None))
@@ -145,25 +150,81 @@ class Workspace:
         device = self._devices.get(device_id)
         return None if device is None else apply_overrides(device, self._state.device_overrides.get(device_id))
 
+    @property
+    def calibration_store(self) -> CalibrationStore | None:
+        """Where imported named calibrations go (the catalog database); None: into the project."""
+        return self._store
+
+    def catalog_calibrations(self, device_id: str) -> tuple[NamedCalibration, ...]:
+        """The named calibrations the catalog database holds for ``device_id`` (none without a store)."""
+        if self._store is None or not device_id:
+            return ()
+        if device_id not in self._catalog_named:
+            self._catalog_named[device_id] = tuple(self._store.calibrations(device_id))
+        return self._catalog_named[device_id]
+
+    def calibration_choices(self, device_id: str) -> tuple[tuple[NamedCalibration, str], ...]:
+        """Every named calibration the chooser offers for ``device_id``, with where it is kept: ``catalog`` (the
+        database) or ``project`` (carried by a format-8 project); a project's own shadows a catalog one's name."""
+        own = self._state.calibrations.of(device_id)
+        keys = {c.key for c in own}
+        return (*((c, "catalog") for c in self.catalog_calibrations(device_id) if c.key not in keys),
+                *((c, "project") for c in own))
+
+    def used_calibration(self, device_id: str) -> NamedCalibration | None:
+        """The named calibration the calibrated model uses on ``device_id`` (None: the device's catalog one)."""
+        cals = self._state.calibrations
+        if device_id not in cals.in_use:
+            return None
+        return cals.resolve(device_id, self.catalog_calibrations(device_id))
+
+    def missing_calibration(self, device_id: str) -> str | None:
+        """The name the project uses on ``device_id`` that neither it nor the catalog holds."""
+        return self._state.calibrations.missing(device_id, self.catalog_calibrations(device_id))
+
     def add_calibration(self, device_id: str, cal: NamedCalibration) -> None:
-        """Keep ``cal`` (imported) as a calibration of ``device_id`` and use it: one undoable step."""
-        self.execute(SetCalibrations(self._state.calibrations.add(device_id, cal),
-                                     text=f"import calibration '{cal.name}'"))
+        """Keep ``cal`` (imported) as a calibration of ``device_id`` and use it: one undoable step. With a store,
+        it goes to the catalog database (undo deletes it, or gives back the one of that name it replaced)."""
+        cals = self._state.calibrations
+        if self._store is None:
+            self.execute(SetCalibrations(cals.add(device_id, cal), text=f"import calibration '{cal.name}'"))
+            return
+        cal.checked()
+        previous = next((c for c in self.catalog_calibrations(device_id) if c.key == cal.key), None)
+        after = cals.without(device_id, cal.name).choose(device_id, cal.name, (cal,))
+        self.execute(SetCalibrations(after, text=f"import calibration '{cal.name}'",
+                                     store=(StoreEdit("save", device_id, cal, previous),)))
 
     def remove_calibration(self, device_id: str, name: str) -> None:
-        """Drop the calibration named ``name`` of ``device_id`` (the catalog's is used if it was in use): one
-        undoable step."""
-        if self._state.calibrations.find(device_id, name) is not None:
-            self.execute(SetCalibrations(self._state.calibrations.remove(device_id, name),
-                                         text=f"remove calibration '{name}'"))
+        """Drop the calibration named ``name`` of ``device_id`` (the project's own, else the catalog's; the
+        catalog's calibration is used if it was in use): one undoable step."""
+        cals = self._state.calibrations
+        if cals.find(device_id, name) is not None:
+            self.execute(SetCalibrations(cals.remove(device_id, name), text=f"remove calibration '{name}'"))
+            return
+        found = next((c for c in self.catalog_calibrations(device_id) if c.key == cal_key(name)), None)
+        if found is not None:
+            self.execute(SetCalibrations(cals.remove(device_id, name), text=f"remove calibration '{name}'",
+                                         store=(StoreEdit("delete", device_id, found),)))
 
     def choose_calibration(self, device_id: str, name: str | None) -> None:
         """Use the calibration named ``name`` on ``device_id`` (None: the catalog's): one undoable step."""
         cals = self._state.calibrations
-        if (cals.used(device_id).name if cals.used(device_id) else None) == name:
+        used = self.used_calibration(device_id)
+        if (used.name if used else None) == name and (name is not None or device_id not in cals.in_use):
             return
-        self.execute(SetCalibrations(cals.choose(device_id, name),
+        self.execute(SetCalibrations(cals.choose(device_id, name, self.catalog_calibrations(device_id)),
                                      text=f"use calibration '{name}'" if name else "use the catalog's calibration"))
+
+    def _store_edits(self, command: Command, forward: bool) -> None:
+        """Run the catalog writes of ``command`` (their inverse, last first, on undo)."""
+        edits = getattr(command, "store", ())
+        if not edits or self._store is None:
+            return
+        for edit in edits if forward else reversed(edits):
+            edit.run(self._store, forward)
+            self._catalog_named.pop(edit.device_id, None)
+        self._hardware = ((None,), ())
 
     @property
     def device_overrides(self):
@@ -233,17 +294,20 @@ class Workspace:
         """Apply ``command`` (a ValueError leaves everything as it was) and record it for undo."""
         before = self._state
         after = command.apply(before)
+        self._store_edits(command, forward=True)
         self.stack.push(command, before, after)
         self._swap(after, command.changes)
 
     def undo(self) -> None:
         step = self.stack.undo()
         if step is not None:
+            self._store_edits(step.command, forward=False)
             self._swap(step.before, step.command.changes)
 
     def redo(self) -> None:
         step = self.stack.redo()
         if step is not None:
+            self._store_edits(step.command, forward=True)
             self._swap(step.after, step.command.changes)
 
     def select_devices(self, ids: Sequence[str]) -> None:
