@@ -20,7 +20,6 @@ its calibrations whole (``named``); they keep working, and win over a catalog ca
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import date
@@ -34,17 +33,10 @@ from explorer.core.hardware.cited_reader import Reader
 from explorer.core.hardware.device import Device, Source
 from explorer.core.precision import BYTES_PER_ELEMENT, PRECISIONS
 
+from .link_calibrations import LinkCalibrations, slug, source_key
+
 FORMATS = ("csv", "torch", "nsight")  # the measurement files a calibration is imported from
 KINDS = ("matrix", "vector")
-
-
-def slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
-
-
-def source_key(name: str) -> str:
-    """``fit-<name>``: the key a calibration named ``name`` cites (as ``calibrate kernels --save --name``)."""
-    return "fit-" + slug(name)
 
 
 @dataclass(frozen=True)
@@ -137,10 +129,13 @@ def canonical(cal: DeviceCalibration) -> DeviceCalibration:
 
 @dataclass(frozen=True)
 class Calibrations:
-    """The project's named calibrations by device id, and the name in use per device (absent: the catalog's)."""
+    """The project's named calibrations by device id, and the name in use per device (absent: the catalog's);
+    ``links``: the named link fits of the project's systems and the one in use per level (:mod:`.link_calibrations`,
+    saved as the project's ``link_calibrations``)."""
 
     named: Mapping[str, tuple[NamedCalibration, ...]] = field(default_factory=dict)
     in_use: Mapping[str, str] = field(default_factory=dict)
+    links: LinkCalibrations = field(default_factory=LinkCalibrations)
 
     def __post_init__(self):
         named = {dev: tuple(cals) for dev, cals in sorted(self.named.items()) if cals}
@@ -161,6 +156,7 @@ class Calibrations:
         for dev, name in self.in_use.items():  # a name the project does not carry names a catalog calibration
             if not isinstance(name, str) or not slug(name):
                 raise ValueError(f"calibrations.{dev}.in_use: expected a calibration's name, got {name!r}")
+        self.links.checked()
         return self
 
     def of(self, device_id: str) -> tuple[NamedCalibration, ...]:
@@ -198,24 +194,24 @@ class Calibrations:
         in_use = {k: v for k, v in self.in_use.items() if k != device_id}
         if found is not None:
             in_use[device_id] = found.name
-        return Calibrations(self.named, in_use)
+        return replace(self, in_use=in_use)
 
     def without(self, device_id: str, name: str) -> Calibrations:
         """The project's own calibration named ``name`` dropped, the choice kept (it may name a catalog one)."""
         kept = tuple(c for c in self.of(device_id) if c.key != source_key(name))
-        return Calibrations({**self.named, device_id: kept}, self.in_use)
+        return replace(self, named={**self.named, device_id: kept})
 
     def add(self, device_id: str, cal: NamedCalibration, use: bool = True) -> Calibrations:
         """Add ``cal`` (one of the same name is replaced) and, with ``use``, put it in use."""
         cal.checked()
         kept = tuple(c for c in self.of(device_id) if c.key != cal.key)
-        out = Calibrations({**self.named, device_id: (*kept, cal)}, self.in_use)
+        out = replace(self, named={**self.named, device_id: (*kept, cal)})
         return out.choose(device_id, cal.name) if use else out
 
     def remove(self, device_id: str, name: str) -> Calibrations:
         kept = tuple(c for c in self.of(device_id) if c.key != source_key(name))
         in_use = {k: v for k, v in self.in_use.items() if not (k == device_id and source_key(v) == source_key(name))}
-        return Calibrations({**self.named, device_id: kept}, in_use)
+        return replace(self, named={**self.named, device_id: kept}, in_use=in_use)
 
     def to_dict(self) -> dict:
         devices = sorted(set(self.named) | set(self.in_use))

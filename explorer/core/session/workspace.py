@@ -27,16 +27,15 @@ from .commands import (
     CommandStack,
     SelectDevices,
     SetAssumptions,
-    SetCalibrations,
     SetDeviceOverrides,
 )
 from .device_overrides import apply_overrides, overrides_between
-from .named_calibrations import Calibrations, CalibrationStore, NamedCalibration, StoreEdit, apply_calibration
-from .named_calibrations import source_key as cal_key
+from .named_calibrations import Calibrations, CalibrationStore, NamedCalibration, apply_calibration
 from .results import Results
 from .serving_choice import ServingChoice
 from .state import PARTS, PHASES, Assumptions, State, SystemChoice
 from .training_choice import TrainingChoice
+from .workspace_calibrations import CalibrationEdits
 
 __all__ = ["PHASES", "Assumptions", "DeviceLookup", "State", "SystemLookup", "Workspace"]
 
@@ -59,8 +58,9 @@ def _shipped() -> tuple[System, ...]:
     return load_shipped_systems()
 
 
-class Workspace:
-    """The current state, an undo stack, and the results of the state."""
+class Workspace(CalibrationEdits):
+    """The current state, an undo stack, and the results of the state (named kernel and link calibrations:
+    :class:`~.workspace_calibrations.CalibrationEdits`)."""
 
     changed = Signal(object)  # frozenset of change names, after any command, undo or redo
     analysis_updated = Signal(object)  # the new ModelAnalysis (or None when nothing can be analyzed)
@@ -135,96 +135,6 @@ class Workspace:
             applied = apply_calibration(apply_overrides(device, values), named)
             self._applied[device.id] = (device, (values, named), applied)
         return applied
-
-    # -- named calibrations (.named_calibrations): each a one-step undoable edit
-    @property
-    def calibrations(self) -> Calibrations:
-        return self._state.calibrations
-
-    def catalog_device(self, device_id: str) -> Device | None:
-        """The catalog's device (project overrides applied, no named calibration): what a calibration is fitted
-        against and what the catalog's own choice means."""
-        if device_id not in self._devices:
-            for d in self._lookup([device_id]):
-                self._devices[d.id] = d
-        device = self._devices.get(device_id)
-        return None if device is None else apply_overrides(device, self._state.device_overrides.get(device_id))
-
-    @property
-    def calibration_store(self) -> CalibrationStore | None:
-        """Where imported named calibrations go (the catalog database); None: into the project."""
-        return self._store
-
-    def catalog_calibrations(self, device_id: str) -> tuple[NamedCalibration, ...]:
-        """The named calibrations the catalog database holds for ``device_id`` (none without a store)."""
-        if self._store is None or not device_id:
-            return ()
-        if device_id not in self._catalog_named:
-            self._catalog_named[device_id] = tuple(self._store.calibrations(device_id))
-        return self._catalog_named[device_id]
-
-    def calibration_choices(self, device_id: str) -> tuple[tuple[NamedCalibration, str], ...]:
-        """Every named calibration the chooser offers for ``device_id``, with where it is kept: ``catalog`` (the
-        database) or ``project`` (carried by a format-8 project); a project's own shadows a catalog one's name."""
-        own = self._state.calibrations.of(device_id)
-        keys = {c.key for c in own}
-        return (*((c, "catalog") for c in self.catalog_calibrations(device_id) if c.key not in keys),
-                *((c, "project") for c in own))
-
-    def used_calibration(self, device_id: str) -> NamedCalibration | None:
-        """The named calibration the calibrated model uses on ``device_id`` (None: the device's catalog one)."""
-        cals = self._state.calibrations
-        if device_id not in cals.in_use:
-            return None
-        return cals.resolve(device_id, self.catalog_calibrations(device_id))
-
-    def missing_calibration(self, device_id: str) -> str | None:
-        """The name the project uses on ``device_id`` that neither it nor the catalog holds."""
-        return self._state.calibrations.missing(device_id, self.catalog_calibrations(device_id))
-
-    def add_calibration(self, device_id: str, cal: NamedCalibration) -> None:
-        """Keep ``cal`` (imported) as a calibration of ``device_id`` and use it: one undoable step. With a store,
-        it goes to the catalog database (undo deletes it, or gives back the one of that name it replaced)."""
-        cals = self._state.calibrations
-        if self._store is None:
-            self.execute(SetCalibrations(cals.add(device_id, cal), text=f"import calibration '{cal.name}'"))
-            return
-        cal.checked()
-        previous = next((c for c in self.catalog_calibrations(device_id) if c.key == cal.key), None)
-        after = cals.without(device_id, cal.name).choose(device_id, cal.name, (cal,))
-        self.execute(SetCalibrations(after, text=f"import calibration '{cal.name}'",
-                                     store=(StoreEdit("save", device_id, cal, previous),)))
-
-    def remove_calibration(self, device_id: str, name: str) -> None:
-        """Drop the calibration named ``name`` of ``device_id`` (the project's own, else the catalog's; the
-        catalog's calibration is used if it was in use): one undoable step."""
-        cals = self._state.calibrations
-        if cals.find(device_id, name) is not None:
-            self.execute(SetCalibrations(cals.remove(device_id, name), text=f"remove calibration '{name}'"))
-            return
-        found = next((c for c in self.catalog_calibrations(device_id) if c.key == cal_key(name)), None)
-        if found is not None:
-            self.execute(SetCalibrations(cals.remove(device_id, name), text=f"remove calibration '{name}'",
-                                         store=(StoreEdit("delete", device_id, found),)))
-
-    def choose_calibration(self, device_id: str, name: str | None) -> None:
-        """Use the calibration named ``name`` on ``device_id`` (None: the catalog's): one undoable step."""
-        cals = self._state.calibrations
-        used = self.used_calibration(device_id)
-        if (used.name if used else None) == name and (name is not None or device_id not in cals.in_use):
-            return
-        self.execute(SetCalibrations(cals.choose(device_id, name, self.catalog_calibrations(device_id)),
-                                     text=f"use calibration '{name}'" if name else "use the catalog's calibration"))
-
-    def _store_edits(self, command: Command, forward: bool) -> None:
-        """Run the catalog writes of ``command`` (their inverse, last first, on undo)."""
-        edits = getattr(command, "store", ())
-        if not edits or self._store is None:
-            return
-        for edit in edits if forward else reversed(edits):
-            edit.run(self._store, forward)
-            self._catalog_named.pop(edit.device_id, None)
-        self._hardware = ((None,), ())
 
     @property
     def device_overrides(self):
@@ -365,7 +275,8 @@ class Workspace:
         again only when the ids change; ``results.systems`` makes them clusters of ``system.nodes``."""
         ids = self._state.system.system_ids
         if self._hardware[0] != ids:
-            systems = self._system_lookup(ids)
+            links = self._state.calibrations.links  # the project's named link fits in use (.link_calibrations)
+            systems = tuple(links.apply(s) for s in self._system_lookup(ids))
             devices = {d.id: self._overridden(d)
                        for d in self._lookup(tuple(dict.fromkeys(s.device_id for s in systems)))}
             self._hardware = (ids, tuple((s, devices[s.device_id]) for s in systems if s.device_id in devices))
