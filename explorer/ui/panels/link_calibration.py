@@ -96,7 +96,7 @@ class LinkCalibrationDialog(QDialog):
         self.plot.setLabel("bottom", "message size (B)")
         self.plot.setLabel("left", "bus bandwidth (GB/s)")
         self.plot.getAxis("left").enableAutoSIPrefix(False)
-        self.plot.addLegend(offset=(10, 10))
+        self.plot.addLegend(offset=(-10, -10))  # bottom right: below the plateau, right of the ramp
         self.measured = pg.PlotDataItem(pen=None, symbol="o", symbolSize=7, symbolPen=pg.mkPen("#1f77b4"),
                                         symbolBrush=pg.mkBrush("#1f77b4"), name="measured (nccl-tests busbw)")
         self.left_out = pg.PlotDataItem(pen=None, symbol="o", symbolSize=7, symbolPen=pg.mkPen("#1f77b4"),
@@ -170,6 +170,8 @@ class LinkCalibrationDialog(QDialog):
         if link is None:
             for item in (self.measured, self.left_out, self.fitted):
                 item.setData([], [])
+            if np.isfinite(stated):
+                self.plot.setYRange(0, stated / 1e9 * 1.15, padding=0)
             self.note.setText("No fit in use on this level: the calibrated model uses the system's stated figures"
                               + (f" ({domain.name}: {stated / 1e9:.1f} GB/s per direction)." if domain else ".")
                               + " Import an nccl-tests output to fit it.")
@@ -181,6 +183,9 @@ class LinkCalibrationDialog(QDialog):
         self.left_out.setData(size[~fitted], measured[~fitted] / 1e9)
         grid = np.geomspace(size.min(), size.max(), 200)
         self.fitted.setData(grid, link.curve(grid)[0] / 1e9)
+        top = max(float(measured.max()), float(stated) if np.isfinite(stated) else 0.0) / 1e9
+        self.plot.setYRange(0, top * 1.15, padding=0)  # the stated line and every point in view, room for the key
+        self.plot.setXRange(np.log10(size.min()), np.log10(size.max()), padding=0.03)
         share = f", {link.bandwidth_Bps / stated * 100:.0f} % of the stated {stated / 1e9:.1f} GB/s" \
             if np.isfinite(stated) and stated > 0 else ""
         self.note.setText(f"In use on {domain.name} ({self.level}): {link.describe()}{share}.")
