@@ -282,7 +282,13 @@ def run_kernels(args) -> int:
     if args.save:
         sources = {**device.sources, key: Source(key, f"kernel times fitted by 'hwexplorer calibrate kernels' from "
                                                      f"{path.name}", path.resolve().as_uri(), today)}
-        _save(replace(device, calibration=cal, sources=sources), getattr(args, "db", None))
+        named = None
+        if getattr(args, "name", None) is not None:  # also a named calibration of the device, for the app's chooser
+            from ..core.session.named_calibrations import NamedCalibration, canonical
+
+            named = NamedCalibration(args.name.strip(), canonical(cal), path.name, fmt, args.precision, today,
+                                     len(rows), {k: round(float(r.mape), 4) for k, r in results.items()})
+        _save(replace(device, calibration=cal, sources=sources), getattr(args, "db", None), named)
         out["saved"] = True
     if args.json:
         print_json(out)
@@ -291,13 +297,17 @@ def run_kernels(args) -> int:
     return 0
 
 
-def _save(device, db_url) -> None:
+def _save(device, db_url, named=None) -> None:
+    """Store the device's new calibration; with ``named`` (``--name``), also keep it as a named calibration of the
+    device (``named_calibrations``: the app's Fidelity chooser lists it, ``catalog export`` carries it)."""
     from ..store.engine import open_catalog
 
     try:
         with open_catalog(db_url) as repo:
             version = repo.record(device.id).version
             repo.update(device, version)
+            if named is not None:
+                repo.save_calibration(device.id, named)
     except ValueError as exc:
         raise CliError(f"--save: {exc}") from None
 
