@@ -195,5 +195,12 @@ def test_in_the_app_an_import_goes_to_the_catalog_and_travels_with_the_device(qt
         assert other.calibrations(dev) == (cal,)
     finally:
         other.close()
+    # a project naming a calibration this catalog does not hold: the catalog's is used, and the panel says so
+    named = ws.calibrations
+    repo.delete_calibration(dev, cal.name)
+    ws.reset(ws.model, ws.device_ids, ws.assumptions, calibrations=named)
+    panel.redraw(ws.analysis)
+    assert ws.used_calibration(dev) is None and "the project names 'cluster A, 2026-11', which this catalog does " \
+        "not hold" in panel.in_use.text()
     window.workspace.mark_clean()
     repo.engine.dispose()

@@ -164,6 +164,7 @@ class Workspace(CalibrationEdits):
         """Make devices known (e.g. after a catalog edit or for devices not in the catalog); re-analyzes."""
         for d in devices:
             self._devices[d.id] = d
+            self._catalog_named.pop(d.id, None)  # an import may have brought named calibrations with the device
         if {d.id for d in devices} & {device.id for _, device in self._hardware[1]}:
             self._hardware = ((None,), ())  # a chosen system's device was edited: resolve the systems again
         self._notify(frozenset({"devices"}))
@@ -307,6 +308,7 @@ class Workspace(CalibrationEdits):
                             training=training or TrainingChoice(), serving=serving,
                             device_overrides=device_overrides or {}, calibrations=calibrations or Calibrations())
         self._hardware = ((None,), ())
+        self._catalog_named.clear()  # read the catalog's named calibrations again (another project, a new catalog)
         self.stack.clear()
         self._focused_layer = -1
         self._notify(frozenset(PARTS))
