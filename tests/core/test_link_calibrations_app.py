@@ -6,15 +6,18 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from explorer.core.hardware.catalog_files import load_shipped_devices, load_shipped_systems
 from explorer.core.hardware.system_file import load_system_file
 from explorer.core.parallel.layout import Layout
-from explorer.core.session.link_calibrations import LinkCalibrations, NamedLink, import_link
+from explorer.core.session.link_calibrations import LinkCalibrations, NamedLink, import_link, slug
 from explorer.core.session.project import Project, ProjectError, load_project, save_project
 from explorer.core.session.state import SystemChoice
 from explorer.core.session.workspace import Assumptions, Workspace
@@ -66,7 +69,7 @@ def test_an_imported_table_times_collectives_as_the_cli_saved_fit_does(catalog, 
     stated = comm(workspace(catalog))
     by_cli = comm(workspace(catalog, {SYSTEM: cli_saved}))
     ws = workspace(catalog)
-    link, fit = import_link(NCCL, ws.system(SYSTEM), "MI300X run", min_size=MIB, today="2026-11-27")
+    link, _fit = import_link(NCCL, ws.system(SYSTEM), "MI300X run", min_size=MIB, today="2026-11-27")
     ws.add_link_calibration(SYSTEM, link)
     assert ws.stack.undo_text == "import link calibration 'MI300X run'"
     # the published run, fitted on 1 MiB and up: alpha 1.84 us, 297.8 GB/s per direction (docs/calibration.md)
@@ -154,3 +157,25 @@ def test_import_errors_are_one_line(catalog, tmp_path):
             import_link(*args)
         assert message in str(err.value) and "\n" not in str(err.value)
     assert NamedLink.from_dict(import_link(NCCL, system, "x")[0].to_dict(), "l") == import_link(NCCL, system, "x")[0]
+
+
+@settings(max_examples=30, deadline=None)
+@given(names=st.lists(st.text(alphabet="abXY 09-,", min_size=1, max_size=10).filter(slug), max_size=4, unique_by=slug),
+       levels=st.lists(st.sampled_from(["scale-up", "scale-out"]), min_size=4, max_size=4),
+       pick=st.integers(min_value=-1, max_value=3))
+def test_any_set_of_link_fits_round_trips(base_link, names, levels, pick):
+    """Whatever names, levels and choice, the project form gives back the same fits and the same one in use."""
+    links = LinkCalibrations()
+    for name, level in zip(names, levels):
+        links = links.add("sys", replace(base_link, name=name, level=level), use=False)
+    if 0 <= pick < len(names):
+        links = links.choose("sys", levels[pick], names[pick])
+    back = LinkCalibrations.from_dict(json.loads(json.dumps(links.to_dict())))
+    assert back == links and [c.name for c in back.of("sys")] == list(names)
+    for level in ("scale-up", "scale-out"):
+        assert back.used("sys", level) == links.used("sys", level)
+
+
+@pytest.fixture(scope="module")
+def base_link(catalog):
+    return import_link(NCCL, catalog[1][SYSTEM], "base", min_size=MIB, today="2026-11-27")[0]

@@ -6,6 +6,7 @@ lacks falls back to the catalog's calibration and says so."""
 from __future__ import annotations
 
 import json
+
 import pytest
 
 from explorer.core.hardware.device_file import device_from_dict

@@ -16,7 +16,13 @@ from sqlalchemy import inspect, text
 
 from explorer.core.hardware.device_file import device_from_dict
 from explorer.core.session.named_calibrations import NamedCalibration
-from explorer.store.engine import HEAD_REVISION, _alembic_config, create_catalog_engine, current_revision, open_catalog
+from explorer.store.engine import (
+    HEAD_REVISION,
+    _alembic_config,
+    create_catalog_engine,
+    current_revision,
+    open_catalog,
+)
 from explorer.store.io import CALIBRATIONS_KEY, ImportFileError, export_file, import_file
 
 SRC = {"ds": {"title": "Datasheet, rev. 2", "url": "https://example.org/ds.pdf", "date": "2026-11-22"}}

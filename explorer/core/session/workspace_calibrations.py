@@ -14,7 +14,7 @@ from explorer.core.hardware.system import System
 
 from .commands import Command, SetCalibrations
 from .device_overrides import apply_overrides
-from .named_calibrations import CalibrationStore, Calibrations, NamedCalibration, StoreEdit
+from .named_calibrations import Calibrations, CalibrationStore, NamedCalibration, StoreEdit
 from .named_calibrations import source_key as cal_key
 
 

@@ -177,7 +177,7 @@ class LinkCalibrationDialog(QDialog):
                               + " Import an nccl-tests output to fit it.")
             return
         size = np.asarray(link.size)
-        predicted, measured = link.curve(size)
+        _predicted, measured = link.curve(size)
         fitted = size >= link.min_size
         self.measured.setData(size[fitted], measured[fitted] / 1e9)
         self.left_out.setData(size[~fitted], measured[~fitted] / 1e9)
