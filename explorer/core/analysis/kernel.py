@@ -13,6 +13,7 @@ reduces them first and keeps nothing that points into them (the sweep's and the 
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -39,6 +40,17 @@ class Workspace:
 
 def _empty(ws: Workspace | None, name: str, shape: tuple[int, ...]) -> np.ndarray:
     return np.empty(shape) if ws is None else ws.take(name, shape)
+
+
+_LOCAL = threading.local()
+
+
+def scratch() -> Workspace:
+    """This thread's workspace for the temporaries of :func:`cross` (never returned: the results own fresh arrays)."""
+    ws = getattr(_LOCAL, "workspace", None)
+    if ws is None:
+        ws = _LOCAL.workspace = Workspace()
+    return ws
 
 
 def mapping_efficiency(tp: TablePlan, dp: DevicePlan) -> np.ndarray:
@@ -85,16 +97,17 @@ def _tensor_core(tp: TablePlan, params) -> np.ndarray:
 
 
 def _traffic(tp: TablePlan, dp: DevicePlan, rp: RowPlan, attention: str, flash: np.ndarray | None,
-             ws: Workspace | None) -> np.ndarray:
-    """(L, D, V) bytes crossing each memory level: the roofline's bytes plus the square-tile re-reads of the GEMM rows
-    (or a fused kernel's K/V re-reads), zero where a device has no such level."""
+             ws: Workspace | None, tmp: Workspace) -> np.ndarray:
+    """(V, L, D) bytes crossing each memory level: the roofline's bytes plus the square-tile re-reads of the GEMM rows
+    (or a fused kernel's K/V re-reads), zero where a device has no such level. Levels outermost, so that each level is
+    one contiguous (L, D) block (the analysis shows it as (L, D, V), a transposed view)."""
     n_rows, n_dev, n_levels = tp.n_rows, dp.n_dev, dp.n_levels
-    t = _empty(ws, "traffic", (n_rows, n_dev, n_levels))
-    t[...] = rp.nbytes[:, None, None]
+    t = _empty(ws, "traffic", (n_levels, n_rows, n_dev))
+    t[...] = rp.nbytes[None, :, None]
     if len(tp.g) and n_levels:
-        # the re-reads of both operands in one (2, G, D, V) array: [0] the left operand's, N over the tile's N,
+        # the re-reads of both operands in one (2, V, G, D) array: [0] the left operand's, N over the tile's N,
         # [1] the right operand's, M over the tile's M; each max(ceil(dim / tile) - 1, 0) x its size x its bytes
-        x = np.divide(tp.dims4, dp.tiles4, out=_empty(ws, "rereads", (2, len(tp.g), n_dev, n_levels)))
+        x = np.divide(tp.dims4, dp.tiles4, out=tmp.take("rereads", (2, n_levels, len(tp.g), n_dev)))
         np.ceil(x, out=x)
         x -= 1
         np.maximum(x, 0, out=x)
@@ -107,9 +120,9 @@ def _traffic(tp: TablePlan, dp: DevicePlan, rp: RowPlan, attention: str, flash: 
         if tp.all_gemm:
             t += extra
         else:
-            t[tp.g] += extra
+            t[:, tp.g] += extra
     if flash is not None:
-        t += flash
+        t += flash.transpose(2, 0, 1)
     t *= dp.present
     return t
 
@@ -124,41 +137,43 @@ def cross(table, dev: DeviceArrays, tp: TablePlan, dp: DevicePlan, rp: RowPlan, 
     """Every (L, D) and (L, D, V) field of the analysis, fresh arrays. Call under ``np.errstate(invalid="ignore",
     divide="ignore")``."""
     F, B, I = rp.F, rp.nbytes[:, None], rp.intensity[:, None]
+    tmp = scratch()
     compute_time = F / dp.peak
     memory_time = B / dp.bw
-    attainable = np.minimum(dp.peak_eta_c, I * dp.bw * dp.eta_m)
+    attainable = np.multiply(I, dp.bw, out=np.empty(memory_time.shape))
+    attainable *= dp.eta_m
+    np.minimum(dp.peak_eta_c, attainable, out=attainable)
     memory_bound = I < dp.ridge
     ideal_time = np.maximum(compute_time, memory_time)
     eff = mapping_efficiency(tp, dp)
-    traffic = _traffic(tp, dp, rp, attention, _flash(table, dev, dp, attention), None)
+    traffic = _traffic(tp, dp, rp, attention, _flash(table, dev, dp, attention), None, tmp)
     level_energy = traffic * dp.level_energy
     compute_energy = rp.mac_equivalent * dp.mac_energy
     energy = compute_energy.copy()
     for j in range(dp.n_levels):
-        energy += level_energy[:, :, j]
-    time = _time(F, eff, dp, traffic, memory_time, B, None, "time")
+        energy += level_energy[j]
+    time = _time(F, eff, dp, traffic, memory_time, B, tmp, np.empty(memory_time.shape))
     return {"compute_time": compute_time, "memory_time": memory_time, "attainable": attainable,
             "memory_bound": memory_bound, "ideal_time": ideal_time, "mapping_efficiency": eff,
-            "level_traffic": traffic, "level_energy": level_energy, "compute_energy": compute_energy,
-            "energy": energy, "time": time}
+            "level_traffic": traffic.transpose(1, 2, 0), "level_energy": level_energy.transpose(1, 2, 0),
+            "level_energy_by_level": level_energy, "compute_energy": compute_energy, "energy": energy, "time": time}
 
 
-def _time(F, eff, dp: DevicePlan, traffic: np.ndarray, memory_time, B, ws: Workspace | None,
-          name: str) -> np.ndarray:
-    """max(compute time at the mapping efficiency, the slowest level's traffic time); where no level gives a time (its
-    bandwidths unknown) the roofline's memory time at eta_m. ``memory_time`` (L, D), or None to compute it from the
-    bytes ``B`` (L, 1) where it is needed."""
-    n_rows = traffic.shape[0]
+def _time(F, eff, dp: DevicePlan, traffic: np.ndarray, memory_time, B, tmp: Workspace,
+          out: np.ndarray) -> np.ndarray:
+    """max(compute time at the mapping efficiency, the slowest level's traffic time) into ``out`` (L, D); where no level
+    gives a time (its bandwidths unknown), the roofline's memory time at eta_m. ``traffic`` (V, L, D); ``memory_time``
+    (L, D), or None to compute it from the bytes ``B`` (L, 1) where it is needed; temporaries in ``tmp``."""
     if dp.n_levels:
-        lt = np.divide(traffic, dp.level_bw_eta, out=_empty(ws, "level_time", traffic.shape))
-        mem = np.fmax.reduce(lt, axis=2)
+        lt = np.divide(traffic, dp.level_bw_eta, out=tmp.take("level_time", traffic.shape))
+        mem = np.fmax.reduce(lt, axis=0, out=tmp.take("memory_level_time", out.shape))
         nan = np.isnan(mem)
         if nan.any():
             mem = np.where(nan, (B / dp.bw if memory_time is None else memory_time) / dp.eta_m, mem)
     else:
         mem = (B / dp.bw if memory_time is None else memory_time) / dp.eta_m
-    denom = np.multiply(dp.peak_eta_c, eff, out=_empty(ws, name + "_denominator", (n_rows, dp.n_dev)))
-    out = np.divide(F, denom, out=denom)
+    np.multiply(dp.peak_eta_c, eff, out=out)
+    np.divide(F, out, out=out)
     return np.maximum(out, mem, out=out)
 
 
@@ -166,14 +181,14 @@ def time_energy(table, dev: DeviceArrays, tp: TablePlan, dp: DevicePlan, rp: Row
                 ws: Workspace | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Only ``time`` and ``energy`` (L, D), equal to :func:`cross`'s; in ``ws``'s buffers when given (see the module
     docstring for who may keep them)."""
-    F = rp.F
+    tmp = ws if ws is not None else scratch()  # the traffic and the other temporaries: never returned
     with np.errstate(invalid="ignore", divide="ignore"):
         eff = mapping_efficiency(tp, dp)
-        traffic = _traffic(tp, dp, rp, attention, _flash(table, dev, dp, attention), ws)
+        traffic = _traffic(tp, dp, rp, attention, _flash(table, dev, dp, attention), tmp, tmp)
         energy = np.multiply(rp.mac_equivalent, dp.mac_energy, out=_empty(ws, "energy", (tp.n_rows, dp.n_dev)))
         if dp.n_levels:
-            e = np.multiply(traffic, dp.level_energy, out=_empty(ws, "level_energy", traffic.shape))
+            e = np.multiply(traffic, dp.level_energy, out=tmp.take("level_energy", traffic.shape))
             for j in range(dp.n_levels):
-                energy += e[:, :, j]
-        time = _time(F, eff, dp, traffic, None, rp.nbytes[:, None], ws, "time")
+                energy += e[j]
+        time = _time(rp.F, eff, dp, traffic, None, rp.nbytes[:, None], tmp, _empty(ws, "time", (tp.n_rows, dp.n_dev)))
     return time, energy

@@ -61,7 +61,7 @@ class RowPlan:
     regime: np.ndarray
     F: np.ndarray  # (L, 1) or (L, D): FLOPs with the device-side conversions
     mac_equivalent: np.ndarray  # (L, 1) or (L, D): MACs + half the other FLOPs (the compute energy's work)
-    bpe4: np.ndarray  # (2, G, 1, 1) bytes per element of the GEMM rows' left operand (activations), right operand
+    bpe4: np.ndarray  # (2, 1, G, 1) bytes per element of the GEMM rows' left operand (activations), right operand
     flops_total: float
     bytes_total: float
     device_conversions_total: np.ndarray  # (1,) or (D,)
@@ -82,11 +82,11 @@ class TablePlan:
     n: np.ndarray
     k: np.ndarray
     gc: np.ndarray  # (G, 1) GEMMs per row instance
-    dims4: np.ndarray  # (2, G, 1, 1): n, m (the dimension whose tiles re-read the other operand)
-    sizes4: np.ndarray  # (2, G, 1, 1): m * k, k * n (the operand re-read: the left one, the right one)
+    dims4: np.ndarray  # (2, 1, G, 1): n, m (the dimension whose tiles re-read the other operand)
+    sizes4: np.ndarray  # (2, 1, G, 1): m * k, k * n (the operand re-read: the left one, the right one)
     mn: np.ndarray  # (G, 1) m * n
     fused: np.ndarray  # (L,) rows a fused attention kernel runs as one
-    tile_gc: dict  # attention mode -> (G, 1, 1) GEMMs whose square-tile re-reads count
+    tile_gc: dict  # attention mode -> (1, G, 1) GEMMs whose square-tile re-reads count
     macs_w: np.ndarray  # (L,) MACs x count
     macs_w_sum: float
     rows_by_key: dict = field(default_factory=dict)
@@ -130,7 +130,7 @@ def _row_plan(table: LayerTable, dev: DeviceArrays, fm: TensorFormats, tp: Table
     plan = RowPlan(
         tb=tb, flops=flops, nbytes=nbytes, intensity=intensity, regime=regime,
         F=flops[:, None] + tb.device_conversions, mac_equivalent=c["macs"][:, None] + 0.5 * other,
-        bpe4=np.stack([np.full((len(tp.g), 1, 1), tb.a_bpe), tb.b_bpe[tp.g][:, None, None]]),
+        bpe4=np.stack([np.full(len(tp.g), tb.a_bpe), tb.b_bpe[tp.g]])[:, None, :, None],
         flops_total=float(np.sum(count * flops)), bytes_total=float(np.sum(count * nbytes)),
         device_conversions_total=count @ tb.device_conversions,
         weight_bytes=weights, kv_cache_bytes=kv, activation_peak_bytes=act)
@@ -149,10 +149,10 @@ def _table_plan(table: LayerTable) -> TablePlan:
     macs_w = c["macs"] * c["count"]
     plan = TablePlan(
         n_rows=len(table), count=c["count"], g=g, all_gemm=len(g) == len(table), m=m, n=n, k=k, gc=gc,
-        dims4=np.stack([table.gemm[g, 1], table.gemm[g, 0]])[:, :, None, None],
-        sizes4=np.stack([table.gemm[g, 0] * table.gemm[g, 2], table.gemm[g, 2] * table.gemm[g, 1]])[:, :, None, None],
+        dims4=np.stack([table.gemm[g, 1], table.gemm[g, 0]])[:, None, :, None],
+        sizes4=np.stack([table.gemm[g, 0] * table.gemm[g, 2], table.gemm[g, 2] * table.gemm[g, 1]])[:, None, :, None],
         mn=m * n, fused=fused,
-        tile_gc={"naive": gc[:, :, None], "fused": (gc * ~fused[g][:, None])[:, :, None]},
+        tile_gc={"naive": gc[None], "fused": (gc * ~fused[g][:, None])[None]},
         macs_w=macs_w, macs_w_sum=float(macs_w.sum()))
     _frozen(g, m, n, k, gc, plan.dims4, plan.sizes4, plan.mn, fused, macs_w,
             *plan.tile_gc.values())
@@ -184,7 +184,7 @@ class EngineGroup:
 
 @dataclass(frozen=True, eq=False)
 class DevicePlan:
-    """What a pass needs of the devices alone, as rows (1, D) or (1, D, V) that broadcast against the rows."""
+    """What a pass needs of the devices alone, as rows (1, D) or per level (V, 1, D) that broadcast against the rows."""
 
     n_dev: int
     n_levels: int
@@ -195,10 +195,10 @@ class DevicePlan:
     peak_eta_c: np.ndarray  # peak * eta_c
     ridge: np.ndarray  # peak / bw
     mac_energy: np.ndarray  # (1, D)
-    tiles4: np.ndarray  # (2, 1, D, V) the tile's N, M (square, or the engine's) whose re-reads cross level j
-    present: np.ndarray  # (1, D, V) 1.0 where the device has level j
-    level_energy: np.ndarray  # (1, D, V) J/B, unknown as 0
-    level_bw_eta: np.ndarray  # (1, D, V) level bandwidth x eta_m
+    tiles4: np.ndarray  # (2, V, 1, D) the tile's N, M (square, or the engine's) whose re-reads cross level j
+    present: np.ndarray  # (V, 1, D) 1.0 where the device has level j
+    level_energy: np.ndarray  # (V, 1, D) J/B, unknown as 0
+    level_bw_eta: np.ndarray  # (V, 1, D) level bandwidth x eta_m
     systolic: EngineGroup | None
     tensor_core: EngineGroup | None
     curves: tuple[CurveArrays, CurveArrays]
@@ -245,9 +245,9 @@ def _device_plan(dev: DeviceArrays) -> DevicePlan:
         n_dev=n_dev, n_levels=n_levels, peak=dev.peak[None, :], bw=dev.bandwidth[None, :],
         eta_c=dev.eta_c[None, :], eta_m=dev.eta_m[None, :], peak_eta_c=(dev.peak * dev.eta_c)[None, :],
         ridge=(dev.peak[None, :] / dev.bandwidth[None, :]) if n_dev else np.zeros((1, 0)),
-        mac_energy=dev.mac_energy[None, :], tiles4=np.stack([tile_n, tile_m])[:, None],
-        present=present.astype(float)[None], level_energy=np.nan_to_num(dev.level_energy, nan=0.0)[None],
-        level_bw_eta=level_bw_eta[None], systolic=groups[0], tensor_core=groups[1], curves=curves,
+        mac_energy=dev.mac_energy[None, :], tiles4=np.stack([tile_n.T, tile_m.T])[:, :, None, :],
+        present=present.T.astype(float)[:, None, :], level_energy=np.nan_to_num(dev.level_energy, nan=0.0).T[:, None, :],
+        level_bw_eta=level_bw_eta.T[:, None, :], systolic=groups[0], tensor_core=groups[1], curves=curves,
         calibrated_any=bool(np.any(curves[0].present | curves[1].present)), status=calibration_status(dev),
         row_key=(formats_of(dev), dev.computes, len(dev) if dev.computes else 0))
     _frozen(plan.peak, plan.bw, plan.eta_c, plan.eta_m, plan.peak_eta_c, plan.ridge, plan.mac_energy, plan.tiles4,
