@@ -26,7 +26,7 @@ from explorer.core.workload.model import LayerTable, Model, build_table
 from ..formats import TensorFormats
 from .calibrated import calibrated_times
 from .device_arrays import DeviceArrays
-from .kernel import Workspace, cross
+from .kernel import SUMMED, Workspace, cross
 from .kernel import time_energy as _time_energy
 from .plan import REGIME_EDGES, cached_device_arrays, device_plan, table_plan  # noqa: F401 (REGIME_EDGES: public here)
 
@@ -165,29 +165,31 @@ def _row_sum(weights: np.ndarray, x: np.ndarray) -> np.ndarray:
 
 def _analysis(model, table, dev, ctx, tp, dp, rp, x: dict) -> ModelAnalysis:
     """The analysis from its cross terms ``x``: the calibrated model and the totals (under the caller's errstate)."""
-    time, eff, energy = x["time"], x["mapping_efficiency"], x["energy"]
+    time, eff, energy, cal_time = x["time"], x["mapping_efficiency"], x["energy"], x["calibrated_time"]
     if dp.calibrated_any:
-        cal_time, calibrated = calibrated_times(rp.F, rp.nbytes, table.gemm_count > 0, eff, time, dev,
-                                                curves=dp.curves)
+        cal, calibrated = calibrated_times(rp.F, rp.nbytes, table.gemm_count > 0, eff, time, dev, curves=dp.curves)
+        cal_time[...] = cal
     else:  # no device has a curve: every row keeps the ideal model's time
-        cal_time, calibrated = time.copy(), np.zeros(time.shape, dtype=bool)
+        np.copyto(cal_time, time)
+        calibrated = np.zeros(time.shape, dtype=bool)
     count = tp.count
-    n_dev = dp.n_dev
+    n_dev, n_sum = dp.n_dev, len(SUMMED)
+    # every row sum in one call: ideal time, time, calibrated time, energy, compute energy, each level's energy (K, D)
+    sums = np.einsum("l,kld->kd", count, x["summed"])
+    ideal_total, t_total, cal_total, e_total, compute_total = sums[:n_sum]
     decode = ctx.phase == "decode"
-    t_total = _row_sum(count, time)
     f_total = rp.flops_total
     footprint = rp.weight_bytes + rp.kv_cache_bytes + rp.activation_peak_bytes
-    level_energy = x["level_energy"]
     achieved = (f_total + rp.device_conversions_total) / t_total
     totals = Totals(
-        ideal_time=_row_sum(count, x["ideal_time"]),
+        ideal_time=ideal_total,
         time=t_total,
-        calibrated_time=_row_sum(count, cal_time),
+        calibrated_time=cal_total,
         throughput=ctx.batch / t_total,
         throughput_unit="tokens/s" if decode else "sequences/s" if ctx.phase == "train" else "inferences/s",
         flops=np.full(n_dev, f_total) + rp.device_conversions_total,
         bytes=np.full(n_dev, rp.bytes_total),
-        energy=_row_sum(count, energy),
+        energy=e_total,
         weight_bytes=rp.weight_bytes,
         kv_cache_bytes=rp.kv_cache_bytes,
         activation_peak_bytes=rp.activation_peak_bytes,
@@ -196,15 +198,15 @@ def _analysis(model, table, dev, ctx, tp, dp, rp, x: dict) -> ModelAnalysis:
         achieved_flops=achieved,
         utilization=achieved / dev.peak,
         mapping_efficiency=(_row_sum(tp.macs_w, eff) / tp.macs_w_sum) if tp.macs_w_sum else np.ones(n_dev),
-        energy_by_level=np.einsum("l,vld->dv", count, x["level_energy_by_level"]),
-        compute_energy=_row_sum(count, x["compute_energy"]),
+        energy_by_level=sums[n_sum:].T,
+        compute_energy=compute_total,
     )
     return ModelAnalysis(
         model=model, table=table, devices=dev, ctx=ctx, count=count, flops=rp.flops, bytes=rp.nbytes,
         weight_bytes=rp.tb.weight, activation_bytes=rp.tb.activation, intensity=rp.intensity, regime=rp.regime,
         attainable=x["attainable"], compute_time=x["compute_time"], memory_time=x["memory_time"],
         ideal_time=x["ideal_time"], time=time, memory_bound=x["memory_bound"], mapping_efficiency=eff,
-        level_traffic=x["level_traffic"], level_energy=level_energy, compute_energy=x["compute_energy"],
+        level_traffic=x["level_traffic"], level_energy=x["level_energy"], compute_energy=x["compute_energy"],
         energy=energy, totals=totals, calibrated_time=cal_time, calibrated=calibrated,
         calibration_status=dp.status,
     )

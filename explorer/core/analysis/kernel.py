@@ -43,6 +43,8 @@ def _empty(ws: Workspace | None, name: str, shape: tuple[int, ...]) -> np.ndarra
 
 
 _LOCAL = threading.local()
+#: the (L, D) arrays of :func:`cross`'s block, in order, then each memory level's energy (V of them)
+SUMMED = ("ideal_time", "time", "calibrated_time", "energy", "compute_energy")
 
 
 def scratch() -> Workspace:
@@ -138,25 +140,30 @@ def cross(table, dev: DeviceArrays, tp: TablePlan, dp: DevicePlan, rp: RowPlan, 
     divide="ignore")``."""
     F, B, I = rp.F, rp.nbytes[:, None], rp.intensity[:, None]
     tmp = scratch()
+    n_rows, n_dev, n_levels = tp.n_rows, dp.n_dev, dp.n_levels
+    # the arrays the totals sum over rows, in one block so that one call sums them all (:data:`SUMMED`)
+    block = np.empty((len(SUMMED) + n_levels, n_rows, n_dev))
     compute_time = F / dp.peak
     memory_time = B / dp.bw
-    attainable = np.multiply(I, dp.bw, out=np.empty(memory_time.shape))
+    attainable = np.multiply(I, dp.bw, out=np.empty((n_rows, n_dev)))
     attainable *= dp.eta_m
     np.minimum(dp.peak_eta_c, attainable, out=attainable)
     memory_bound = I < dp.ridge
-    ideal_time = np.maximum(compute_time, memory_time)
+    ideal_time = np.maximum(compute_time, memory_time, out=block[0])
     eff = mapping_efficiency(tp, dp)
     traffic = _traffic(tp, dp, rp, attention, _flash(table, dev, dp, attention), None, tmp)
-    level_energy = traffic * dp.level_energy
-    compute_energy = rp.mac_equivalent * dp.mac_energy
-    energy = compute_energy.copy()
-    for j in range(dp.n_levels):
+    level_energy = np.multiply(traffic, dp.level_energy, out=block[len(SUMMED):])
+    compute_energy = np.multiply(rp.mac_equivalent, dp.mac_energy, out=block[4])
+    energy = block[3]
+    np.copyto(energy, compute_energy)
+    for j in range(n_levels):
         energy += level_energy[j]
-    time = _time(F, eff, dp, traffic, memory_time, B, tmp, np.empty(memory_time.shape))
+    time = _time(F, eff, dp, traffic, memory_time, B, tmp, block[1])
     return {"compute_time": compute_time, "memory_time": memory_time, "attainable": attainable,
             "memory_bound": memory_bound, "ideal_time": ideal_time, "mapping_efficiency": eff,
             "level_traffic": traffic.transpose(1, 2, 0), "level_energy": level_energy.transpose(1, 2, 0),
-            "level_energy_by_level": level_energy, "compute_energy": compute_energy, "energy": energy, "time": time}
+            "compute_energy": compute_energy, "energy": energy, "time": time, "calibrated_time": block[2],
+            "summed": block}
 
 
 def _time(F, eff, dp: DevicePlan, traffic: np.ndarray, memory_time, B, tmp: Workspace,
