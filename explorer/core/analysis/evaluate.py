@@ -157,6 +157,12 @@ def evaluate(model_or_table, devices: Sequence[Device] | DeviceArrays, precision
         return _analysis(model, table, dev, ctx, tp, dp, rp, cross(table, dev, tp, dp, rp, ctx.attention))
 
 
+def _filled(n: int, value: float) -> np.ndarray:
+    out = np.empty(n)
+    out.fill(value)
+    return out
+
+
 def _row_sum(weights: np.ndarray, x: np.ndarray) -> np.ndarray:
     """sum over rows of weights[l] * x[l, d] (D,): ``weights @ x`` without BLAS, whose threaded matrix-vector product
     took 23 ms for 10,000 x 50 on a loaded 2-core machine against 0.3 ms here (and sums in the same order every time)."""
@@ -187,8 +193,9 @@ def _analysis(model, table, dev, ctx, tp, dp, rp, x: dict) -> ModelAnalysis:
         calibrated_time=cal_total,
         throughput=ctx.batch / t_total,
         throughput_unit="tokens/s" if decode else "sequences/s" if ctx.phase == "train" else "inferences/s",
-        flops=np.full(n_dev, f_total) + rp.device_conversions_total,
-        bytes=np.full(n_dev, rp.bytes_total),
+        flops=f_total + rp.device_conversions_total if len(rp.device_conversions_total) == n_dev
+        else np.full(n_dev, f_total) + rp.device_conversions_total,
+        bytes=_filled(n_dev, rp.bytes_total),
         energy=e_total,
         weight_bytes=rp.weight_bytes,
         kv_cache_bytes=rp.kv_cache_bytes,

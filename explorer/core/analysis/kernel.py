@@ -13,6 +13,7 @@ reduces them first and keeps nothing that points into them (the sweep's and the 
 
 from __future__ import annotations
 
+import math
 import threading
 from dataclasses import dataclass, field
 
@@ -31,7 +32,7 @@ class Workspace:
     buffers: dict = field(default_factory=dict)
 
     def take(self, name: str, shape: tuple[int, ...]) -> np.ndarray:
-        size = int(np.prod(shape))
+        size = math.prod(shape)
         buf = self.buffers.get(name)
         if buf is None or buf.size < size:
             buf = self.buffers[name] = np.empty(max(size, 1))

@@ -90,16 +90,21 @@ class TablePlan:
     macs_w: np.ndarray  # (L,) MACs x count
     macs_w_sum: float
     rows_by_key: dict = field(default_factory=dict)
+    last_rows: list = field(default_factory=lambda: [None])  # [(key, row plan)] of the last lookup
     align_by_key: dict = field(default_factory=dict)
 
     def rows(self, table: LayerTable, dev: DeviceArrays, dp: DevicePlan) -> RowPlan:
         """The row plan under ``dev``'s formats (and its devices' fallback precisions, which add conversions)."""
         key = dp.row_key
+        last = self.last_rows[0]  # one read of one tuple: consistent even with another thread writing
+        if last is not None and last[0] is key:  # the same device plan's key object as the last pass (held here: never reused)
+            return last[1]
         got = self.rows_by_key.get(key)
         if got is None:
             got = _row_plan(table, dev, key[0], self)
             with _LOCK:
-                self.rows_by_key.setdefault(key, got)
+                got = self.rows_by_key.setdefault(key, got)
+        self.last_rows[0] = (key, got)
         return got
 
     def align_efficiency(self, align: float) -> np.ndarray:
