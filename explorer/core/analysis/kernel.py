@@ -117,7 +117,7 @@ def _traffic(tp: TablePlan, dp: DevicePlan, rp: RowPlan, attention: str, flash: 
         np.multiply(tp.sizes4, x, out=x)
         x *= rp.bpe4
         extra = np.add(x[0], x[1], out=x[0])
-        if not np.isfinite(extra).all():  # what nan_to_num would change (never, with tiles >= 1): checked, not copied
+        if not (dp.tiles_ok and rp.bpe_finite and tp.shapes_finite):  # else every re-read is finite (tiles >= 1)
             np.nan_to_num(extra, copy=False, nan=0.0)
         extra *= tp.tile_gc[attention]
         if tp.all_gemm:
@@ -128,6 +128,12 @@ def _traffic(tp: TablePlan, dp: DevicePlan, rp: RowPlan, attention: str, flash: 
         t += flash.transpose(2, 0, 1)
     t *= dp.present
     return t
+
+
+def _sure(dp: DevicePlan, rp: RowPlan, attention: str) -> bool:
+    """Whether every cell's traffic is finite and some level of each device has a known bandwidth, so that no cell
+    lacks a level time (a fused kernel's re-reads are not checked in advance: then the cells are)."""
+    return dp.every_device_timed and rp.nbytes_finite and attention != "fused"
 
 
 def _flash(table, dev: DeviceArrays, dp: DevicePlan, attention: str):
@@ -159,7 +165,7 @@ def cross(table, dev: DeviceArrays, tp: TablePlan, dp: DevicePlan, rp: RowPlan, 
     np.copyto(energy, compute_energy)
     for j in range(n_levels):
         energy += level_energy[j]
-    time = _time(F, eff, dp, traffic, memory_time, B, tmp, block[1])
+    time = _time(F, eff, dp, traffic, memory_time, B, tmp, block[1], _sure(dp, rp, attention))
     return {"compute_time": compute_time, "memory_time": memory_time, "attainable": attainable,
             "memory_bound": memory_bound, "ideal_time": ideal_time, "mapping_efficiency": eff,
             "level_traffic": traffic.transpose(1, 2, 0), "level_energy": level_energy.transpose(1, 2, 0),
@@ -168,16 +174,18 @@ def cross(table, dev: DeviceArrays, tp: TablePlan, dp: DevicePlan, rp: RowPlan, 
 
 
 def _time(F, eff, dp: DevicePlan, traffic: np.ndarray, memory_time, B, tmp: Workspace,
-          out: np.ndarray) -> np.ndarray:
+          out: np.ndarray, sure: bool = False) -> np.ndarray:
     """max(compute time at the mapping efficiency, the slowest level's traffic time) into ``out`` (L, D); where no level
     gives a time (its bandwidths unknown), the roofline's memory time at eta_m. ``traffic`` (V, L, D); ``memory_time``
-    (L, D), or None to compute it from the bytes ``B`` (L, 1) where it is needed; temporaries in ``tmp``."""
+    (L, D), or None to compute it from the bytes ``B`` (L, 1) where it is needed; temporaries in ``tmp``. ``sure``:
+    every cell has a level time (every device a level of known bandwidth, every row's bytes finite): not checked."""
     if dp.n_levels:
         lt = np.divide(traffic, dp.level_bw_eta, out=tmp.take("level_time", traffic.shape))
         mem = np.fmax.reduce(lt, axis=0, out=tmp.take("memory_level_time", out.shape))
-        nan = np.isnan(mem)
-        if nan.any():
-            mem = np.where(nan, (B / dp.bw if memory_time is None else memory_time) / dp.eta_m, mem)
+        if not sure:
+            nan = np.isnan(mem)
+            if nan.any():
+                mem = np.where(nan, (B / dp.bw if memory_time is None else memory_time) / dp.eta_m, mem)
     else:
         mem = (B / dp.bw if memory_time is None else memory_time) / dp.eta_m
     np.multiply(dp.peak_eta_c, eff, out=out)
@@ -198,5 +206,6 @@ def time_energy(table, dev: DeviceArrays, tp: TablePlan, dp: DevicePlan, rp: Row
             e = np.multiply(traffic, dp.level_energy, out=tmp.take("level_energy", traffic.shape))
             for j in range(dp.n_levels):
                 energy += e[j]
-        time = _time(rp.F, eff, dp, traffic, None, rp.nbytes[:, None], tmp, _empty(ws, "time", (tp.n_rows, dp.n_dev)))
+        time = _time(rp.F, eff, dp, traffic, None, rp.nbytes[:, None], tmp, _empty(ws, "time", (tp.n_rows, dp.n_dev)),
+                     _sure(dp, rp, attention))
     return time, energy

@@ -68,6 +68,8 @@ class RowPlan:
     weight_bytes: float
     kv_cache_bytes: float
     activation_peak_bytes: float
+    nbytes_finite: bool  # every row's bytes finite
+    bpe_finite: bool  # the GEMM operands' bytes per element finite
 
 
 @dataclass(frozen=True, eq=False)
@@ -89,6 +91,7 @@ class TablePlan:
     tile_gc: dict  # attention mode -> (1, G, 1) GEMMs whose square-tile re-reads count
     macs_w: np.ndarray  # (L,) MACs x count
     macs_w_sum: float
+    shapes_finite: bool  # the GEMM rows' dimensions and operand sizes are finite
     rows_by_key: dict = field(default_factory=dict)
     last_rows: list = field(default_factory=lambda: [None])  # [(key, row plan)] of the last lookup
     align_by_key: dict = field(default_factory=dict)
@@ -138,7 +141,9 @@ def _row_plan(table: LayerTable, dev: DeviceArrays, fm: TensorFormats, tp: Table
         bpe4=np.stack([np.full(len(tp.g), tb.a_bpe), tb.b_bpe[tp.g]])[:, None, :, None],
         flops_total=float(np.sum(count * flops)), bytes_total=float(np.sum(count * nbytes)),
         device_conversions_total=count @ tb.device_conversions,
-        weight_bytes=weights, kv_cache_bytes=kv, activation_peak_bytes=act)
+        weight_bytes=weights, kv_cache_bytes=kv, activation_peak_bytes=act,
+        nbytes_finite=bool(np.isfinite(nbytes).all()), bpe_finite=bool(np.isfinite(tb.b_bpe).all() and
+                                                                          np.isfinite(tb.a_bpe)))
     _frozen(tb.weight, tb.activation, tb.kv, tb.conversions, tb.device_conversions, tb.b_bpe, flops, nbytes,
             intensity, regime, plan.F, plan.mac_equivalent, plan.bpe4, plan.device_conversions_total)
     return plan
@@ -158,7 +163,8 @@ def _table_plan(table: LayerTable) -> TablePlan:
         sizes4=np.stack([table.gemm[g, 0] * table.gemm[g, 2], table.gemm[g, 2] * table.gemm[g, 1]])[:, None, :, None],
         mn=m * n, fused=fused,
         tile_gc={"naive": gc[None], "fused": (gc * ~fused[g][:, None])[None]},
-        macs_w=macs_w, macs_w_sum=float(macs_w.sum()))
+        macs_w=macs_w, macs_w_sum=float(macs_w.sum()), shapes_finite=True)
+    object.__setattr__(plan, "shapes_finite", bool(np.isfinite(plan.dims4).all() and np.isfinite(plan.sizes4).all()))
     _frozen(g, m, n, k, gc, plan.dims4, plan.sizes4, plan.mn, fused, macs_w,
             *plan.tile_gc.values())
     return plan
@@ -210,6 +216,8 @@ class DevicePlan:
     calibrated_any: bool
     status: tuple[str, ...]
     row_key: tuple  # (the tensors' formats, the devices' compute precisions): what a row plan depends on
+    tiles_ok: bool  # every tile >= 1 or infinite: a GEMM's re-reads are finite
+    every_device_timed: bool  # each device has a level with a known, positive bandwidth
 
 
 def _device_plan(dev: DeviceArrays) -> DevicePlan:
@@ -254,7 +262,9 @@ def _device_plan(dev: DeviceArrays) -> DevicePlan:
         present=present.T.astype(float)[:, None, :], level_energy=np.nan_to_num(dev.level_energy, nan=0.0).T[:, None, :],
         level_bw_eta=level_bw_eta.T[:, None, :], systolic=groups[0], tensor_core=groups[1], curves=curves,
         calibrated_any=bool(np.any(curves[0].present | curves[1].present)), status=calibration_status(dev),
-        row_key=(formats_of(dev), dev.computes, len(dev) if dev.computes else 0))
+        row_key=(formats_of(dev), dev.computes, len(dev) if dev.computes else 0),
+        tiles_ok=bool(np.all((tile_m >= 1) | np.isposinf(tile_m)) and np.all((tile_n >= 1) | np.isposinf(tile_n))),
+        every_device_timed=bool(np.all(np.any(present & np.isfinite(level_bw_eta) & (level_bw_eta > 0), axis=1))))
     _frozen(plan.peak, plan.bw, plan.eta_c, plan.eta_m, plan.peak_eta_c, plan.ridge, plan.mac_energy, plan.tiles4,
             plan.present, plan.level_energy, plan.level_bw_eta)
     return plan
