@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from _common import median_p95, samples
+from _common import median_p95, report, samples
 from bench_core import make_devices, make_model
 
 from explorer.core.analysis import plan
@@ -156,6 +156,18 @@ def main() -> int:
     for label, table in (("medians", med), ("minima (the least disturbed run of each case)", least)):
         print(f"\nratios of the {label}:")
         show_ratios(table)
+    # the targets as BENCH lines (ratios of the medians; bench/run_all.py collects them)
+    for n in ("1,000", "10,000"):
+        k = f"(d) {n} layers x 50"
+        report(f"pass_vs_numpy_lower_bound_{n.replace(',', '')}x50", [med[k + ": after"] / med[k + ": numpy lower bound"]],
+               3.0, unit="ratio")
+    if "LLM-Viewer analyze" in med:
+        report("analyze_2_passes_vs_llm_viewer", [med["(a) analyze, 2 passes: after"] / med["LLM-Viewer analyze"]], 1.0,
+               unit="ratio")
+        report("analyze_stacked_vs_llm_viewer", [med["(a) analyze, 1 stacked pass: after"] / med["LLM-Viewer analyze"]],
+               1.0, unit="ratio")
+        report("generate_cold_vs_llm_viewer", [med["(b) generate cold: after"] / med["LLM-Viewer generate"]], 0.2,
+               unit="ratio")
     return 0
 
 

@@ -119,7 +119,7 @@ def _traffic(tp: TablePlan, dp: DevicePlan, rp: RowPlan, attention: str, flash: 
         extra = np.add(x[0], x[1], out=x[0])
         if not (dp.tiles_ok and rp.bpe_finite and tp.shapes_finite):  # else every re-read is finite (tiles >= 1)
             np.nan_to_num(extra, copy=False, nan=0.0)
-        extra *= tp.tile_gc[attention]
+        extra *= tp.tile_gc(attention)
         if tp.all_gemm:
             t += extra
         else:

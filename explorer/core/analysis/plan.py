@@ -87,8 +87,8 @@ class TablePlan:
     dims4: np.ndarray  # (2, 1, G, 1): n, m (the dimension whose tiles re-read the other operand)
     sizes4: np.ndarray  # (2, 1, G, 1): m * k, k * n (the operand re-read: the left one, the right one)
     mn: np.ndarray  # (G, 1) m * n
-    fused: np.ndarray  # (L,) rows a fused attention kernel runs as one
-    tile_gc: dict  # attention mode -> (1, G, 1) GEMMs whose square-tile re-reads count
+    kinds: tuple[str, ...]
+    tile_gc_by_mode: dict  # attention mode -> (1, G, 1) GEMMs whose square-tile re-reads count (made on first use)
     macs_w: np.ndarray  # (L,) MACs x count
     macs_w_sum: float
     shapes_finite: bool  # the GEMM rows' dimensions and operand sizes are finite
@@ -108,6 +108,18 @@ class TablePlan:
             with _LOCK:
                 got = self.rows_by_key.setdefault(key, got)
         self.last_rows[0] = (key, got)
+        return got
+
+    def tile_gc(self, attention: str) -> np.ndarray:
+        """(1, G, 1) the GEMMs of each GEMM row whose square-tile re-reads count: all of them, but for the rows a fused
+        attention kernel runs as one (``attention`` 'fused'), whose re-reads are the kernel's (:mod:`.flash`)."""
+        got = self.tile_gc_by_mode.get("fused" if attention == "fused" else "naive")
+        if got is None:
+            fused = np.array([kind in FUSED_KINDS for kind in self.kinds], dtype=bool)
+            got = (self.gc * ~fused[self.g][:, None])[None]
+            _frozen(got)
+            with _LOCK:
+                got = self.tile_gc_by_mode.setdefault(attention, got)
         return got
 
     def align_efficiency(self, align: float) -> np.ndarray:
@@ -140,7 +152,7 @@ def _row_plan(table: LayerTable, dev: DeviceArrays, fm: TensorFormats, tp: Table
         F=flops[:, None] + tb.device_conversions, mac_equivalent=c["macs"][:, None] + 0.5 * other,
         bpe4=np.stack([np.full(len(tp.g), tb.a_bpe), tb.b_bpe[tp.g]])[:, None, :, None],
         flops_total=float(np.sum(count * flops)), bytes_total=float(np.sum(count * nbytes)),
-        device_conversions_total=count @ tb.device_conversions,
+        device_conversions_total=np.einsum("l,ld->d", count, tb.device_conversions),
         weight_bytes=weights, kv_cache_bytes=kv, activation_peak_bytes=act,
         nbytes_finite=bool(np.isfinite(nbytes).all()), bpe_finite=bool(np.isfinite(tb.b_bpe).all() and
                                                                           np.isfinite(tb.a_bpe)))
@@ -155,18 +167,15 @@ def _table_plan(table: LayerTable) -> TablePlan:
     g = np.flatnonzero(gcount > 0)
     m, n, k = (table.gemm[g, i][:, None].astype(float) for i in range(3))
     gc = gcount[g][:, None]
-    fused = np.array([kind in FUSED_KINDS for kind in table.kinds], dtype=bool)
     macs_w = c["macs"] * c["count"]
     plan = TablePlan(
         n_rows=len(table), count=c["count"], g=g, all_gemm=len(g) == len(table), m=m, n=n, k=k, gc=gc,
         dims4=np.stack([table.gemm[g, 1], table.gemm[g, 0]])[:, None, :, None],
         sizes4=np.stack([table.gemm[g, 0] * table.gemm[g, 2], table.gemm[g, 2] * table.gemm[g, 1]])[:, None, :, None],
-        mn=m * n, fused=fused,
-        tile_gc={"naive": gc[None], "fused": (gc * ~fused[g][:, None])[None]},
+        mn=m * n, kinds=table.kinds, tile_gc_by_mode={"naive": gc[None]},
         macs_w=macs_w, macs_w_sum=float(macs_w.sum()), shapes_finite=True)
     object.__setattr__(plan, "shapes_finite", bool(np.isfinite(plan.dims4).all() and np.isfinite(plan.sizes4).all()))
-    _frozen(g, m, n, k, gc, plan.dims4, plan.sizes4, plan.mn, fused, macs_w,
-            *plan.tile_gc.values())
+    _frozen(g, m, n, k, gc, plan.dims4, plan.sizes4, plan.mn, macs_w, *plan.tile_gc_by_mode.values())
     return plan
 
 
