@@ -55,11 +55,20 @@ def reference():
 
 
 def old_generate(ref, model, device):
-    """generate() as it was: the pass's every field, then the per-step sums of time and energy."""
+    """generate() as it was (main 5a6f242): the pass's every field, the per-step sums of time and energy, and the
+    footprint of the prefill and of the last step."""
+    from explorer.core.analysis.tensor_bytes import formats_of, resident_bytes
+
     st = _stacked(model, BATCH, SEQ, GEN, "naive", "last")
-    r = ref(st.table, device, "fp16", Context(batch=BATCH))
-    return (np.add.reduceat(r["count"][:, None] * r["time"], st.starts, axis=0),
-            np.add.reduceat(r["count"][:, None] * r["energy"], st.starts, axis=0))
+    dev = device_arrays(device, "fp16")
+    r = ref(st.table, dev, "fp16", Context(batch=BATCH))
+    time = np.add.reduceat(r["count"][:, None] * r["time"], st.starts, axis=0)
+    energy = np.add.reduceat(r["count"][:, None] * r["energy"], st.starts, axis=0)
+    fm, c, footprint = formats_of(dev), st.table.columns, 0.0
+    for k in {0, len(st.sizes) - 1}:
+        a, b = st.starts[k], st.starts[k] + st.sizes[k]
+        footprint = max(footprint, sum(resident_bytes({n: v[a:b] for n, v in c.items()}, fm)))
+    return time, energy, footprint
 
 
 def lower_bound(table, arrays):
