@@ -171,6 +171,7 @@ def _row_sum(weights: np.ndarray, x: np.ndarray) -> np.ndarray:
 
 def _analysis(model, table, dev, ctx, tp, dp, rp, x: dict) -> ModelAnalysis:
     """The analysis from its cross terms ``x``: the calibrated model and the totals (under the caller's errstate)."""
+    rs = rp.summary(table)
     time, eff, energy, cal_time = x["time"], x["mapping_efficiency"], x["energy"], x["calibrated_time"]
     if dp.calibrated_any:
         cal, calibrated = calibrated_times(rp.F, rp.nbytes, table.gemm_count > 0, eff, time, dev, curves=dp.curves)
@@ -184,22 +185,22 @@ def _analysis(model, table, dev, ctx, tp, dp, rp, x: dict) -> ModelAnalysis:
     sums = np.einsum("l,kld->kd", count, x["summed"])
     ideal_total, t_total, cal_total, e_total, compute_total = sums[:n_sum]
     decode = ctx.phase == "decode"
-    f_total = rp.flops_total
-    footprint = rp.weight_bytes + rp.kv_cache_bytes + rp.activation_peak_bytes
-    achieved = (f_total + rp.device_conversions_total) / t_total
+    f_total = rs.flops_total
+    footprint = rs.weight_bytes + rs.kv_cache_bytes + rs.activation_peak_bytes
+    achieved = (f_total + rs.device_conversions_total) / t_total
     totals = Totals(
         ideal_time=ideal_total,
         time=t_total,
         calibrated_time=cal_total,
         throughput=ctx.batch / t_total,
         throughput_unit="tokens/s" if decode else "sequences/s" if ctx.phase == "train" else "inferences/s",
-        flops=f_total + rp.device_conversions_total if len(rp.device_conversions_total) == n_dev
-        else np.full(n_dev, f_total) + rp.device_conversions_total,
-        bytes=_filled(n_dev, rp.bytes_total),
+        flops=f_total + rs.device_conversions_total if len(rs.device_conversions_total) == n_dev
+        else np.full(n_dev, f_total) + rs.device_conversions_total,
+        bytes=_filled(n_dev, rs.bytes_total),
         energy=e_total,
-        weight_bytes=rp.weight_bytes,
-        kv_cache_bytes=rp.kv_cache_bytes,
-        activation_peak_bytes=rp.activation_peak_bytes,
+        weight_bytes=rs.weight_bytes,
+        kv_cache_bytes=rs.kv_cache_bytes,
+        activation_peak_bytes=rs.activation_peak_bytes,
         memory_bytes=footprint,
         fits=footprint <= dev.capacity,
         achieved_flops=achieved,
@@ -210,7 +211,7 @@ def _analysis(model, table, dev, ctx, tp, dp, rp, x: dict) -> ModelAnalysis:
     )
     return ModelAnalysis(
         model=model, table=table, devices=dev, ctx=ctx, count=count, flops=rp.flops, bytes=rp.nbytes,
-        weight_bytes=rp.tb.weight, activation_bytes=rp.tb.activation, intensity=rp.intensity, regime=rp.regime,
+        weight_bytes=rp.tb.weight, activation_bytes=rp.tb.activation, intensity=rs.intensity, regime=rs.regime,
         attainable=x["attainable"], compute_time=x["compute_time"], memory_time=x["memory_time"],
         ideal_time=x["ideal_time"], time=time, memory_bound=x["memory_bound"], mapping_efficiency=eff,
         level_traffic=x["level_traffic"], level_energy=x["level_energy"], compute_energy=x["compute_energy"],

@@ -145,7 +145,7 @@ def _flash(table, dev: DeviceArrays, dp: DevicePlan, attention: str):
 def cross(table, dev: DeviceArrays, tp: TablePlan, dp: DevicePlan, rp: RowPlan, attention: str) -> dict:
     """Every (L, D) and (L, D, V) field of the analysis, fresh arrays. Call under ``np.errstate(invalid="ignore",
     divide="ignore")``."""
-    F, B, I = rp.F, rp.nbytes[:, None], rp.intensity[:, None]
+    F, B, I = rp.F, rp.nbytes[:, None], rp.summary(table).intensity[:, None]
     tmp = scratch()
     n_rows, n_dev, n_levels = tp.n_rows, dp.n_dev, dp.n_levels
     # the arrays the totals sum over rows, in one block so that one call sums them all (:data:`SUMMED`)

@@ -51,25 +51,55 @@ def _frozen(*arrays: np.ndarray) -> None:
 
 
 @dataclass(frozen=True, eq=False)
-class RowPlan:
-    """Per row (L,), under one set of tensor formats and fallback precisions: the bytes, FLOPs and their sums."""
+class RowSummary:
+    """What only a whole analysis needs of the rows (not the sweep's or the generate task's time and energy)."""
 
-    tb: TensorBytes
-    flops: np.ndarray  # FLOPs per instance, conversions included
-    nbytes: np.ndarray  # weights + activations + KV cache read
     intensity: np.ndarray
     regime: np.ndarray
-    F: np.ndarray  # (L, 1) or (L, D): FLOPs with the device-side conversions
-    mac_equivalent: np.ndarray  # (L, 1) or (L, D): MACs + half the other FLOPs (the compute energy's work)
-    bpe4: np.ndarray  # (2, 1, G, 1) bytes per element of the GEMM rows' left operand (activations), right operand
     flops_total: float
     bytes_total: float
     device_conversions_total: np.ndarray  # (1,) or (D,)
     weight_bytes: float
     kv_cache_bytes: float
     activation_peak_bytes: float
+
+
+@dataclass(frozen=True, eq=False)
+class RowPlan:
+    """Per row (L,), under one set of tensor formats and fallback precisions: the bytes and FLOPs; their sums and the
+    footprint in :meth:`summary`, made on first use."""
+
+    tb: TensorBytes
+    fm: TensorFormats
+    flops: np.ndarray  # FLOPs per instance, conversions included
+    nbytes: np.ndarray  # weights + activations + KV cache read
+    F: np.ndarray  # (L, 1) or (L, D): FLOPs with the device-side conversions
+    mac_equivalent: np.ndarray  # (L, 1) or (L, D): MACs + half the other FLOPs (the compute energy's work)
+    bpe4: np.ndarray  # (2, 1, G, 1) bytes per element of the GEMM rows' left operand (activations), right operand
     nbytes_finite: bool  # every row's bytes finite
     bpe_finite: bool  # the GEMM operands' bytes per element finite
+    summary_slot: list = field(default_factory=lambda: [None])
+
+    def summary(self, table: LayerTable) -> RowSummary:
+        got = self.summary_slot[0]
+        if got is None:
+            got = self.summary_slot[0] = _row_summary(table, self)
+        return got
+
+
+def _row_summary(table: LayerTable, rp: RowPlan) -> RowSummary:
+    c = table.columns
+    count = c["count"]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        intensity = np.where(rp.nbytes > 0, rp.flops / rp.nbytes, np.nan)
+    regime = np.searchsorted(REGIME_EDGES, np.nan_to_num(intensity, nan=0.0), side="right")
+    weights, kv, act = resident_bytes(c, rp.fm)
+    out = RowSummary(intensity=intensity, regime=regime, flops_total=float(np.sum(count * rp.flops)),
+                     bytes_total=float(np.sum(count * rp.nbytes)),
+                     device_conversions_total=np.einsum("l,ld->d", count, rp.tb.device_conversions),
+                     weight_bytes=weights, kv_cache_bytes=kv, activation_peak_bytes=act)
+    _frozen(intensity, regime, out.device_conversions_total)
+    return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -138,26 +168,18 @@ class TablePlan:
 
 def _row_plan(table: LayerTable, dev: DeviceArrays, fm: TensorFormats, tp: TablePlan) -> RowPlan:
     c = table.columns
-    count = c["count"]
     tb = tensor_bytes(c, dev)
     flops = table.flops + tb.conversions
     nbytes = tb.weight + tb.activation + tb.kv
-    with np.errstate(invalid="ignore", divide="ignore"):
-        intensity = np.where(nbytes > 0, flops / nbytes, np.nan)
-    regime = np.searchsorted(REGIME_EDGES, np.nan_to_num(intensity, nan=0.0), side="right")
     other = c["other_flops"][:, None] + tb.conversions[:, None] + tb.device_conversions
-    weights, kv, act = resident_bytes(c, fm)
     plan = RowPlan(
-        tb=tb, flops=flops, nbytes=nbytes, intensity=intensity, regime=regime,
+        tb=tb, fm=fm, flops=flops, nbytes=nbytes,
         F=flops[:, None] + tb.device_conversions, mac_equivalent=c["macs"][:, None] + 0.5 * other,
         bpe4=np.stack([np.full(len(tp.g), tb.a_bpe), tb.b_bpe[tp.g]])[:, None, :, None],
-        flops_total=float(np.sum(count * flops)), bytes_total=float(np.sum(count * nbytes)),
-        device_conversions_total=np.einsum("l,ld->d", count, tb.device_conversions),
-        weight_bytes=weights, kv_cache_bytes=kv, activation_peak_bytes=act,
-        nbytes_finite=bool(np.isfinite(nbytes).all()), bpe_finite=bool(np.isfinite(tb.b_bpe).all() and
-                                                                          np.isfinite(tb.a_bpe)))
+        nbytes_finite=bool(np.isfinite(nbytes).all()),
+        bpe_finite=bool(np.isfinite(tb.b_bpe).all() and np.isfinite(tb.a_bpe)))
     _frozen(tb.weight, tb.activation, tb.kv, tb.conversions, tb.device_conversions, tb.b_bpe, flops, nbytes,
-            intensity, regime, plan.F, plan.mac_equivalent, plan.bpe4, plan.device_conversions_total)
+            plan.F, plan.mac_equivalent, plan.bpe4)
     return plan
 
 
