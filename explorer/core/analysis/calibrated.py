@@ -74,11 +74,12 @@ def calibration_status(dev: DeviceArrays) -> tuple[str, ...]:
 
 
 def calibrated_times(flops: np.ndarray, nbytes: np.ndarray, is_matrix: np.ndarray, mapping: np.ndarray,
-                     ideal_model_time: np.ndarray, dev: DeviceArrays) -> tuple[np.ndarray, np.ndarray]:
+                     ideal_model_time: np.ndarray, dev: DeviceArrays,
+                     curves: tuple[CurveArrays, CurveArrays] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(time, calibrated)`` per row and device (L, D): seconds per instance, and whether the row's kind had a
     curve (else ``ideal_model_time`` is kept). ``flops`` (L, D) includes device-side conversions, ``nbytes`` (L,)
-    or (L, D)."""
-    mc, vc = device_curves(dev)
+    or (L, D); ``curves``: :func:`device_curves` of ``dev`` when the caller has them."""
+    mc, vc = device_curves(dev) if curves is None else curves
     shape = np.broadcast_shapes(np.shape(flops), np.shape(ideal_model_time), (1, len(dev.peak)))
     F = np.broadcast_to(np.asarray(flops, float), shape)
     out_time = np.array(np.broadcast_to(ideal_model_time, shape), dtype=float)

@@ -24,15 +24,14 @@ from explorer.core.workload.layers import Context
 from explorer.core.workload.model import LayerTable, Model, build_table
 
 from ..formats import TensorFormats
-from .calibrated import calibrated_times, calibration_status
-from .device_arrays import DeviceArrays, device_arrays
-from .flash import kv_rereads
-from .tensor_bytes import formats_of, resident_bytes, tensor_bytes
-from .tiling import systolic_arrays, tensor_core_arrays
+from .calibrated import calibrated_times
+from .device_arrays import DeviceArrays
+from .kernel import SUMMED, Workspace, cross
+from .kernel import time_energy as _time_energy
+from .plan import REGIME_EDGES, cached_device_arrays, device_plan, table_plan  # noqa: F401 (REGIME_EDGES: public here)
 
 MODELS = ("ideal", "calibrated")  # the time models: the roofline with efficiency factors, and the calibrated one
 REGIMES = ("very low", "low", "medium", "high")  # the chapter's Table 14: I < 2, 2-20, 20-200, > 200 FLOP/byte
-REGIME_EDGES = np.array([2.0, 20.0, 200.0])
 REGIME_ADVICE = {
     "high": "maximize compute utilization: tensor cores, thread-block tuning, occupancy (approach 90-95% of peak)",
     "medium": "balance: larger batches, register tiling, fuse neighbours (can move from memory- to compute-bound)",
@@ -142,130 +141,90 @@ def evaluate(model_or_table, devices: Sequence[Device] | DeviceArrays, precision
              ctx: Context = Context(), model: Model | None = None,
              formats: TensorFormats | None = None) -> ModelAnalysis:
     """Analyze a model (or a prebuilt :class:`LayerTable`) on devices at a precision; ``formats``: each
-    tensor's storage format (weights, activations, KV cache; :mod:`.tensor_bytes`)."""
+    tensor's storage format (weights, activations, KV cache; :mod:`.tensor_bytes`).
+
+    What depends on the table alone or on the devices alone comes from their plans (:mod:`.plan`, made once per
+    table and per device arrays); the rows x devices terms are computed here (:mod:`.kernel`), in fresh arrays that
+    the returned analysis owns."""
     if isinstance(model_or_table, Model):
         model, table = model_or_table, build_table(model_or_table, ctx)
     else:
         table = model_or_table
-    dev = devices if isinstance(devices, DeviceArrays) else device_arrays(devices, precision, formats)
-    bpe = dev.bytes_per_element
-    c = table.columns
-    count = c["count"]
-    tb = tensor_bytes(c, dev)  # each tensor in its own format; dequantization FLOPs
-    flops = table.flops + tb.conversions
-    weight_b, act_b, kv_b = tb.weight, tb.activation, tb.kv
-    nbytes = weight_b + act_b + kv_b
+    dev = devices if isinstance(devices, DeviceArrays) else cached_device_arrays(devices, precision, formats)
+    tp, dp = table_plan(table), device_plan(dev)
+    rp = tp.rows(table, dev, dp)
     with np.errstate(invalid="ignore", divide="ignore"):
-        intensity = np.where(nbytes > 0, flops / nbytes, np.nan)
-    regime = np.searchsorted(REGIME_EDGES, np.nan_to_num(intensity, nan=0.0), side="right")
+        return _analysis(model, table, dev, ctx, tp, dp, rp, cross(table, dev, tp, dp, rp, ctx.attention))
 
-    F, B, I = flops[:, None] + tb.device_conversions, nbytes[:, None], intensity[:, None]
-    peak, bw = dev.peak[None, :], dev.bandwidth[None, :]
-    eta_c, eta_m = dev.eta_c[None, :], dev.eta_m[None, :]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        compute_time = F / peak
-        memory_time = B / bw
-        attainable = np.minimum(peak * eta_c, I * bw * eta_m)
-        memory_bound = I < (peak / bw)
-    ideal_time = np.maximum(compute_time, memory_time)
 
-    # -- mapping efficiency of GEMM rows on each device's matrix engine (computed on the GEMM rows only)
-    n_rows, n_dev = len(table), len(dev)
-    g = np.flatnonzero(table.gemm_count > 0)
-    m, n, k = (table.gemm[g, i][:, None] for i in range(3))
-    gc = table.gemm_count[g][:, None]
-    eff = np.ones((n_rows, n_dev))
-    for code in (1, 2):
-        cols_ = np.flatnonzero(dev.engine == code)
-        if not len(cols_) or not len(g):
-            continue
-        if code == 1:
-            e, _, _ = systolic_arrays(m, n, k, gc, dev.rows[cols_], dev.cols[cols_], dev.dataflow[cols_],
-                                      dev.units[cols_], with_cycles=False)
-        else:
-            e = tensor_core_arrays(m, n, k, gc, dev.block_m[cols_], dev.block_n[cols_], dev.sm_count[cols_],
-                                   max(1.0, 16.0 / bpe))
-        eff[np.ix_(g, cols_)] = e
+def _filled(n: int, value: float) -> np.ndarray:
+    out = np.empty(n)
+    out.fill(value)
+    return out
 
-    # -- traffic, time and energy per memory level (one (rows, devices) slice per level)
-    n_levels = dev.level_bw.shape[1]
-    present = np.array([[j < len(names) for j in range(n_levels)] for names in dev.level_names], dtype=bool)
-    present = present.reshape(n_dev, n_levels)
-    engine_m = np.where(dev.engine == 1, dev.rows, np.where(dev.engine == 2, dev.block_m, np.inf))
-    engine_n = np.where(dev.engine == 1, dev.cols, np.where(dev.engine == 2, dev.block_n, np.inf))
-    traffic_levels, energy_levels = [], []
-    other = c["other_flops"][:, None] + tb.conversions[:, None] + tb.device_conversions
-    energy = (c["macs"][:, None] + 0.5 * other) * dev.mac_energy[None, :]
-    compute_energy = energy.copy()
-    mem_time_eff = None
-    # a fused attention kernel (ctx.attention): K/V re-read per query block instead of square-tile GEMM re-reads
-    fused, flash = kv_rereads(table, dev, n_levels) if ctx.attention == "fused" else (np.zeros(n_rows, bool), None)
-    tile_gc = gc * ~fused[g][:, None]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        for j in range(n_levels):
-            square = np.maximum(np.floor(np.sqrt(dev.level_tile[:, j] / (3.0 * bpe))), 1.0)
-            known = np.isfinite(square)
-            if j == 0:  # off-chip, feeding the first on-chip level; its capacity unknown: ideal reuse
-                tile_m = tile_n = np.where(known, square, np.inf)
-            else:  # the innermost on-chip level feeds the matrix engine's tile
-                tile_m, tile_n = np.where(known, square, engine_m), np.where(known, square, engine_n)
-            t = np.repeat(B, n_dev, axis=1)
-            if len(g):
-                extra = (m * k * np.maximum(np.ceil(n / tile_n[None, :]) - 1, 0) * tb.a_bpe
-                         + k * n * np.maximum(np.ceil(m / tile_m[None, :]) - 1, 0) * tb.b_bpe[g][:, None])
-                t[g] += np.nan_to_num(extra, nan=0.0) * tile_gc
-            if flash is not None:
-                t += flash[:, :, j]  # bytes: K and V at their own format (flash.kv_rereads)
-            t *= present[:, j][None, :]
-            e = t * np.nan_to_num(dev.level_energy[:, j], nan=0.0)[None, :]
-            energy += e
-            traffic_levels.append(t)
-            energy_levels.append(e)
-            lt = t / (dev.level_bw[:, j] * dev.eta_m)[None, :]
-            mem_time_eff = lt if mem_time_eff is None else np.fmax(mem_time_eff, lt)
-        if mem_time_eff is None:
-            mem_time_eff = memory_time / eta_m
-        else:
-            mem_time_eff = np.where(np.isnan(mem_time_eff), memory_time / eta_m, mem_time_eff)
-        time = np.maximum(F / (peak * eta_c * eff), mem_time_eff)
-    traffic = np.stack(traffic_levels, axis=2) if traffic_levels else np.zeros((n_rows, n_dev, 0))
-    level_energy = np.stack(energy_levels, axis=2) if energy_levels else np.zeros((n_rows, n_dev, 0))
 
-    cal_time, calibrated = calibrated_times(F, nbytes, table.gemm_count > 0, eff, time, dev)
+def _row_sum(weights: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """sum over rows of weights[l] * x[l, d] (D,): ``weights @ x`` without BLAS, whose threaded matrix-vector product
+    took 23 ms for 10,000 x 50 on a loaded 2-core machine against 0.3 ms here (and sums in the same order every time)."""
+    return np.einsum("l,ld->d", weights, x)
+
+
+def _analysis(model, table, dev, ctx, tp, dp, rp, x: dict) -> ModelAnalysis:
+    """The analysis from its cross terms ``x``: the calibrated model and the totals (under the caller's errstate)."""
+    rs = rp.summary(table)
+    time, eff, energy, cal_time = x["time"], x["mapping_efficiency"], x["energy"], x["calibrated_time"]
+    if dp.calibrated_any:
+        cal, calibrated = calibrated_times(rp.F, rp.nbytes, table.gemm_count > 0, eff, time, dev, curves=dp.curves)
+        cal_time[...] = cal
+    else:  # no device has a curve: every row keeps the ideal model's time
+        np.copyto(cal_time, time)
+        calibrated = np.zeros(time.shape, dtype=bool)
+    count = tp.count
+    n_dev, n_sum = dp.n_dev, len(SUMMED)
+    # every row sum in one call: ideal time, time, calibrated time, energy, compute energy, each level's energy (K, D)
+    sums = np.einsum("l,kld->kd", count, x["summed"])
+    ideal_total, t_total, cal_total, e_total, compute_total = sums[:n_sum]
     decode = ctx.phase == "decode"
-    t_total = count @ time
-    f_total = float(np.sum(count * flops))
-    weight_bytes, kv_cache, act_peak = resident_bytes(c, formats_of(dev))
-    footprint = weight_bytes + kv_cache + act_peak
-    macs_w = c["macs"] * count
-    with np.errstate(invalid="ignore", divide="ignore"):
-        achieved = (f_total + count @ tb.device_conversions) / t_total
-        totals = Totals(
-            ideal_time=count @ ideal_time,
-            time=t_total,
-            calibrated_time=count @ cal_time,
-            throughput=ctx.batch / t_total,
-            throughput_unit="tokens/s" if decode else "sequences/s" if ctx.phase == "train" else "inferences/s",
-            flops=np.full(len(dev), f_total) + count @ tb.device_conversions,
-            bytes=np.full(len(dev), float(np.sum(count * nbytes))),
-            energy=count @ energy,
-            weight_bytes=weight_bytes,
-            kv_cache_bytes=kv_cache,
-            activation_peak_bytes=act_peak,
-            memory_bytes=footprint,
-            fits=footprint <= dev.capacity,
-            achieved_flops=achieved,
-            utilization=achieved / dev.peak,
-            mapping_efficiency=(macs_w @ eff / macs_w.sum()) if macs_w.sum() else np.ones(n_dev),
-            energy_by_level=np.stack([count @ e for e in energy_levels], axis=1) if energy_levels
-            else np.zeros((n_dev, 0)),
-            compute_energy=count @ compute_energy,
-        )
-    return ModelAnalysis(
-        model=model, table=table, devices=dev, ctx=ctx, count=count, flops=flops, bytes=nbytes,
-        weight_bytes=weight_b, activation_bytes=act_b, intensity=intensity, regime=regime, attainable=attainable,
-        compute_time=compute_time, memory_time=memory_time, ideal_time=ideal_time, time=time,
-        memory_bound=memory_bound, mapping_efficiency=eff, level_traffic=traffic, level_energy=level_energy,
-        compute_energy=compute_energy, energy=energy, totals=totals, calibrated_time=cal_time,
-        calibrated=calibrated, calibration_status=calibration_status(dev),
+    f_total = rs.flops_total
+    footprint = rs.weight_bytes + rs.kv_cache_bytes + rs.activation_peak_bytes
+    achieved = (f_total + rs.device_conversions_total) / t_total
+    totals = Totals(
+        ideal_time=ideal_total,
+        time=t_total,
+        calibrated_time=cal_total,
+        throughput=ctx.batch / t_total,
+        throughput_unit="tokens/s" if decode else "sequences/s" if ctx.phase == "train" else "inferences/s",
+        flops=f_total + rs.device_conversions_total if len(rs.device_conversions_total) == n_dev
+        else np.full(n_dev, f_total) + rs.device_conversions_total,
+        bytes=_filled(n_dev, rs.bytes_total),
+        energy=e_total,
+        weight_bytes=rs.weight_bytes,
+        kv_cache_bytes=rs.kv_cache_bytes,
+        activation_peak_bytes=rs.activation_peak_bytes,
+        memory_bytes=footprint,
+        fits=footprint <= dev.capacity,
+        achieved_flops=achieved,
+        utilization=achieved / dev.peak,
+        mapping_efficiency=(_row_sum(tp.macs_w, eff) / tp.macs_w_sum) if tp.macs_w_sum else np.ones(n_dev),
+        energy_by_level=sums[n_sum:].T,
+        compute_energy=compute_total,
     )
+    return ModelAnalysis(
+        model=model, table=table, devices=dev, ctx=ctx, count=count, flops=rp.flops, bytes=rp.nbytes,
+        weight_bytes=rp.tb.weight, activation_bytes=rp.tb.activation, intensity=rs.intensity, regime=rs.regime,
+        attainable=x["attainable"], compute_time=x["compute_time"], memory_time=x["memory_time"],
+        ideal_time=x["ideal_time"], time=time, memory_bound=x["memory_bound"], mapping_efficiency=eff,
+        level_traffic=x["level_traffic"], level_energy=x["level_energy"], compute_energy=x["compute_energy"],
+        energy=energy, totals=totals, calibrated_time=cal_time, calibrated=calibrated,
+        calibration_status=dp.status,
+    )
+
+
+def time_energy(table: LayerTable, dev: DeviceArrays, attention: str = "naive",
+                workspace: Workspace | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(time, energy)`` (L, D) of :func:`evaluate` (the ideal model's seconds and the joules per instance of each
+    row), the same floats, without the analysis's other fields: for callers that only sum them per context (the
+    sweep, the generate task). With a ``workspace`` the two arrays are its buffers, overwritten by its next pass:
+    reduce them before the next call and keep no view of them."""
+    tp, dp = table_plan(table), device_plan(dev)
+    return _time_energy(table, dev, tp, dp, tp.rows(table, dev, dp), attention, workspace)

@@ -4,8 +4,9 @@ What changes the work table is the context (batch, sequence length, phase); the 
 bytes and the peak, i.e. the device arrays. So the sweep stacks every context's rows into one table (the context
 becomes a block of rows; :func:`explorer.core.workload.context_axis.stack_contexts` builds a few tables per batch
 and phase and the sequence lengths as arrays, equal to one table per context), and runs
-the single-device pass :func:`explorer.core.analysis.evaluate.evaluate` once per precision over that stacked
-table and every device; the per-context totals are segment sums of the per-row results (``count x time``,
+the single-device pass once per precision over that stacked table and every device (its time and energy only,
+:func:`explorer.core.analysis.evaluate.time_energy`: the floats ``evaluate`` makes, in buffers reused from pass to
+pass); the per-context totals are segment sums of the per-row results (``count x time``,
 ``count x energy``), exactly what ``evaluate`` sums for one context.
 
 Per point (device, precision, phase, batch, seq_len), SI units:
@@ -38,7 +39,8 @@ from explorer.core.analysis.cost import (
     _checked,  # the cost panel's checks of the ownership assumptions
 )
 from explorer.core.analysis.device_arrays import device_arrays
-from explorer.core.analysis.evaluate import evaluate
+from explorer.core.analysis.evaluate import time_energy
+from explorer.core.analysis.kernel import Workspace
 from explorer.core.analysis.tensor_bytes import formats_of, resident_bytes  # noqa: F401 (_footprints mirrors it)
 from explorer.core.formats import TensorFormats
 from explorer.core.hardware.device import Device
@@ -68,7 +70,9 @@ COLUMNS = (
 )
 NAMES = tuple(c[0] for c in COLUMNS)
 DEFAULT_ASSUMPTIONS = CostAssumptions()
-MAX_CELLS = 1_000_000  # (row, device) cells per pass: ~32 MB per (L, D, level) array (4M: 1.3 GB peak at 10^6 points, 1M: 0.56 GB and faster)
+# (row, device) cells per pass: its (level, row, device) buffers (~2 MB each per level) stay in the caches; at 10^6
+# points, passes of 65,536 cells took 1.8-2.3 s against 3.0-3.5 s for passes of 10^6 (4M: 1.3 GB peak; 1M: 0.56 GB)
+MAX_CELLS = 65_536
 SOURCES = np.array(["", "list price", "cloud price"], dtype=object)  # cost_source by code
 
 
@@ -167,13 +171,15 @@ def sweep(model: Model, devices: Sequence[Device], grid: Grid,
     lat, energy, memory, fits, cost, source = [], [], [], [], [], []
     notes: dict[str, dict[str, None]] = {}  # reason -> the devices it holds for
     seconds = years * SECONDS_PER_YEAR
+    work = Workspace()  # the passes' buffers, reused: each pass's time and energy are summed before the next one
     for precision in grid.precisions:
         dev = device_arrays(devices, precision, formats)
         t_parts, e_parts, m_parts = [], [], []
         for stacked, starts in stacks:
-            r = evaluate(stacked, dev, precision, Context(attention=grid.attention), model=model)
-            t_parts.append(np.add.reduceat(r.count[:, None] * r.time, starts, axis=0))  # (C, D) s per step
-            e_parts.append(np.add.reduceat(r.count[:, None] * r.energy, starts, axis=0))  # (C, D) J per step
+            row_t, row_e = time_energy(stacked, dev, grid.attention, work)  # evaluate()'s, in work's buffers
+            count = stacked.columns["count"][:, None]
+            t_parts.append(np.add.reduceat(np.multiply(count, row_t, out=row_t), starts, axis=0))  # (C, D) s per step
+            e_parts.append(np.add.reduceat(np.multiply(count, row_e, out=row_e), starts, axis=0))  # (C, D) J
             m_parts.append(_footprints(stacked.columns, starts, formats_of(dev)))  # (C,)
         t_c, e_c, mem = np.concatenate(t_parts), np.concatenate(e_parts), np.concatenate(m_parts)
         with np.errstate(invalid="ignore", divide="ignore"):
