@@ -13,6 +13,7 @@ from explorer.core.calculators.batch_sweep import CHAPTER_DEVICES, DeviceRidge
 from explorer.core.hardware.device import Device
 
 from .binding import bind
+from .widgets.lazy_dock import LazyDock
 
 
 def ridge_devices(devices: Sequence[Device], precision: str) -> list[DeviceRidge]:
@@ -60,22 +61,32 @@ def _scrolling(widget: QWidget) -> QScrollArea:
 
 def add_extra_docks(window, area) -> list[QDockWidget]:
     """Create the Procurement planner, Calculators and Trace docks on ``window`` (a MainWindow) in ``area``,
-    tabbed with its analysis panels; sets ``window.planner``, ``window.calculators`` and
-    ``window.trace_panel``; returns the docks."""
-    from .calculators.panel import CalculatorsPanel
-    from .planner.planner_panel import PlannerPanel
-    from .traces.panel import TracePanel
-
+    tabbed with its analysis panels, each built the first time its tab is shown or its widget asked for
+    (``window.planner``, ``window.calculators``, ``window.trace_panel``); returns the docks."""
     ws = window.workspace
-    window.planner = PlannerPanel(ws, window)
-    window.calculators = CalculatorsPanel(parent=window)
-    window.calculator_devices = CalculatorDevices(ws, window.calculators)
-    window.trace_panel = TracePanel(ws, window)
+
+    def planner() -> QWidget:
+        from .planner.planner_panel import PlannerPanel
+
+        return PlannerPanel(ws)
+
+    def calculators() -> QWidget:
+        from .calculators.panel import CalculatorsPanel
+
+        panel = CalculatorsPanel()
+        window.calculator_devices = CalculatorDevices(ws, panel)
+        return _scrolling(panel)
+
+    def trace() -> QWidget:
+        from .traces.panel import TracePanel
+
+        return TracePanel(ws)
+
     docks: list[QDockWidget] = []
-    for title, name, widget in (("Procurement planner", "planner_dock", window.planner),
-                                ("Calculators", "calculators_dock", _scrolling(window.calculators)),
-                                ("Trace", "trace_dock", window.trace_panel)):
-        dock = window._add_dock(title, name, widget, area)
+    for title, name, factory in (("Procurement planner", "planner_dock", planner),
+                                 ("Calculators", "calculators_dock", calculators),
+                                 ("Trace", "trace_dock", trace)):
+        dock = window._add_dock(title, name, LazyDock(title, factory, window), area)
         group = [*window.panel_docks, *docks]
         if group:
             window.tabifyDockWidget(group[-1], dock)

@@ -209,21 +209,32 @@ class AnalysisPanel(QWidget):
         else:
             self.redraw_focus(analysis)
 
-    def model_caption(self, analysis=None) -> str:
-        """Which time model the panel shows, for its title."""
-        chosen = self.workspace.assumptions.time_model
-        if self.time_model == "none":
+    @classmethod
+    def caption(cls, workspace, analysis=None) -> str:
+        """Which time model a panel of this class shows for ``workspace``, for its title (a class method: the
+        main window titles a tab whose panel is not built yet the same way)."""
+        chosen = workspace.assumptions.time_model
+        if cls.time_model == "none":
             return ""  # no time shown (energy): the same in both models, so the title says nothing
-        if self.time_model == "both":
+        if cls.time_model == "both":
             return "ideal vs calibrated"
-        if self.time_model == "ideal":
+        if cls.time_model == "ideal":
             return "ideal model" if chosen == "ideal" else "ideal model (not calibrated here)"
         return model_title(chosen, analysis)
 
+    @classmethod
+    def dock_title(cls, workspace, analysis=None) -> str:
+        """The dock's title: the panel's and the time model it shows."""
+        caption = cls.caption(workspace, analysis)
+        return f"{cls.title} \u2014 {caption}" if caption else cls.title
+
+    def model_caption(self, analysis=None) -> str:
+        """Which time model the panel shows, for its title."""
+        return self.caption(self.workspace, analysis)
+
     def _show_model(self, analysis) -> None:
         """The dock's title: the panel's and the time model it shows."""
-        caption = self.model_caption(analysis)
-        self.shown_title = f"{self.title} \u2014 {caption}" if caption else self.title
+        self.shown_title = self.dock_title(self.workspace, analysis)
         dock = self.parentWidget()
         while dock is not None and not isinstance(dock, QDockWidget):
             dock = dock.parentWidget()
