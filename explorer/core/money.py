@@ -15,9 +15,8 @@ one line that names the field. Where a column states its unit (a table cell head
 
 from __future__ import annotations
 
-import pint
-
-from .units import UnitError, canonical_money, parse_quantity
+# pint through units, which imports it without dask (issue 22)
+from .units import UnitError, canonical_money, parse_quantity, pint
 
 MONEY = "money"  # USD
 RATE = "money_rate"  # USD per unit of time, stored as USD/s

@@ -17,11 +17,34 @@ from __future__ import annotations
 import math
 import os
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from tokenize import TokenError
 
-import pint
+
+def _import_pint():
+    """pint, without its optional dask support unless dask is already imported.
+
+    ``pint.compat`` imports ``dask.base`` whenever dask is installed (it is, for the sweep's optional cluster runs),
+    so that a Quantity can wrap a dask array, which this project never does: 0.2 s of every start (dask, jinja2,
+    yaml, psutil, toolz; issue 22). With ``sys.modules["dask"]`` set to None while pint is imported,
+    ``importlib.util.find_spec("dask")`` answers None and pint leaves dask alone; dask itself imports normally
+    afterwards."""
+    if "dask" in sys.modules or "pint" in sys.modules:
+        import pint
+
+        return pint
+    sys.modules["dask"] = None
+    try:
+        import pint
+    finally:
+        if "dask" in sys.modules and sys.modules["dask"] is None:
+            del sys.modules["dask"]
+    return pint
+
+
+pint = _import_pint()
 
 #: Our definitions on top of pint's (one registry: these are part of the definitions text, not added later).
 _OWN_DEFINITIONS = (

@@ -21,11 +21,9 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import pint
-
 from explorer.core.traces.csv_table import Row, Table, parse_table, read_text
 from explorer.core.traces.model import COMPUTE, Trace, TraceError, TraceEvent, ordered_lanes
-from explorer.core.units import Q_
+from explorer.core.units import Q_, pint  # pint through units, which imports it without dask (issue 22)
 
 KERNEL_NAME = "Kernel Name"
 DURATION = "gpu__time_duration.sum"
