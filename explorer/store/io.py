@@ -16,7 +16,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -25,8 +25,10 @@ from explorer.core.hardware.device import Device
 from explorer.core.hardware.device_file import FORMAT, check_device_dict, device_to_dict
 
 from .csv_columns import devices_to_csv, read_csv
-from .repository import CatalogRepository
-from .schema import ID_LENGTH
+from .rows import ID_LENGTH
+
+if TYPE_CHECKING:  # the repository imports SQLAlchemy, which the main window does not need to start
+    from .repository import CatalogRepository
 
 FORMATS = {".yaml": "yaml", ".yml": "yaml", ".json": "json", ".csv": "csv"}
 
