@@ -6,20 +6,25 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from PySide6.QtWidgets import QDockWidget, QScrollArea, QWidget
 
-from explorer.core.calculators.batch_sweep import CHAPTER_DEVICES, DeviceRidge
 from explorer.core.hardware.device import Device
 
 from .binding import bind
 from .widgets.lazy_dock import LazyDock
+
+if TYPE_CHECKING:  # the calculators are imported when their tab is first shown
+    from explorer.core.calculators.batch_sweep import DeviceRidge
 
 
 def ridge_devices(devices: Sequence[Device], precision: str) -> list[DeviceRidge]:
     """The devices as the calculators take them (name, dense peak at ``precision`` in FLOP/s, main-memory
     bandwidth in B/s). Devices without a peak at the precision or without a bandwidth are left out: the
     calculators' ridge lines and device pickers need both numbers."""
+    from explorer.core.calculators.batch_sweep import DeviceRidge
+
     out = []
     for device in devices:
         peak, bandwidth = device.peak_flops(precision), device.bandwidth
@@ -41,6 +46,8 @@ class CalculatorDevices:
     def sync(self, changes=frozenset({"devices"})) -> None:
         if not {"devices", "assumptions"} & set(changes):
             return
+        from explorer.core.calculators.batch_sweep import CHAPTER_DEVICES
+
         ws = self.workspace
         devices = tuple(ridge_devices(ws.devices, ws.assumptions.precision)) or CHAPTER_DEVICES
         if devices != self.devices:  # setting devices resets the pickers: only when they change

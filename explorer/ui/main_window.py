@@ -20,7 +20,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from explorer.core.importers import ImporterError, accepted_formats, find_importer
 from explorer.core.session.commands import SetAssumptions
 from explorer.core.session.workspace import Workspace
 from explorer.core.settings import Preferences, save_preferences
@@ -296,6 +295,12 @@ class MainWindow(QMainWindow):
     def import_file(self, path) -> bool:
         """Import ``path`` with the importer that recognizes it: a model becomes the workspace's model (one
         undoable edit), a trace goes to the Trace dock. A file no importer reads is reported in a message box."""
+        from explorer.core.importers import (  # not needed to start
+            ImporterError,
+            accepted_formats,
+            find_importer,
+        )
+
         try:
             kind = find_importer(path).kind
         except ImporterError as exc:
