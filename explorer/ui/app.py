@@ -137,6 +137,10 @@ def run_app(db_url: str | None = None, argv: Sequence[str] | None = None, projec
             QMessageBox.critical(window, "Cannot open the device catalog", str(exc))
             app.exit(1)
             return
+        from .panels import PANEL_SPECS
+
+        for spec in PANEL_SPECS:  # the other tabs' modules, imported now rather than at the first edit
+            spec.load()
         freeze_startup_objects()  # what start-up made lives on
 
     after_first_paint(window, open_catalog)

@@ -1,5 +1,5 @@
 """The main window. It only assembles: the layer stack in the centre, the palette, model settings, inspector,
-device catalog and every analysis panel of ``explorer.ui.panels.PANELS`` as docks, with the procurement planner,
+device catalog and every analysis panel of ``explorer.ui.panels.PANEL_SPECS`` as docks, with the procurement planner,
 the calculators and the trace (``extras.py``) in the analysis panels' tabs, the menus (``actions.py``) and the
 File menu's imports (``import_actions.py``; files dropped on the window take the same way, through the importer
 registry), the project controller and the status bar totals. Window geometry and the dock layout persist in
@@ -31,7 +31,7 @@ from .dialogs import PreferencesDialog, show_about
 from .extras import add_extra_docks
 from .icons import app_icon
 from .import_actions import Importer
-from .panel_docks import panel_dock
+from .panel_docks import panel_dock, panel_name
 from .project_controller import AUTOSAVE_DELAY_MS, ProjectController
 from .status_bar import ModelTotalsLabel
 from .widgets.on_screen import OnScreenUpdate
@@ -40,10 +40,10 @@ STATE_VERSION = 2  # 2: planner, calculators and trace docks
 Area = Qt.DockWidgetArea
 
 
-def _panel_classes():
-    from .panels import PANELS
+def _panel_specs():
+    from .panels import PANEL_SPECS
 
-    return PANELS
+    return PANEL_SPECS
 
 
 def _analysis_controls(workspace: Workspace) -> QWidget:
@@ -90,9 +90,10 @@ class MainWindow(QMainWindow):
             self.catalog_dock = CatalogDock(workspace, repository, self)
             self._add_dock(None, "CatalogDock", self.catalog_dock, Area.RightDockWidgetArea)
         self.panel_docks: list[QDockWidget] = []
-        for cls in (panels if panels is not None else _panel_classes()):  # each built when its tab is first shown
-            dock = self._add_dock(None, f"panel_{cls.__name__}", panel_dock(cls, workspace, self),
-                                  Area.BottomDockWidgetArea)
+        # each built (and its module imported) when its tab is first shown; ``panels``: classes or PanelSpecs
+        for panel in (panels if panels is not None else _panel_specs()):
+            dock = self._add_dock(None, f"panel_{panel_name(panel)}",
+                                  panel_dock(panel, workspace, self), Area.BottomDockWidgetArea)
             if self.panel_docks:
                 self.tabifyDockWidget(self.panel_docks[0], dock)
             self.panel_docks.append(dock)
@@ -124,7 +125,7 @@ class MainWindow(QMainWindow):
 
     def panel(self, cls):
         """The analysis panel of class ``cls`` (built now if its tab has not been shown yet), or None."""
-        dock = next((d for d in self.panel_docks if getattr(d, "panel_class", None) is cls), None)
+        dock = next((d for d in self.panel_docks if d.panel_class() is cls), None)
         return None if dock is None else dock.widget()
 
     # the planner, calculators and trace (extras.py), built when first shown or asked for

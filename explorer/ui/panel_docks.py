@@ -1,7 +1,9 @@
 """The analysis panels' docks, each built the first time its tab is shown (``widgets/lazy_dock.py``).
 
-Until then the dock's title follows the workspace as the panel's own would (the panel's name and the time model it
-shows, "Roofline — ideal model"): a tab's title is seen before its panel.
+A panel is given as its class or as a :class:`~explorer.ui.panels.PanelSpec` (module, class name, title): then its
+module is imported only when the panel is built or its class is asked for. Until the panel is built the dock's title
+follows the workspace as the panel's own would (the panel's name and the time model it shows, "Roofline — ideal
+model"): a tab's title is seen before its panel.
 """
 
 from __future__ import annotations
@@ -12,15 +14,21 @@ from .binding import bind
 from .widgets.lazy_dock import LazyDock
 
 
-def panel_dock(cls, workspace, parent: QWidget | None = None) -> LazyDock:
-    """A dock for the analysis panel class ``cls`` (an ``AnalysisPanel``), built when first shown or asked for;
-    ``dock.panel_class`` is ``cls``."""
-    dock = LazyDock(cls.title, lambda: cls(workspace), parent)
-    dock.panel_class = cls
+def panel_name(panel) -> str:
+    """The class name of ``panel`` (a panel class or a PanelSpec)."""
+    return panel.__name__ if isinstance(panel, type) else panel.name
+
+
+def panel_dock(panel, workspace, parent: QWidget | None = None) -> LazyDock:
+    """A dock for ``panel`` (an ``AnalysisPanel`` class or a PanelSpec), built when first shown or asked for;
+    ``dock.panel_class()`` is the class (imported then)."""
+    load = (lambda: panel) if isinstance(panel, type) else panel.load
+    dock = LazyDock(panel.title, lambda: load()(workspace), parent)
+    dock.panel_class = load
 
     def retitle(analysis) -> None:
         if not dock.built:  # once built, the panel titles its dock
-            title = cls.dock_title(workspace, analysis)
+            title = load().dock_title(workspace, analysis)
             if dock.windowTitle() != title:
                 dock.setWindowTitle(title)
 

@@ -37,7 +37,7 @@ def probe(window, callback, fallback_ms=2000):
                            "opened": window.repository.opened, "device_rows": dock.model.rowCount(),
                            "system_rows": dock.systems.model.rowCount(), "built": [d.objectName() for d in window.panel_docks if d.built]}
         callback()
-        seen["after"] = {"opened": window.repository.opened, "device_rows": dock.model.rowCount(),
+        seen["after"] = {"opened": window.repository.opened, "panels": "explorer.ui.panels.serving" in sys.modules, "device_rows": dock.model.rowCount(),
                          "count": window.repository.count() if window.repository.opened else None,
                          "system_rows": dock.systems.model.rowCount(), "frozen": gc.get_freeze_count() > 0}
         print("SEEN " + json.dumps(seen), flush=True)
@@ -70,8 +70,13 @@ def test_the_window_is_painted_before_the_catalog_is_opened_then_its_tables_fill
     assert "explorer.store.repository" not in painted["modules"] and "explorer.store.engine" not in painted["modules"]
     assert painted["opened"] is False and painted["device_rows"] == 0 and painted["system_rows"] == 0
     assert painted["built"] == ["panel_RooflinePanel"]  # the tab on screen; the others when first chosen
+    panel_modules = {m for m in painted["modules"] if m.startswith("explorer.ui.panels.")}
+    assert panel_modules == {"explorer.ui.panels." + m for m in (  # the roofline's and what every panel shares
+        "base", "controls", "plotting", "roofline", "roofline_comm", "roofline_items", "roofline_labels",
+        "roofline_trace")}
     assert after["opened"] is True and after["device_rows"] == after["count"] > 30 and after["system_rows"] > 5
     assert after["frozen"]  # start-up objects frozen once the catalog is in (app.freeze_startup_objects)
+    assert after["panels"]  # and the other tabs' modules imported then, not at the first edit
 
 
 def test_a_catalog_that_cannot_be_opened_is_reported_and_the_app_exits_with_1(tmp_path):

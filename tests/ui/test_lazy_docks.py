@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QDockWidget, QLabel, QMessageBox, QWidget
 from explorer.core.session.workspace import Workspace
 from explorer.ui.app import device_lookup
 from explorer.ui.main_window import MainWindow
-from explorer.ui.panels import PANELS, EnergyPanel, FidelityPanel, RooflinePanel, SystemsPanel
+from explorer.ui.panels import PANEL_SPECS, PANELS, EnergyPanel, FidelityPanel, RooflinePanel, SystemsPanel
 from explorer.ui.widgets.lazy_dock import LazyDock
 
 EXTRAS = ("planner_dock", "calculators_dock", "trace_dock")
@@ -102,3 +102,10 @@ def test_the_factory_may_not_ask_for_its_own_dock(qtbot):
     with pytest.raises(RuntimeError, match="while it was being built"):
         dock.widget()
     assert not dock.built
+
+
+def test_the_panel_specs_name_each_panel_class_and_its_title_in_tab_order():
+    assert tuple(spec.load() for spec in PANEL_SPECS) == PANELS
+    for spec, cls in zip(PANEL_SPECS, PANELS, strict=True):
+        assert (spec.name, spec.title) == (cls.__name__, cls.title)
+        assert cls.__module__ == f"explorer.ui.panels.{spec.module}"
