@@ -38,3 +38,16 @@ def test_the_unit_registry_leaves_dask_out_and_dask_still_imports_after_it():
 def test_a_process_that_imported_dask_first_keeps_pints_dask_support():
     out = fresh("import dask, pint.compat\nimport explorer.core.units\nprint(pint.compat.HAS_DASK)")
     assert out == "True"
+
+
+def test_the_version_is_read_when_asked_for():
+    from explorer import __version__
+
+    out = fresh("import sys, explorer, explorer.__main__\n"
+                "print('importlib.metadata' in sys.modules)\n"
+                "print(explorer.__version__)")
+    assert out.splitlines() == ["False", __version__]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    done = subprocess.run([sys.executable, "-m", "explorer", "--version"], env=env, capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert (done.returncode, done.stdout) == (0, f"hwexplorer {__version__}\n")
