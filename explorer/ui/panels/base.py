@@ -14,7 +14,6 @@ import sys
 from collections.abc import Sequence
 
 import pyqtgraph as pg
-import pyqtgraph.exporters  # registers ImageExporter and SVGExporter
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QRectF
 from PySide6.QtGui import QImage, QPainter
 from PySide6.QtWidgets import (
@@ -282,6 +281,8 @@ class AnalysisPanel(QWidget):
         Rendered into an image of device pixel ratio 2, as on a high-density screen, rather than with pyqtgraph's
         ImageExporter, which scales the painter: text drawn at screen size (titles, legend, labels) ignores the
         painter's scale and came out at half size."""
+        import pyqtgraph.exporters  # noqa: F401 - ImageExporter; imported on the first export, not at start-up
+
         self._up_to_date()
         scene = self.graphics.scene()
         with self._uncached():
@@ -310,6 +311,8 @@ class AnalysisPanel(QWidget):
 
     def export_svg(self, path: str) -> None:
         """The charts as vector SVG (pyqtgraph's SVGExporter; Qt 6's closed paths made readable to it)."""
+        import pyqtgraph.exporters  # noqa: F401 - SVGExporter; imported on the first export, not at start-up
+
         module = sys.modules["pyqtgraph.exporters.SVGExporter"]
         original = module.correctCoordinates
 
