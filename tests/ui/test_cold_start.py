@@ -71,9 +71,12 @@ def test_the_window_is_painted_before_the_catalog_is_opened_then_its_tables_fill
     assert painted["opened"] is False and painted["device_rows"] == 0 and painted["system_rows"] == 0
     assert painted["built"] == ["panel_RooflinePanel"]  # the tab on screen; the others when first chosen
     panel_modules = {m for m in painted["modules"] if m.startswith("explorer.ui.panels.")}
-    assert panel_modules == {"explorer.ui.panels." + m for m in (  # the roofline's and what every panel shares
+    # the roofline's and what every panel shares; the systems' and training's, whose tab titles are worded by their
+    # classes (the other tabs are titled from their PanelSpec)
+    assert panel_modules == {"explorer.ui.panels." + m for m in (
         "base", "controls", "plotting", "roofline", "roofline_comm", "roofline_items", "roofline_labels",
-        "roofline_trace")}
+        "roofline_trace", "ranked", "systems", "systems_controls", "systems_ladder", "systems_table", "training",
+        "training_controls", "training_table")}
     assert after["opened"] is True and after["device_rows"] == after["count"] > 30 and after["system_rows"] > 5
     assert after["frozen"]  # start-up objects frozen once the catalog is in (app.freeze_startup_objects)
     assert after["panels"]  # and the other tabs' modules imported then, not at the first edit

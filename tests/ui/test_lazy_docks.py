@@ -104,8 +104,21 @@ def test_the_factory_may_not_ask_for_its_own_dock(qtbot):
     assert not dock.built
 
 
-def test_the_panel_specs_name_each_panel_class_and_its_title_in_tab_order():
+def test_the_panel_specs_name_each_panel_class_its_title_and_time_model_in_tab_order():
+    from explorer.ui.panels.base import AnalysisPanel
+
     assert tuple(spec.load() for spec in PANEL_SPECS) == PANELS
     for spec, cls in zip(PANEL_SPECS, PANELS, strict=True):
-        assert (spec.name, spec.title) == (cls.__name__, cls.title)
+        assert (spec.name, spec.title, spec.time_model) == (cls.__name__, cls.title, cls.time_model)
         assert cls.__module__ == f"explorer.ui.panels.{spec.module}"
+        assert spec.own_caption == (cls.caption.__func__ is not AnalysisPanel.caption.__func__), spec.name
+
+
+def test_a_new_window_titles_its_tabs_as_their_panels_will_before_any_is_built(window):
+    """The panels title their docks when first drawn; a tab not built has that title from the start (a hidden tab's
+    title is on screen in the tab bar)."""
+    assert built(window) == set()
+    ws = window.workspace
+    for dock in window.panel_docks:
+        assert dock.windowTitle() == dock.panel_class().dock_title(ws, ws.analysis), dock.objectName()
+    assert window.findChild(QDockWidget, "panel_TilingPanel").windowTitle() == "Tiling fringe tax \u2014 ideal model"

@@ -16,29 +16,40 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class PanelSpec:
-    """Where an analysis panel's class is (``explorer.ui.panels.<module>.<name>``) and its tab's title (the
-    class's ``title``: a test checks they agree)."""
+    """Where an analysis panel's class is (``explorer.ui.panels.<module>.<name>``), its tab's title and the time
+    model it shows (the class's ``title`` and ``time_model``: a test checks they agree)."""
 
     module: str
     name: str
     title: str
+    time_model: str = "follows"  # the class's ``time_model``
+    own_caption: bool = False  # the class words its caption itself (``caption`` overridden)
 
     def load(self) -> type:
         """The panel class (its module imported now if it was not)."""
         return getattr(importlib.import_module(f"{__name__}.{self.module}"), self.name)
 
+    def dock_title(self, workspace, analysis=None) -> str:
+        """The title the panel's dock has for ``workspace`` (``AnalysisPanel.dock_title``), without importing the
+        panel's module unless the class words its caption itself."""
+        if self.own_caption:
+            return self.load().dock_title(workspace, analysis)
+        from .base import time_caption, titled
+
+        return titled(self.title, time_caption(self.time_model, workspace, analysis))
+
 
 #: the analysis panels in tab order
 PANEL_SPECS = (
     PanelSpec("roofline", "RooflinePanel", "Roofline"),
-    PanelSpec("energy", "EnergyPanel", "Memory-hierarchy energy"),
-    PanelSpec("tiling", "TilingPanel", "Tiling fringe tax"),
+    PanelSpec("energy", "EnergyPanel", "Memory-hierarchy energy", "none"),
+    PanelSpec("tiling", "TilingPanel", "Tiling fringe tax", "ideal"),
     PanelSpec("cost", "CostPanel", "Cost per TFLOP/s"),
-    PanelSpec("fidelity", "FidelityPanel", "Fidelity"),
-    PanelSpec("systems", "SystemsPanel", "Systems"),
-    PanelSpec("training", "TrainingPanel", "Training"),
-    PanelSpec("design_space", "DesignSpacePanel", "Design space"),
-    PanelSpec("serving", "ServingPanel", "Serving"),
+    PanelSpec("fidelity", "FidelityPanel", "Fidelity", "both"),
+    PanelSpec("systems", "SystemsPanel", "Systems", own_caption=True),
+    PanelSpec("training", "TrainingPanel", "Training", own_caption=True),
+    PanelSpec("design_space", "DesignSpacePanel", "Design space", "ideal"),
+    PanelSpec("serving", "ServingPanel", "Serving", "ideal"),
 )
 _CLASSES = {spec.name: spec for spec in PANEL_SPECS} | {"AnalysisControls": PanelSpec("controls", "AnalysisControls", "")}
 

@@ -67,6 +67,23 @@ def _close_paths_explicitly(node) -> None:
         path.setAttribute("d", " ".join(out))
 
 
+def time_caption(time_model: str, workspace, analysis=None) -> str:
+    """The caption of a panel whose ``time_model`` is "follows", "ideal", "both" or "none" (``AnalysisPanel``)."""
+    chosen = workspace.assumptions.time_model
+    if time_model == "none":
+        return ""  # no time shown (energy): the same in both models, so the title says nothing
+    if time_model == "both":
+        return "ideal vs calibrated"
+    if time_model == "ideal":
+        return "ideal model" if chosen == "ideal" else "ideal model (not calibrated here)"
+    return model_title(chosen, analysis)
+
+
+def titled(title: str, caption: str) -> str:
+    """A dock's title: the panel's, and its caption after a dash when it has one."""
+    return f"{title} \u2014 {caption}" if caption else title
+
+
 class AnalysisPanel(QWidget):
     """Base of the analysis panels. Subclasses build items in ``build`` and draw in ``redraw(analysis)``."""
 
@@ -212,20 +229,12 @@ class AnalysisPanel(QWidget):
     def caption(cls, workspace, analysis=None) -> str:
         """Which time model a panel of this class shows for ``workspace``, for its title (a class method: the
         main window titles a tab whose panel is not built yet the same way)."""
-        chosen = workspace.assumptions.time_model
-        if cls.time_model == "none":
-            return ""  # no time shown (energy): the same in both models, so the title says nothing
-        if cls.time_model == "both":
-            return "ideal vs calibrated"
-        if cls.time_model == "ideal":
-            return "ideal model" if chosen == "ideal" else "ideal model (not calibrated here)"
-        return model_title(chosen, analysis)
+        return time_caption(cls.time_model, workspace, analysis)
 
     @classmethod
     def dock_title(cls, workspace, analysis=None) -> str:
         """The dock's title: the panel's and the time model it shows."""
-        caption = cls.caption(workspace, analysis)
-        return f"{cls.title} \u2014 {caption}" if caption else cls.title
+        return titled(cls.title, cls.caption(workspace, analysis))
 
     def model_caption(self, analysis=None) -> str:
         """Which time model the panel shows, for its title."""
