@@ -131,7 +131,7 @@ def one_start(env: dict, code: str = CHILD, tree: str | None = None, filled: lis
                           timeout=300, cwd=tree)
     painted = [line for line in done.stdout.splitlines() if line.startswith("PAINTED ")]
     if done.returncode != 0 or not painted:
-        raise RuntimeError(f"the app did not paint (exit {done.returncode}):\n{done.stderr[-2000:]}")
+        raise RuntimeError(f"the app did not paint (exit {done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
     if filled is not None:
         done_at = [line for line in done.stdout.splitlines() if line.startswith("FILLED ")]
         filled.append(float(done_at[0].split()[1]) - start if done_at else float("nan"))

@@ -20,7 +20,8 @@ COMMANDS = (
     ("train", "train_cmd", "time, memory, MFU and cost of training a model on a system"),
     ("calibrate", "calibrate_cmd", "fit a link or a device to your own measurements"),
     ("serve", "serve_cmd", "serving under load: latency percentiles, throughput and goodput"),
-    ("sweep", "sweep_cmd", "a design-space sweep: batch x sequence length x phase x precision x device"),
+    ("sweep", "sweep_cmd", ("a design-space sweep: batch x sequence length x phase x precision x device, or "
+                           "served rates")),
 )
 NAMES = tuple(c[0] for c in COMMANDS)
 

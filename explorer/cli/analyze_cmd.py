@@ -75,7 +75,8 @@ def workload_from_args(args):
             return model, ctx, []
         raise CliError("--device: give at least one --device DEV" + (
             " (or --system SYS)" if hasattr(args, "system") else ""))
-    devices = with_project_overrides(args.model, resolve_devices(args.device, getattr(args, "db", None)))
+    devices = with_project_overrides(args.model, resolve_devices(args.device, getattr(args, "db", None)),
+                                     getattr(args, "db", None))
     return model, ctx, devices
 
 

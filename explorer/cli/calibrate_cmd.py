@@ -111,22 +111,21 @@ def run_link(args) -> int:
 
 
 def link_conditions(fit: LinkFit, table) -> str:
-    """The run and the fit in words, stored beside a saved fit."""
-    above = "" if not math.isfinite(fit.mape_above) else f", {fit.mape_above * 100:.1f} % at 1 MiB and above"
-    return (f"{table.op} on {fit.ranks} ranks ({table.dtype}), {fit.size.size} messages of {_size(fit.size.min())} to "
-            f"{_size(fit.size.max())}, {fit.algorithm} model; bus-bandwidth MAPE {fit.mape * 100:.1f} %{above}")
+    """The run and the fit in words, stored beside a saved fit (the app's named link fits write the same)."""
+    from ..core.session.link_calibrations import link_conditions as conditions
+
+    return conditions(fit, table.dtype)
 
 
 def stored_fit(fit: LinkFit, table, key: str):
     """The :class:`LinkCalibration` a fit is saved as: figures written in us and GB/s to 6 significant digits,
-    their values read back from that text (so a saved file reads back to the same numbers)."""
-    from ..core.hardware.device import Cited
-    from ..core.hardware.system import LinkCalibration
+    their values read back from that text (so a saved file reads back to the same numbers; the app's named link
+    fits are made by the same function, ``explorer/core/session/link_calibrations.py``)."""
+    from ..core.session.link_calibrations import link_calibration, stored_texts
 
-    alpha, bandwidth = f"{fit.alpha * 1e6:.6g} us", f"{fit.bandwidth / 1e9:.6g} GB/s"
-    return LinkCalibration(Cited(parse_si(alpha, "time", "alpha"), alpha, key),
-                           Cited(parse_si(bandwidth, "bandwidth", "bandwidth"), bandwidth, key),
-                           fit.op, fit.ranks, fit.algorithm, link_conditions(fit, table), round(fit.sharpness, 4))
+    alpha, bandwidth = stored_texts(fit)
+    return link_calibration(alpha, bandwidth, fit.op, fit.ranks, fit.algorithm, link_conditions(fit, table),
+                            fit.sharpness, key)
 
 
 def with_fit(system, domain, fit: LinkFit, table, path: Path, name: str | None = None):
@@ -283,7 +282,13 @@ def run_kernels(args) -> int:
     if args.save:
         sources = {**device.sources, key: Source(key, f"kernel times fitted by 'hwexplorer calibrate kernels' from "
                                                      f"{path.name}", path.resolve().as_uri(), today)}
-        _save(replace(device, calibration=cal, sources=sources), getattr(args, "db", None))
+        named = None
+        if getattr(args, "name", None) is not None:  # also a named calibration of the device, for the app's chooser
+            from ..core.session.named_calibrations import NamedCalibration, canonical
+
+            named = NamedCalibration(args.name.strip(), canonical(cal), path.name, fmt, args.precision, today,
+                                     len(rows), {k: round(float(r.mape), 4) for k, r in results.items()})
+        _save(replace(device, calibration=cal, sources=sources), getattr(args, "db", None), named)
         out["saved"] = True
     if args.json:
         print_json(out)
@@ -292,13 +297,17 @@ def run_kernels(args) -> int:
     return 0
 
 
-def _save(device, db_url) -> None:
+def _save(device, db_url, named=None) -> None:
+    """Store the device's new calibration; with ``named`` (``--name``), also keep it as a named calibration of the
+    device (``named_calibrations``: the app's Fidelity chooser lists it, ``catalog export`` carries it)."""
     from ..store.engine import open_catalog
 
     try:
         with open_catalog(db_url) as repo:
             version = repo.record(device.id).version
             repo.update(device, version)
+            if named is not None:
+                repo.save_calibration(device.id, named)
     except ValueError as exc:
         raise CliError(f"--save: {exc}") from None
 

@@ -296,13 +296,14 @@ def cmd_export(args) -> int:
     with _open(args) as repo:
         ids = [r.id for r in repo.rows(filters)]
         devices = repo.devices(ids)
+        calibrations = repo.all_calibrations(ids)  # named calibrations travel with their device (YAML, JSON)
     try:
         if args.file == "-":
             if not args.format:
                 raise CliError("export to stdout ('-') needs --format yaml, json or csv")
-            sys.stdout.write(export_text(devices, args.format))
+            sys.stdout.write(export_text(devices, args.format, calibrations))
             return 0
-        count = export_file(devices, args.file, detect_format(args.file, args.format))
+        count = export_file(devices, args.file, detect_format(args.file, args.format), calibrations)
     except ImportFileError as exc:
         raise CliError(str(exc)) from None
     print(f"wrote {count} device(s) to {args.file}")

@@ -52,7 +52,8 @@ def run_generate(args) -> int:
     prompt = args.input or args.seq_len or model.default_seq_len()
     if prompt is None:
         raise CliError(f"--phase: generate needs a token model; {model.name} takes no tokens")
-    devices = with_project_overrides(args.model, resolve_devices(args.device, getattr(args, "db", None)))
+    devices = with_project_overrides(args.model, resolve_devices(args.device, getattr(args, "db", None)),
+                                     getattr(args, "db", None))
     try:
         g = generate(model, devices, args.precision, batch=args.batch, input_tokens=prompt, output_tokens=args.output,
                      attention=args.attention, lm_head=args.lm_head, formats=formats_from_args(args))

@@ -25,6 +25,7 @@ from ..core.units import UnitError, format_si, parse_quantity, parse_si
 from ..report.sensitivity_section import break_even_table, sensitivity_table
 from .analyze_cmd import add_workload_args, workload_from_args
 from .common import CliError, parse_pairs, print_json, text_table
+from .serving_args import add_system_serving_args, refuse_system_serving_args
 from .serving_args import add_workload_args as add_serving_args
 from .tensor_args import formats_from_args
 
@@ -40,6 +41,7 @@ def add_parser(sub) -> None:
                         "layouts, the fewest devices that meet the target and the latency limit")
     add_requirement_args(p, target_required=False)
     add_serving_args(p, rate_default=None)
+    add_system_serving_args(p)
     p.add_argument("--search-batch", nargs="?", type=int, const=DEFAULT_CAP, default=None, metavar="CAP",
                    help="instead of --batch, run each device at the power of two up to CAP (default "
                         f"{DEFAULT_CAP}) that meets --latency at the lowest cost, and say why; with --system, "
@@ -168,21 +170,19 @@ def run(args) -> int:
         from .plan_serving import run_plan_serving
 
         return run_plan_serving(args)
+    refuse_system_serving_args(args)
     if args.target is None:
         raise CliError("--target: give --target RATE (throughput) or --rate with service levels (serving)")
     if args.system:
         from .plan_systems import run_plan_systems
 
         return run_plan_systems(args)
-    if getattr(args, "search_batch", None) is not None and args.time_model != "ideal":
-        raise CliError("--search-batch: not with --time-model calibrated yet (the search times with the ideal "
-                       "model)")
     analysis, req, costs = prepare(args)
     search = None
     try:
         if getattr(args, "search_batch", None) is not None:
             search = search_batch(analysis.model, analysis.devices, analysis.precision, analysis.ctx, req, costs,
-                                  cap=args.search_batch)
+                                  cap=args.search_batch, time_model=args.time_model)
             result = search.result
         else:
             result = Results.of_analysis(analysis, costs, req).plan
@@ -240,7 +240,7 @@ def search_json(s: BatchSearch) -> dict:
             "rank_cost_usd": [[_num(x) for x in row] for row in s.rank_cost],
             "latency_s": [[_num(x) for x in row] for row in s.latency],
             "feasible": s.feasible.tolist(),
-            "chosen": dict(zip(s.ids, s.chosen)), "why": dict(zip(s.ids, s.why))}
+            "chosen": dict(zip(s.ids, s.chosen)), "time_model": s.time_model, "why": dict(zip(s.ids, s.why))}
 
 
 def _num(x) -> float | None:
@@ -285,8 +285,8 @@ def print_plan(r: PlanResult, search: BatchSearch | None = None, time_model: str
     a = r.analysis
     sources = dict(zip(a.devices.ids, device_time_sources(a, time_model)))
     target = f"{req.target:,.0f} {r.unit}" if req.target is not None else "none (one replica per device)"
-    batch = (f"batch searched over {search.batches[0]}-{search.batches[-1]} per device" if search is not None
-             else f"batch {a.ctx.batch}")
+    batch = (f"batch searched over {search.batches[0]}-{search.batches[-1]} per device under the {search.time_model} "
+             "model" if search is not None else f"batch {a.ctx.batch}")
     print(f"{a.model.name}: {a.ctx.phase}, {batch}, {a.precision}; target {target}"
           + (f", latency limit {format_si(req.latency, 's', 3)}" if req.latency else "")
           + (f", budget {format_usd(req.budget)} ({req.budget_covers})" if req.budget else "")

@@ -10,7 +10,9 @@ devices and systems are ranked together."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
+from ..core.analysis.time_source import heading
 from ..core.serving.analytic import estimate
 from ..core.serving.fleet import SECONDS_PER_YEAR, size_fleet
 from ..core.serving.serve import device_setup
@@ -21,6 +23,7 @@ from .common import CliError, parse_pairs, print_json, text_table
 from .resolve import load_model_arg, resolve_devices
 from .serve_cmd import _workload_json
 from .serving_args import _slo, _workload, check_engine, policy_from_args
+from .system_cmd import options_json
 from .tensor_args import formats_from_args
 
 #: options of the throughput plan that have no meaning when planning by serving (the service levels replace them)
@@ -89,26 +92,30 @@ def run_plan_serving(args) -> int:
     model, _ = load_model_arg(args.model)
     devices = resolve_devices(args.device, getattr(args, "db", None)) if args.device else []
     systems = _systems(args)
+    options = _options(args)
     ids = {d.id for d in devices} | {d.id for _, d in systems}
     for option, given in (("--quote", quotes), ("--rent", rents)):
         unknown = sorted(set(given) - ids)
         if unknown:
             raise CliError(f"{option}: {', '.join(unknown)} is not one of the devices ({', '.join(sorted(ids))})")
+    time_model = getattr(args, "time_model", "ideal")
     common = {"policy": policy_from_args(args), "precision": args.precision, "formats": formats_from_args(args),
               "utilization": args.memory_utilization, "block_size": args.block_size}
     sized, rows = [], []
     try:
         for d in devices:
-            setup = device_setup(model, d, workload, usd_per_s=rents.get(d.id), **common)
+            setup = device_setup(model, d, workload, usd_per_s=rents.get(d.id), time_model=time_model, **common)
             if setup.memory.blocks < 1:
                 rows.append(_row(d.id, d.name, f"no room for the KV cache: weights {format_bytes(setup.memory.weights)}"
                                  f" of {format_bytes(setup.memory.capacity)} x {setup.memory.utilization:g}"))
+                rows[-1].update(time_source=setup.time_source, time_label=setup.time_label)
             else:
                 sized.append((setup, d))
         fleet = size_fleet(workload, [s for s, _ in sized], [d for _, d in sized], slo, quotes, args.years,
                            electricity, args.pue) if sized else ()
         layouts = [(sy, d, size_system(model, sy, d, workload, slo, quotes=quotes, years=args.years,
-                                       usd_per_kwh=electricity, pue=args.pue, usd_per_s=rents.get(d.id), **common))
+                                       usd_per_kwh=electricity, pue=args.pue, usd_per_s=rents.get(d.id),
+                                       options=replace(options, time_model=time_model), **common))
                    for sy, d in systems]
     except (ValueError, WorkloadError) as exc:
         msg = str(exc)
@@ -119,6 +126,7 @@ def run_plan_serving(args) -> int:
     for f in fleet:
         setup = setups[f.device_id]
         row = _row(f.device_id, f.name, f.reason if f.feasible else _no_load_reason(workload, setup, slo))
+        row.update(time_source=setup.time_source, time_label=setup.time_label)
         usd_s = setup.usd_per_s if setup.usd_per_s is not None else math.nan
         row.update(feasible=f.feasible, slo_rate_per_s=_num(f.slo_rate) if f.feasible else 0.0,
                    price_usd=_num(f.price_per_device), price_source=f.price_source or None,
@@ -132,12 +140,13 @@ def run_plan_serving(args) -> int:
         rows.append(row)
     rows += [_system_row(sy, d, sized_system, workload, seconds, slo) for sy, d, sized_system in layouts]
     ranked = _rank(rows, args.rank)
-    data = {"mode": "serving", "model": model.name, "precision": args.precision,
+    data = {"mode": "serving", "model": model.name, "precision": args.precision, "time_model": time_model,
             "workload": _workload_json(workload),
             "slo": [{"metric": m, "percentile": p, "target_s": t} for m, t, p in slo.targets()],
             "assumptions": {"years": args.years, "electricity_usd_per_kwh": electricity, "pue": args.pue,
                             "memory_utilization": args.memory_utilization, "max_batch": args.max_batch},
             "rank_by": args.rank, "devices": ranked,
+            "system_options": dict(options_json(options), nodes=args.nodes) if systems else None,
             "notes": {"system_replica": "with --system a replica is one layout of tp x pp devices; every tensor-"
                                         "parallel layout is sized and the cheapest kept (docs/serving.md)"}}
     if args.json:
@@ -153,9 +162,20 @@ def _systems(args) -> list:
         return []
     from .system_cmd import resolve_system
 
-    systems = [resolve_system(spec, 1, getattr(args, "db", None)) for spec in dict.fromkeys(args.system)]
+    systems = [resolve_system(spec, args.nodes, getattr(args, "db", None)) for spec in dict.fromkeys(args.system)]
     devs = {d.id: d for d in resolve_devices(sorted({s.device_id for s in systems}), getattr(args, "db", None))}
     return [(s, devs[s.device_id]) for s in systems]
+
+
+def _options(args):
+    """The system pass's options of ``--overlap`` ... (their defaults without --system; given without one: one
+    CliError naming the option)."""
+    from .serving_args import refuse_system_serving_args
+    from .system_cmd import options_from_args
+
+    if not args.system:
+        refuse_system_serving_args(args)
+    return options_from_args(args)
 
 
 def _system_row(system, device, sized_system, workload: Workload, seconds: float, slo: SLO) -> dict:
@@ -167,12 +187,14 @@ def _system_row(system, device, sized_system, workload: Workload, seconds: float
                 + ", ".join(x.label for x in fleets) + ")" if all(x.fleet is None for x in fleets) else
                 _no_load_reason(workload, setups[best.layout], slo)), kind="system", device=device.id)
     layouts = [{"layout": x.replica.to_dict(), "label": x.label, "replica_devices": x.replica_devices,
+                "time_source": setups[x.layout].time_source,
                 "slo_rate_per_s": _num(x.fleet.slo_rate) if x.fleet else 0.0,
                 "replicas": x.fleet.replicas if x.feasible else None, "devices": x.devices if x.feasible else None,
                 "cost_per_million_usd": _num(x.fleet.cost_per_million) if x.feasible else None,
                 "reason": x.reason or None} for x in fleets]
     row.update(layout=best.replica.to_dict(), layout_label=best.label, replica_devices=best.replica_devices,
-               layouts=layouts)
+               layouts=layouts, time_source=setups[best.layout].time_source,
+               time_label=setups[best.layout].time_label)
     if f is None:
         return row
     setup = setups[best.layout]
@@ -196,7 +218,7 @@ def _row(device_id: str, name: str, reason: str, kind: str = "device", device: s
             "slo_rate_per_s": 0.0, "replicas": None, "devices": None, "busy_share": None, "output_tokens_per_s": None,
             "price_usd": None, "price_source": None, "rent_usd_per_hour": None, "capital_usd": None, "tco_usd": None,
             "rent_usd": None, "cost_per_million_usd": None, "rented_per_million_usd": None, "rank_basis": None,
-            "rank_cost_per_million_usd": None}
+            "rank_cost_per_million_usd": None, "time_source": None, "time_label": None}
 
 
 def _f(x, fmt: str) -> str:
@@ -216,11 +238,18 @@ def print_plan_serving(data: dict) -> None:
     rows = [[f"#{r['rank']}", r["id"], r["layout_label"] or "1 device",
              _f(r["slo_rate_per_s"] if r["feasible"] else None, ".3g"),
              _f(r["replicas"], "d"), _f(r["devices"], "d"), _f(r["capital_usd"], ",.0f"), _f(r["tco_usd"], ",.0f"),
-             _f(r["rent_usd"], ",.0f"), _f(r["cost_per_million_usd"], ".3g"), _f(r["rented_per_million_usd"], ".3g")]
+             _f(r["rent_usd"], ",.0f"), _f(r["cost_per_million_usd"], ".3g"), _f(r["rented_per_million_usd"], ".3g"),
+             r["time_source"] or "\u2014"]
             for r in data["devices"]]
+    o = data.get("system_options")
+    if o:
+        print(f"systems: {o['nodes']} node{'s' * (o['nodes'] > 1)} each, communication "
+              f"{'overlapped with compute' if o['overlap'] else 'exposed'}, all-reduce {o['collective']}, "
+              f"collectives in {o['collective_format']} format, skew {o['skew']:g}"
+              + (", offload to host" if o["offload"] else ""))
     print(text_table(["rank", "device or system", "replica", "rate/replica [req/s]", "replicas", "devices",
-                      "capital [USD]", "TCO [USD]", "rent [USD]", "owned [USD/M out tok]", "rented [USD/M out tok]"],
-                     rows))
+                      "capital [USD]", "TCO [USD]", "rent [USD]", "owned [USD/M out tok]", "rented [USD/M out tok]",
+                      "times"], rows))
     for r in data["devices"]:
         if r["reason"]:
             print(f"{r['id']}: {r['reason']}")
@@ -229,3 +258,8 @@ def print_plan_serving(data: dict) -> None:
                 x["label"] + (f" {_f(x['slo_rate_per_s'], '.3g')} req/s -> {x['devices']} devices, "
                               f"{_f(x['cost_per_million_usd'], '.3g')} USD/M" if x["devices"] else
                               f": {x['reason']}") for x in r["layouts"]))
+    print(f"times: the {data['time_model']} model (spec = datasheet figures, calibrated = fitted to measurements)")
+    if data["time_model"] != "ideal":
+        for r in data["devices"]:
+            if r["time_label"]:
+                print(f"-- {r['id']}: {heading(r['time_source'])}; {r['time_label']}")

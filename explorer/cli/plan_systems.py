@@ -6,8 +6,7 @@ from __future__ import annotations
 import math
 
 from ..core.analysis.procurement import format_usd, parse_latency, parse_rate
-from ..core.analysis.time_source import SPEC, system_time_sources
-from ..core.parallel.batch_layout_search import search_system_batch
+from ..core.parallel.batch_layout_search import plan_time_source, search_system_batch
 from ..core.parallel.compare import size_on_systems
 from ..core.parallel.sizing import NOT_PRICED, SystemPlan, size_fleet
 from ..core.parallel.system_pass import Options
@@ -46,20 +45,19 @@ def run_plan_systems(args) -> int:
     time_model = getattr(args, "time_model", "ideal")
     search = None
     if getattr(args, "search_batch", None) is not None:  # the batch and the layout, searched together
-        if time_model != "ideal":
-            raise CliError("--search-batch: times with the ideal model only; drop --time-model calibrated")
         try:
             search = search_system_batch(model, hardware, args.precision, ctx, target, latency, price,
-                                         formats_from_args(args), cap=args.search_batch)
+                                         formats_from_args(args), options=Options(time_model=time_model),
+                                         cap=args.search_batch)
         except ValueError as exc:
             raise CliError(str(exc).replace("max_batch:", "--search-batch:")) from None
         plans = search.result
-        sources = [SPEC] * len(plans)
+        sources = list(search.result_sources)
     else:
         results = size_on_systems(model, hardware, args.precision, ctx, formats_from_args(args),
                                   options=Options(time_model=time_model))
         plans = size_fleet(results, target, latency, price)
-        sources = [_source(r, p) for r, p in zip(results, plans)]
+        sources = [plan_time_source(r, p) for r, p in zip(results, plans)]
     rate_unit = "tokens/s" if ctx.phase == "decode" else "inferences/s"
     if args.json:
         data = {"model": model.name, "phase": ctx.phase, "batch": ctx.batch, "precision": args.precision,
@@ -73,12 +71,13 @@ def run_plan_systems(args) -> int:
                 "batches": list(search.batches), "system_ids": [p.system_id for p in plans],
                 "devices": [[int(x) if math.isfinite(x) else None for x in row] for row in search.devices],
                 "latency_s": [[_n(float(x)) for x in row] for row in search.latency],
-                "chosen": {p.system_id: b for p, b in zip(plans, search.chosen)},
+                "chosen": {p.system_id: b for p, b in zip(plans, search.chosen)}, "time_model": search.time_model,
+                "time_sources": [list(row) for row in search.sources],
                 "why": {p.system_id: w for p, w in zip(plans, search.why)}}
         print_json(data)
         return 0
-    batch = (f"batch searched over {search.batches[0]}-{search.batches[-1]} per system" if search is not None
-             else f"batch {ctx.batch} per system")
+    batch = (f"batch searched over {search.batches[0]}-{search.batches[-1]} per system under the "
+             f"{search.time_model} model" if search is not None else f"batch {ctx.batch} per system")
     print(f"{model.name}: {ctx.phase}, {batch}, {args.precision}; target "
           + (f"{target:,.0f} {rate_unit}" if target else "none (one replica)")
           + (f", latency limit {format_si(latency, 's', 3)}" if latency else ""))
@@ -96,15 +95,6 @@ def run_plan_systems(args) -> int:
             print(f"-- {p.name.split(' (')[0]}: {why}")
     print(f"-- {NOT_PRICED}")
     return 0
-
-
-def _source(result, plan) -> str:
-    """The label of the times of the plan's layout on its system (spec | partly calibrated | calibrated)."""
-    a = result.analysis
-    if a is None:
-        return SPEC
-    k = a.layouts.index(plan.layout) if plan.layout in a.layouts else result.chosen
-    return system_time_sources(a)[k]
 
 
 def _g(x: float) -> str:

@@ -87,6 +87,7 @@ def section_from_args(args, analysis):
 
     try:
         return build_serving_section(analysis.model, analysis.devices.devices, choice, analysis.precision,
-                                     analysis.devices.formats, args.serving_requests)
+                                     analysis.devices.formats, args.serving_requests,
+                                     time_model=getattr(args, "time_model", "ideal"))
     except ValueError as exc:
         raise CliError(str(exc)) from None

@@ -40,10 +40,11 @@ def load_model_arg(spec: str):
     return template.build(), template.phase_default
 
 
-def with_project_overrides(model_arg: str, devices: list) -> list:
+def with_project_overrides(model_arg: str, devices: list, db_url: str | None = None) -> list:
     """When MODEL is a project file, ``devices`` with the project's device overrides applied (a user's edited
     figures saved with the project, docs/project-file.md) and the named calibration the project uses on each
-    (``calibrations``), each overridden or recalibrated device named on stderr."""
+    (``calibrations``: one it carries, else the catalog database's of that name), each overridden or recalibrated
+    device named on stderr, and a name neither holds said there too (the catalog's calibration is used)."""
     import sys
 
     from explorer.core.session.device_overrides import apply_overrides, describe
@@ -54,14 +55,24 @@ def with_project_overrides(model_arg: str, devices: list) -> list:
         return devices
     project = load_project(path)  # already read once by MODEL: a bad file stopped there
     overrides, cals = project.device_overrides, project.calibrations
+    wanted = [d.id for d in devices if d.id in cals.in_use and cals.used(d.id) is None]
+    catalog = {}
+    if wanted:
+        from ..store.resolve import catalog_calibrations
+
+        catalog = catalog_calibrations(wanted, db_url)
+    used = {d.id: cals.resolve(d.id, catalog.get(d.id, ())) for d in devices}
     for d in devices:
         if d.id in overrides:
             print(f"hwexplorer: the project overrides figures of {d.id}: {describe(overrides[d.id])}",
                   file=sys.stderr)
-        if cals.used(d.id) is not None:
-            print(f"hwexplorer: the project's calibration of {d.id} is {cals.used(d.id).describe()}",
+        if used[d.id] is not None:
+            print(f"hwexplorer: the project's calibration of {d.id} is {used[d.id].describe()}",
                   file=sys.stderr)
-    return [apply_calibration(apply_overrides(d, overrides.get(d.id)), cals.used(d.id)) for d in devices]
+        elif d.id in cals.in_use:
+            print(f"hwexplorer: the project uses the calibration {cals.in_use[d.id]!r} of {d.id}, which the catalog "
+                  "does not hold: its catalog calibration is used", file=sys.stderr)
+    return [apply_calibration(apply_overrides(d, overrides.get(d.id)), used[d.id]) for d in devices]
 
 
 def resolve_devices(specs: list[str], db_url: str | None):

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
-from ..core.analysis.time_source import SPEC, heading
+from ..core.analysis.evaluate import MODELS
+from ..core.analysis.time_source import heading
 from ..core.files import atomic_write_text
 from ..core.precision import PRECISIONS
 from ..core.serving.analytic import Setup
 from ..core.serving.result import ServingResult
 from ..core.serving.serve import ServingAnswer, answer, device_setup, system_setup
 from ..core.serving.simulate import ROUTERS, Speculative
+from ..core.serving.surface import combined
 from ..core.serving.trace_export import chrome_trace
 from ..core.serving.workload import (
     Workload,
@@ -26,7 +29,7 @@ from .progress import ProgressBar
 from .resolve import load_model_arg, resolve_devices
 from .serving_args import _slo, _workload, check_engine, policy_from_args
 from .serving_args import add_workload_args as add_serving_args
-from .system_cmd import add_system_args, layouts_from_args, resolve_system
+from .system_cmd import add_system_args, layouts_from_args, options_from_args, options_json, resolve_system
 from .tensor_args import add_format_args, formats_from_args
 
 
@@ -38,6 +41,11 @@ def add_parser(sub) -> None:
     p.add_argument("model", metavar="MODEL", help="a template id (e.g. llama3-8b) or a model file")
     p.add_argument("--device", "-d", metavar="DEV", help="a device id or device file (one replica per device)")
     p.add_argument("--precision", default="fp16", choices=PRECISIONS, help="numeric precision (default fp16)")
+    p.add_argument("--time-model", choices=MODELS, default="ideal",
+                   help="the step times: ideal (default; datasheet figures) or calibrated (the device's fitted kernel "
+                        "curves and, on --system, the system's fitted links where stored; a device without a "
+                        "calibration keeps the ideal times; the output says which: spec, partly calibrated or "
+                        "calibrated)")
     add_format_args(p)
     add_system_args(p)
     add_serving_args(p)
@@ -88,7 +96,7 @@ def _common(args) -> dict:
         raise CliError(f"--{'idle-power' if idle < 0 else 'hourly-price'}: must be >= 0")
     return {"idle_w": idle, "usd_per_s": price, "precision": args.precision, "formats": formats_from_args(args),
             "utilization": args.memory_utilization, "block_size": args.block_size,
-            "policy": policy_from_args(args)}
+            "policy": policy_from_args(args), "time_model": args.time_model}
 
 
 def _with_draft(args, spec, device, workload: Workload, common: dict):
@@ -102,10 +110,12 @@ def _with_draft(args, spec, device, workload: Workload, common: dict):
 
     draft, _ = load_model_arg(args.spec_draft)
     g = grid_for(workload, common["policy"], spec, args.block_size)
-    return replace(spec, draft=device_surface(draft, device, g, args.precision, common["formats"]))
+    return replace(spec, draft=device_surface(draft, device, g, args.precision, common["formats"],
+                                              time_model=common["time_model"]))
 
 
 def _setup(args, model, workload: Workload) -> tuple[Setup, str]:
+    """The replica's setup and its description; on --system, ``args._placed`` is (system, device, layout)."""
     spec = None
     if args.spec_k is not None:
         try:
@@ -118,15 +128,14 @@ def _setup(args, model, workload: Workload) -> tuple[Setup, str]:
     try:
         if args.system:
             from ..core.parallel.compare import choose
-            from ..core.parallel.system_pass import Options, analyze_system
+            from ..core.parallel.system_pass import analyze_system
 
             system = resolve_system(args.system, args.nodes, getattr(args, "db", None))
             device = resolve_devices([system.device_id], getattr(args, "db", None))[0]
             i_mean, o_mean = workload.mean_lengths()
             ctx = Context(batch=system.devices * 16, seq_len=int(i_mean + o_mean / 2), phase="decode")
             layouts, objective = layouts_from_args(args, model, ctx, system)
-            options = Options(overlap=args.overlap, algorithm=args.collective, skew=args.skew, offload=args.offload,
-                              collective_format=args.collective_format)
+            options = replace(options_from_args(args), time_model=args.time_model)
             ranked = analyze_system(model, system, device, layouts, args.precision, ctx, common["formats"], options)
             cost = None
             if objective == "cost":  # the layouts' cost per million tokens at the --price quote or list price
@@ -137,6 +146,7 @@ def _setup(args, model, workload: Workload) -> tuple[Setup, str]:
             layout = layouts[choose(ranked, objective, cost)[0]]
             common["spec"] = _with_draft(args, spec, device, workload, common)
             setup = system_setup(model, system, device, layout, workload, options=options, **common)
+            args._placed = (system, device, layout)
             return setup, (f"{system.id} {layout.label()} ({layout.dp} replica{'s' * (layout.dp > 1)} x " \
                           f"{layout.tp * layout.pp} {device.id})")
         if not args.device:
@@ -155,7 +165,8 @@ def run(args) -> int:
         raise CliError("--system: give either --system or --device, not both")
     if args.system and args.decode_device:
         raise CliError("--decode-device: with --system both pools are replicas of the system's layout; a decode "
-                       "pool on other hardware needs --device")
+                       "pool on another system is --decode-system SYS")
+    serve_disagg.check_args(args)
     _check_counts(args)
     slo = _slo(args)
     workload = _workload(args)
@@ -177,23 +188,56 @@ def run(args) -> int:
         bar(1.0)
     if args.trace_out:
         atomic_write_text(args.trace_out, json.dumps(chrome_trace(ans.runs, model.name)))
-    disagg = None
+    disagg = decode = None
     if args.disaggregate:
         decode = setup  # on --system: both pools are replicas of the chosen layout (tp x pp devices each)
+        placed = getattr(args, "_placed", None)
+        pools = None
         if args.decode_device:
             device = resolve_devices([args.decode_device], getattr(args, "db", None))[0]
             decode = device_setup(model, device, workload, **_common(args))
-        disagg = serve_disagg.run(args, workload, setup, decode, slo, n)
+        elif args.decode_system:
+            decode, decode_placed = serve_disagg.decode_system_setup(args, model, workload, placed, _common(args))
+            pools = serve_disagg.pools_json(setup, placed, decode, decode_placed)
+            placed = (placed, decode_placed)
+        elif placed is not None:
+            pools = serve_disagg.pools_json(setup, placed, setup, placed)
+            placed = (placed, placed)
+        disagg = serve_disagg.run(args, workload, setup, decode, slo, n, placed)
+        disagg["pools"] = pools
     if args.json:
         data = answer_json(ans, model.name, where, args)
         data["disaggregated"] = {k: v for k, v in disagg.items() if not k.startswith("_")} if disagg else None
-        print_json({**data, "time_model": "ideal", "time_source": SPEC})
+        print_json({**data, **times_json(args.time_model, setup, decode)})
     else:
         print_answer(ans, model.name, where, args)
         if disagg:
             serve_disagg.print_disagg(disagg, _result_lines)
-        print(f"-- times: {heading(SPEC)} (serving is timed with the ideal model only)")
+        print(times_line(args.time_model, *times_of(setup, decode)))
     return 0
+
+
+def times_of(*setups: Setup | None) -> tuple[str, str]:
+    """(time source, label) of the step times of ``setups`` (a disaggregated decode pool on another device is a
+    second part): spec | partly calibrated | calibrated, and the label with kernel counts and sources."""
+    found = list(dict.fromkeys(s for s in setups if s is not None))
+    source = combined(s.time_source for s in found)
+    if len(found) == 1 or len({s.time_label for s in found}) == 1:
+        return source, found[0].time_label
+    return source, f"{source} (" + "; ".join(f"{s.surface.source}: {s.time_label}" for s in found) + ")"
+
+
+def times_json(time_model: str, *setups: Setup | None) -> dict:
+    """The JSON's ``time_model``, ``time_source`` and ``time_label`` (docs/cli.md)."""
+    source, label = times_of(*setups)
+    return {"time_model": time_model, "time_source": source, "time_label": label}
+
+
+def times_line(time_model: str, source: str, label: str) -> str:
+    """The closing line of the text output: where the serving times come from (docs/calibration.md)."""
+    if time_model == "ideal":
+        return f"-- times: {heading(source)}"
+    return f"-- times: {heading(source)}; calibrated model: {label}"
 
 
 def _workload_json(w: Workload) -> dict:
@@ -223,6 +267,7 @@ def answer_json(ans: ServingAnswer, model: str, where: str, args) -> dict:
                    "router": args.router},
         "memory_per_device": s.memory.to_dict(),
         "max_sequences": s.memory.max_sequences(int(sum(ans.workload.mean_lengths()))),
+        "system_options": dict(options_json(options_from_args(args)), nodes=args.nodes) if args.system else None,
         "estimate": ans.estimate.to_dict(), "curve": ans.curve.to_dict(),
         "simulation": ans.simulation.to_dict() if ans.simulation else None,
     }
@@ -265,6 +310,11 @@ def print_answer(ans: ServingAnswer, model: str, where: str, args) -> None:
           f"runtime reserve {format_bytes(m.reserved)} (utilization {m.utilization:g}), KV cache "
           f"{format_bytes(m.kv_budget)} = {m.blocks} blocks of {m.block_size} tokens -> "
           f"{m.max_sequences(tokens)} sequences of {tokens} tokens (batch cap {s.policy.max_batch})")
+    if args.system:
+        o = options_from_args(args)
+        print(f"system pass: communication {'overlapped with compute' if o.overlap else 'exposed'}, all-reduce "
+              f"{o.algorithm}, collectives in {o.collective_format} format, skew {o.skew:g}"
+              + (", offload to host" if o.offload else "") + f", {args.nodes} node{'s' * (args.nodes > 1)}")
     if s.spec:
         print(f"speculative decoding: k {s.spec.k}, acceptance {s.spec.acceptance:g} -> "
               f"{s.spec.tokens_per_step:.3g} tokens per target step (Leviathan et al. 2023)")

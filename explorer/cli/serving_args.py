@@ -24,12 +24,13 @@ METRICS = ("ttft", "tpot", "e2e")
 ENGINE_COUNTS = ("max_batch", "max_batched_tokens", "chunk", "block_size")
 
 
-def add_workload_args(p, rate_default: str | None = "1/s") -> None:
+def add_workload_args(p, rate_default: str | None = "1/s", rate_help: str | None = None) -> None:
     """--rate, --arrival, --input, --output, --lengths, the prefix cache, the service levels and the engine's
-    batching and memory options (a plan adds them with ``rate_default=None``: --rate then switches plan to serving)."""
+    batching and memory options (a plan adds them with ``rate_default=None``: --rate then switches plan to serving;
+    ``rate_help``: the sweep's own words for its list of rates)."""
     w = p.add_argument_group("serving workload")
-    w.add_argument("--rate", default=rate_default, help="arrival rate in requests/s, e.g. 10/s, 600/min or 10"
-                   + (f" (default {rate_default})" if rate_default else " (plan: plans by serving)"))
+    w.add_argument("--rate", default=rate_default, help=rate_help or "arrival rate in requests/s, e.g. 10/s, "
+                   "600/min or 10" + (f" (default {rate_default})" if rate_default else " (plan: plans by serving)"))
     w.add_argument("--arrival", choices=ARRIVALS, default="poisson", help="arrival process (default poisson)")
     w.add_argument("--input", default="1024", help="prompt tokens: N, or LOW-HIGH drawn uniformly (default 1024)")
     w.add_argument("--output", default="256", help="answer tokens: N, or LOW-HIGH drawn uniformly (default 256)")
@@ -50,6 +51,31 @@ def add_workload_args(p, rate_default: str | None = "1/s") -> None:
     e.add_argument("--block-size", type=int, default=16, help="KV-cache block [tokens] (16)")
     e.add_argument("--memory-utilization", type=float, default=0.9, help="share of device memory the engine "
                    "uses (vLLM gpu_memory_utilization; 0.9)")
+
+
+def add_system_serving_args(p) -> None:
+    """``plan --rate --system``'s system options, named as ``analyze --system`` names them: the nodes of a cluster and
+    the system pass's options (overlap, offload, collective algorithm and format, skew)."""
+    from .system_cmd import add_pass_options
+
+    g = p.add_argument_group("system layouts serving (plan --rate --system)")
+    g.add_argument("--nodes", type=int, default=1, help="each --system as a cluster of N such systems over its own "
+                   "scale-out network (default 1)")
+    add_pass_options(g)
+
+
+#: the options of :func:`add_system_serving_args` and their defaults
+SYSTEM_SERVING_DEFAULTS = (("nodes", 1), ("overlap", False), ("offload", False), ("collective", "auto"),
+                           ("collective_format", "engine"), ("skew", 0.0))
+
+
+def refuse_system_serving_args(args) -> None:
+    """The throughput plan times systems with the default options: a system option given without --rate is one
+    CliError naming it."""
+    for name, default in SYSTEM_SERVING_DEFAULTS:
+        if getattr(args, name, default) != default:
+            raise CliError(f"--{name.replace('_', '-')}: applies only to plan --rate with --system (systems "
+                           "serving); the throughput plan sizes systems with the default system-pass options")
 
 
 def _slo_help(metric: str, pct: str) -> str:

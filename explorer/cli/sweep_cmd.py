@@ -16,24 +16,29 @@ from ..core.sweep.run import COLUMNS, SweepResult, combine, sweep
 from ..core.sweep.systems import sweep_systems
 from ..core.sweep.table_io import OutputError, check_output, write
 from ..core.workload.layers import ATTENTION
+from . import sweep_serving
 from .common import CliError, is_path, print_json, text_table
 from .resolve import load_model_arg
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser(
-        "sweep", help="a design-space sweep: batch x sequence length x phase x precision x device",
+        "sweep", help="a design-space sweep: batch x sequence length x phase x precision x device, or served rates",
         description="Every combination of --batch, --seq-len, --phase and --precision on every --device, in one "
                     "analysis pass per precision; every point written to --out, the Pareto front (latency, "
                     "throughput per device, cost per million tokens, energy per token) printed. Lists: comma-"
-                    "separated; a..b doubles from a up to b (1,2,4..256 is 1, 2, 4, 8, ..., 256).")
+                    "separated; a..b doubles from a up to b (1,2,4..256 is 1, 2, 4, 8, ..., 256). With --rate: a "
+                    "serving sweep, every --device x --precision x --batch (the engine's batch cap) x --rate "
+                    "served as serve does (TTFT, TPOT, goodput, cost and energy per token), each configuration "
+                    "simulated with --simulate on local processes (--workers) or a Dask cluster (--cluster).")
     p.add_argument("model", metavar="MODEL", help="a template id (e.g. llama2-7b) or a model file (.json)")
     p.add_argument("--device", "-d", action="append", metavar="DEV", default=[],
                    help="a catalog device id or a device file (repeatable); 'all': every catalog device")
     p.add_argument("--system", "-s", action="append", metavar="SYS", default=[],
                    help="a catalog system id or a system file (repeatable), each at its best layout by throughput "
                         "per device (one system pass per point: slower than devices)")
-    p.add_argument("--batch", default="1", metavar="LIST", help="batch sizes, e.g. 1,2,4..256 (default 1)")
+    p.add_argument("--batch", default=None, metavar="LIST", help="batch sizes, e.g. 1,2,4..256 (default 1; with "
+                   "--rate: the engine's batch caps, default --max-batch)")
     p.add_argument("--seq-len", default=None, metavar="LIST",
                    help="sequence lengths in tokens, e.g. 512..32768 (prefill: prompt tokens; decode: KV-cache "
                         "positions; default: the model's own)")
@@ -47,6 +52,7 @@ def add_parser(sub) -> None:
                    help="results.csv, or results.parquet (needs pyarrow: pip install 'hwexplorer[sweep]')")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object (the grid, the columns with units, the notes, the Pareto front)")
+    sweep_serving.add_args(p)
     p.set_defaults(func=run)
 
 
@@ -91,7 +97,7 @@ def _devices(specs: list[str], db_url: str | None, extra: tuple[str, ...] = ()):
 def _grid(args, phase_default: str) -> Grid:
     try:
         return Grid(
-            batches=parse_values(args.batch, "--batch"),
+            batches=parse_values(args.batch or "1", "--batch"),
             seq_lens=parse_values(args.seq_len, "--seq-len") if args.seq_len is not None else None,
             phases=parse_names(args.phase or phase_default, "--phase", PHASES),
             precisions=parse_names(args.precision, "--precision", PRECISIONS),
@@ -132,9 +138,19 @@ def run(args) -> int:
     except OutputError as exc:
         raise CliError(f"--out: {exc}") from None
     model, phase_default = load_model_arg(args.model)
-    grid = _grid(args, phase_default)
     if not args.device and not args.system:
         raise CliError("--device: give at least one --device DEV or --system SYS")
+    if args.rate is not None:  # a serving sweep (sweep_serving.py)
+        sweep_serving.check_args(args)
+        try:
+            batches = parse_values(args.batch, "--batch") if args.batch is not None else None
+            precisions = parse_names(args.precision, "--precision", PRECISIONS)
+        except ValueError as exc:
+            raise CliError(str(exc)) from None
+        devices, _ = _devices(args.device, getattr(args, "db", None))
+        return sweep_serving.run(args, model, devices, batches, precisions)
+    sweep_serving.check_not_serving(args)
+    grid = _grid(args, phase_default)
     db = getattr(args, "db", None)
     systems = []
     if args.system:

@@ -45,6 +45,12 @@ def add_system_args(p) -> None:
                         "cost per million tokens; the default when no degree is given")
     g.add_argument("--price", metavar="USD", default=None, help='a quote per device (e.g. "30000 USD") for the cost '
                    "per million tokens, instead of the catalog's list price")
+    add_pass_options(g)
+
+
+def add_pass_options(g) -> None:
+    """The system pass's options (overlap, offload, collective algorithm and format, skew): the same names wherever
+    a command times a system layout; :func:`options_from_args` reads them."""
     g.add_argument("--overlap", action="store_true", help="hide communication behind compute (default: exposed)")
     g.add_argument("--offload", action="store_true", help="stream what does not fit from host memory over the "
                    "host link")
@@ -56,6 +62,20 @@ def add_system_args(p) -> None:
                         "it is, e.g. 1 B for fp8), fp8 (TensorRT-LLM's low-precision all-reduce: 32/31 B)")
     g.add_argument("--skew", type=float, default=0.0, help="expert routing skew s >= 0: the busiest group gets "
                    "(1 + s) / ep of the tokens (default 0, uniform)")
+
+
+def options_from_args(args) -> Options:
+    """The system pass's options given by :func:`add_pass_options` (a skew < 0 is one CliError)."""
+    if args.skew < 0 or not math.isfinite(args.skew):
+        raise CliError(f"--skew: must be a number >= 0, got {args.skew}")
+    return Options(overlap=args.overlap, algorithm=args.collective, skew=args.skew, offload=args.offload,
+                   collective_format=args.collective_format)
+
+
+def options_json(options: Options) -> dict:
+    """The options as the JSON of ``analyze --system`` names them."""
+    return {"overlap": options.overlap, "collective": options.algorithm, "skew": options.skew,
+            "offload": options.offload, "collective_format": options.collective_format}
 
 
 def resolve_system(spec: str, nodes: int, db_url: str | None = None) -> System:

@@ -15,8 +15,12 @@ one line that names the field. Where a column states its unit (a table cell head
 
 from __future__ import annotations
 
-# pint through units, which imports it without dask (issue 22)
-from .units import UnitError, canonical_money, parse_quantity, pint
+from typing import TYPE_CHECKING
+
+from .units import UnitError, canonical_money, parse_quantity
+
+if TYPE_CHECKING:  # imported through .units (which imports pint without dask's start-up cost)
+    import pint
 
 MONEY = "money"  # USD
 RATE = "money_rate"  # USD per unit of time, stored as USD/s

@@ -22,29 +22,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from tokenize import TokenError
 
+# pint probes for dask when it is imported (pint.compat: find_spec("dask"), then imports dask.base, 80-180 ms
+# here) for its dask-array support, which nothing here uses. Dask is an optional extra (the [cluster] one, for
+# `sweep --cluster`): installed, it must cost nothing at start-up, so pint is imported with dask hidden from
+# that probe (a None entry in sys.modules makes find_spec answer None); the entry is removed at once, so a later
+# `import dask` (explorer.core.pmap) works as usual. Nothing is hidden when dask is already imported.
+_HIDE_DASK = "dask" not in sys.modules
+if _HIDE_DASK:
+    sys.modules["dask"] = None  # type: ignore[assignment]
+try:
+    import pint
+finally:
+    if _HIDE_DASK and sys.modules.get("dask", 0) is None:
+        del sys.modules["dask"]
 
-def _import_pint():
-    """pint, without its optional dask support unless dask is already imported.
-
-    ``pint.compat`` imports ``dask.base`` whenever dask is installed (it is, for the sweep's optional cluster runs),
-    so that a Quantity can wrap a dask array, which this project never does: 0.2 s of every start (dask, jinja2,
-    yaml, psutil, toolz; issue 22). With ``sys.modules["dask"]`` set to None while pint is imported,
-    ``importlib.util.find_spec("dask")`` answers None and pint leaves dask alone; dask itself imports normally
-    afterwards."""
-    if "dask" in sys.modules or "pint" in sys.modules:
-        import pint
-
-        return pint
-    sys.modules["dask"] = None
-    try:
-        import pint
-    finally:
-        if "dask" in sys.modules and sys.modules["dask"] is None:
-            del sys.modules["dask"]
-    return pint
-
-
-pint = _import_pint()
+PintError = pint.errors.PintError  # for modules that catch pint's errors without importing pint first
 
 #: Our definitions on top of pint's (one registry: these are part of the definitions text, not added later).
 _OWN_DEFINITIONS = (

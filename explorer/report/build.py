@@ -422,7 +422,7 @@ def build_report(analysis: ModelAnalysis, assumptions: CostAssumptionsLike, requ
         workload=_workload(a), analysis=a, cost=cost, plan=result, roofline=roofline, energy=energy, tiling=tiling,
         summary=summary_metrics(a, cost, energy, frozenset(req.price), result, time_model),
         assumptions=_assumptions(result, a, time_model, (systems, training_on_ideal(training, time_model),
-                                                         bool(serving))),
+                                                         bool(serving) and serving.time_model != time_model)),
         time_model=time_model,
         sources=figure_sources(a, req), method=METHOD, recommendation=recommendation, systems=systems,
         sensitivity=sensitivity(analysis, req, assumptions) if req.target is not None else None,

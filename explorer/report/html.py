@@ -220,11 +220,18 @@ def _training_html(data: ReportData) -> list[str]:
 
 
 def _serving_html(data: ReportData) -> list[str]:
-    from .serving_section import CAPACITY_HEADERS, LATENCY_HEADERS, NOTE, capacity_rows, latency_rows
+    from .serving_section import (
+        CAPACITY_HEADERS,
+        LATENCY_HEADERS,
+        NOTE,
+        capacity_rows,
+        latency_rows,
+        times_text,
+    )
 
     e, sec = escape, data.serving
     return ["<h2>Serving</h2>", f"<p>Workload: {e(sec.choice.describe())}.</p>",
             _table(list(CAPACITY_HEADERS), [[e(c) for c in r] for r in capacity_rows(sec)]),
             "<h3>Latency against the service levels</h3>",
             _table(list(LATENCY_HEADERS), [[e(c) for c in r] for r in latency_rows(sec)]),
-            f"<p class=\"caption\">{e(NOTE)}</p>"]
+            f"<p class=\"caption\">{e(times_text(sec))}</p>", f"<p class=\"caption\">{e(NOTE)}</p>"]

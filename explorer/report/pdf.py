@@ -393,17 +393,25 @@ def _training_story(data: ReportData) -> list:
 
 
 def _serving_story(data: ReportData) -> list:
-    from .serving_section import CAPACITY_HEADERS, LATENCY_HEADERS, NOTE, capacity_rows, latency_rows
+    from .serving_section import (
+        CAPACITY_HEADERS,
+        LATENCY_HEADERS,
+        NOTE,
+        capacity_rows,
+        latency_rows,
+        times_text,
+    )
 
     sec = data.serving
     out = [CondPageBreak(200), P("Serving", "h1"), P(f"Workload: {sec.choice.describe()}.", "body")]
     rows = [[P(h, "head") for h in CAPACITY_HEADERS]] + [[P(c) for c in r] for r in capacity_rows(sec)]
-    widths = [80, 64, 56, 52, 56, 60, 52]
+    widths = [72, 60, 50, 48, 52, 54, 50, 52]  # the rest: Times
     out.append(grid_table(rows, widths + [CONTENT_W - sum(widths)]))
     out.append(P("Latency against the service levels", "h2"))
     rows = [[P(h, "head") for h in LATENCY_HEADERS]] + [[P(c) for c in r] for r in latency_rows(sec)]
     widths = [70, 62, 42, 42, 42, 42, 48]
     out.append(grid_table(rows, widths + [CONTENT_W - sum(widths)]))
+    out.append(P(times_text(sec), "caption"))
     out.append(P(NOTE, "caption"))
     return out
 

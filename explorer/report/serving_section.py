@@ -30,19 +30,20 @@ class ServingRow:
 class ServingSection:
     choice: ServingChoice | None = None
     rows: tuple[ServingRow, ...] = ()
+    time_model: str = "ideal"  # the step times' model (ideal | calibrated); each row's source is its setup's
 
     def __bool__(self) -> bool:
         return bool(self.rows)
 
 
 def build_serving_section(model, devices, choice: ServingChoice, precision: str = "fp16", formats=None,
-                          simulate_n: int = SIMULATED, answers=None) -> ServingSection:
-    """The section for ``devices`` (one replica each) under ``choice``; ``answers`` (one per device) are reused when
-    given (the session's results), else computed."""
+                          simulate_n: int = SIMULATED, answers=None, time_model: str = "ideal") -> ServingSection:
+    """The section for ``devices`` (one replica each) under ``choice``, the step times of ``time_model``;
+    ``answers`` (one per device) are reused when given (the session's results), else computed."""
     w, slo = choice.workload, choice.slo
     if answers is None:
         answers = [answer(w, device_setup(model, d, w, choice.policy, precision, formats, choice.memory_utilization,
-                                          choice.block_size), slo) for d in devices]
+                                          choice.block_size, time_model=time_model), slo) for d in devices]
     rows = []
     for d, a in zip(devices, answers):
         sim = None
@@ -53,18 +54,29 @@ def build_serving_section(model, devices, choice: ServingChoice, precision: str 
         if a.curve.knee >= 0:
             knee = estimate(w, a.setup, slo, [float(a.curve.rates[a.curve.knee])])[0]
         rows.append(ServingRow(d.name, a, sim, knee))
-    return ServingSection(choice, tuple(rows))
+    return ServingSection(choice, tuple(rows), time_model)
 
 
 CAPACITY_HEADERS = ("Device", "KV cache", "Max sequences", "Capacity", "Knee (service level)",
-                    "Per device at knee", "Cost / M tokens at knee", "Energy / token at knee")
+                    "Per device at knee", "Cost / M tokens at knee", "Energy / token at knee", "Times")
 LATENCY_HEADERS = ("Device", "Method", "TTFT P50", "TTFT P90", "TTFT P99", "TPOT mean", "Goodput",
                    "Service levels")
 NOTE = ("One replica per device under continuous batching at the workload's rate. Capacity: the highest stable "
         "arrival rate (analytic). Knee: the highest rate on the load curve meeting every service level; cost per "
         "million output tokens at the device's cloud price per hour (catalog) and energy per output token (the "
         "device at its TDP while a step runs, idle power neglected) are at that rate. Percentiles: the discrete-"
-        "event simulation of the requests stated, beside the analytic estimate; docs/serving.md states the model.")
+        "event simulation of the requests stated, beside the analytic estimate; docs/serving.md states the model. "
+        "Times: where each device's step times come from (spec: datasheet figures, the ideal model; calibrated or "
+        "partly calibrated: curves fitted to measured kernels, the calibrated model; docs/calibration.md).")
+
+
+def times_text(section: ServingSection) -> str:
+    """The section's time model and, under the calibrated model, each device's source with its kernel counts and
+    sources (a line under the tables)."""
+    if section.time_model == "ideal":
+        return "Step times: the ideal model (spec: datasheet figures)."
+    return "Step times: the calibrated model. " + " ".join(
+        f"{r.name}: {r.answer.setup.time_label}." for r in section.rows)
 
 
 def _ms(x: float) -> str:
@@ -84,7 +96,7 @@ def capacity_rows(section: ServingSection) -> list[list[str]]:
                     _num(c.capacity, "req/s"), _num(float(c.rates[c.knee]), "req/s") if c.knee >= 0 else "none",
                     _num(k.throughput_per_device, "tokens/s") if k else "\u2014",
                     _num(k.cost_per_million, "USD", 3) if k else "\u2014",
-                    _num(k.energy_per_token, "J", 3) if k else "\u2014"])
+                    _num(k.energy_per_token, "J", 3) if k else "\u2014", r.answer.setup.time_source])
     return out
 
 
@@ -113,7 +125,7 @@ def csv_rows(section: ServingSection) -> list[list]:
             "knee rate [requests/s]", "TTFT P50 [s]", "TTFT P90 [s]", "TTFT P99 [s]", "TPOT mean [s]",
             "TTFT target [s]", "TTFT percentile", "TPOT target [s]", "TPOT percentile", "service levels met",
             "goodput [requests/s]", "throughput per device [tokens/s]", "cost per million tokens [USD]",
-            "energy per token [J]", "KV blocks", "block size [tokens]"]
+            "energy per token [J]", "KV blocks", "block size [tokens]", "time model", "time source"]
     c = section.choice
     rows = [head]
     for r in section.rows:
@@ -128,5 +140,5 @@ def csv_rows(section: ServingSection) -> list[list]:
                          c.ttft if c.ttft is not None else math.nan, c.ttft_pct,
                          c.tpot if c.tpot is not None else math.nan, c.tpot_pct, res.slo_met, res.goodput,
                          res.throughput_per_device, res.cost_per_million, res.energy_per_token, m.blocks,
-                         m.block_size])
+                         m.block_size, section.time_model, r.answer.setup.time_source])
     return rows

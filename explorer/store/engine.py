@@ -21,7 +21,7 @@ from .repository import CatalogRepository
 from .tx import ADVISORY_LOCK_KEY
 
 ENV_VAR = "HWEXPLORER_DB"
-HEAD_REVISION = "0004"  # the newest migration in migrations/versions (a test checks they agree)
+HEAD_REVISION = "0005"  # the newest migration in migrations/versions (a test checks they agree)
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 MEMORY_URL = "sqlite://"
 

@@ -4,6 +4,10 @@
   (``docs/device-file.md``) with the device count written last, so a truncated file is detected. Imports
   also accept one device mapping or a plain list of them. YAML is read with the safe loader.
 * CSV: one row per device, see :mod:`explorer.store.csv_columns`.
+* Named calibrations (issue 21) travel with their device in YAML and JSON: a device mapping of an export may end
+  in ``named_calibrations``, a list of calibrations in the project file's form (``docs/catalog.md``); an import
+  writes them with the devices, in the same transaction. A malformed one stops the whole import with one line
+  naming the device and the field (:class:`ImportFileError`). CSV carries none.
 
 An import checks every row first and writes nothing unless all rows are valid; the writes happen in one
 transaction (all or nothing). The :class:`ImportReport` lists every rejected row and field.
@@ -13,7 +17,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,6 +27,7 @@ import yaml
 from explorer.core.files import NestingError, parse_nested, single_line
 from explorer.core.hardware.device import Device
 from explorer.core.hardware.device_file import FORMAT, check_device_dict, device_to_dict
+from explorer.core.session.named_calibrations import NamedCalibration
 
 from .csv_columns import devices_to_csv, read_csv
 from .rows import ID_LENGTH
@@ -31,6 +36,8 @@ if TYPE_CHECKING:  # the repository imports SQLAlchemy, which the main window do
     from .repository import CatalogRepository
 
 FORMATS = {".yaml": "yaml", ".yml": "yaml", ".json": "json", ".csv": "csv"}
+CALIBRATIONS_KEY = "named_calibrations"  # a device mapping's named calibrations in a YAML or JSON export
+Calibrated = Mapping[str, Sequence[NamedCalibration]]  # named calibrations by device id
 
 
 class ImportFileError(ValueError):
@@ -93,21 +100,27 @@ def detect_format(path: str | Path, fmt: str | None = None) -> str:
 
 
 # ------------------------------------------------------------------------------------------------ export
-def export_text(devices: Sequence[Device], fmt: str) -> str:
+def export_text(devices: Sequence[Device], fmt: str, calibrations: Calibrated | None = None) -> str:
+    """The devices as an export; in YAML and JSON each device's named calibrations (``calibrations``) follow it."""
     mappings = [device_to_dict(d) for d in devices]
     if fmt == "csv":
         return devices_to_csv(mappings)
-    body = [{k: v for k, v in m.items() if k != "format"} for m in mappings]
+    cals = calibrations or {}
+    body = [{**{k: v for k, v in m.items() if k != "format"},
+             **({CALIBRATIONS_KEY: [c.to_dict() for c in cals[d.id]]} if cals.get(d.id) else {})}
+            for d, m in zip(devices, mappings, strict=True)]
     document = {"format": FORMAT, "devices": body, "count": len(body)}
     if fmt == "json":
         return json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     return yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=110)
 
 
-def export_file(devices: Sequence[Device], path: str | Path, fmt: str | None = None) -> int:
-    """Write the devices to ``path`` (replaced atomically); returns the number written."""
+def export_file(devices: Sequence[Device], path: str | Path, fmt: str | None = None,
+                calibrations: Calibrated | None = None) -> int:
+    """Write the devices (and, YAML or JSON, their named ``calibrations``) to ``path`` (replaced atomically);
+    returns the number of devices written."""
     path = Path(path)
-    write_export(path, export_text(devices, detect_format(path, fmt)))
+    write_export(path, export_text(devices, detect_format(path, fmt), calibrations))
     return len(devices)
 
 
@@ -227,13 +240,45 @@ def read_import(
     path: str | Path, fmt: str | None = None
 ) -> tuple[str, int, list[tuple[str, Device]], list[Rejection]]:
     """Parse and check every row of a file; returns (format, rows, [(where, valid device)], rejections)."""
+    return read_import_calibrated(path, fmt)[:4]
+
+
+def _calibrations_of(data: Any, where: str, device_id: str, name: str) -> tuple[Any, list[NamedCalibration]]:
+    """``data`` without its named calibrations, and them read; ImportFileError (one line) for a malformed one."""
+    if not isinstance(data, dict) or CALIBRATIONS_KEY not in data:
+        return data, []
+    raw = data[CALIBRATIONS_KEY]
+    if not isinstance(raw, list):
+        raise ImportFileError(f"{name}: {where}: {device_id}: {CALIBRATIONS_KEY}: expected a list of calibrations")
+    cals, seen = [], set()
+    for i, item in enumerate(raw):
+        try:
+            cal = NamedCalibration.from_dict(item, f"{CALIBRATIONS_KEY}[{i}]")
+        except ValueError as exc:
+            raise ImportFileError(single_line(f"{name}: {where}: {device_id}: {exc}")) from None
+        if cal.key in seen:
+            raise ImportFileError(f"{name}: {where}: {device_id}: {CALIBRATIONS_KEY}[{i}].name: '{cal.name}' is "
+                                  "the name of another calibration of this device")
+        seen.add(cal.key)
+        cals.append(cal)
+    return {k: v for k, v in data.items() if k != CALIBRATIONS_KEY}, cals
+
+
+def read_import_calibrated(
+    path: str | Path, fmt: str | None = None
+) -> tuple[str, int, list[tuple[str, Device]], list[Rejection], dict[str, tuple[NamedCalibration, ...]]]:
+    """:func:`read_import`, and the named calibrations of the valid devices by id."""
     path = Path(path)
     fmt = detect_format(path, fmt)
     entries, rejected = _entries(read_text(path), fmt, path.name)
     devices: list[tuple[str, Device]] = []
+    calibrations: dict[str, tuple[NamedCalibration, ...]] = {}
     first_row: dict[str, str] = {}
-    for where, data, problems in entries:
-        device_id = str(data.get("id", "?")) if isinstance(data, dict) else "?"
+    for where, raw, problems in entries:
+        device_id = str(raw.get("id", "?")) if isinstance(raw, dict) else "?"
+        data, cals = _calibrations_of(raw, where, device_id, path.name)
+        if cals:
+            calibrations[device_id] = tuple(cals)
         rejected.extend(Rejection(where, device_id, f, m) for f, m in problems)
         if data is None or any(f == "(row)" for f, _ in problems):
             continue
@@ -243,7 +288,8 @@ def read_import(
             continue
         if new_id(device.id, where, first_row, rejected):
             devices.append((where, device))
-    return fmt, len(entries), devices, rejected
+    valid = {d.id for _, d in devices}
+    return fmt, len(entries), devices, rejected, {k: v for k, v in calibrations.items() if k in valid}
 
 
 def import_file(
@@ -258,7 +304,7 @@ def import_file(
     Ids already in the catalog are rejected unless ``replace``; replacing a shipped device counts as an
     edit of it (the changed fields become overrides).
     """
-    fmt, rows, checked, rejected = read_import(path, fmt)
+    fmt, rows, checked, rejected, calibrations = read_import_calibrated(path, fmt)
     devices = [d for _, d in checked]
     existing = set(repo.ids())
     if not replace:
@@ -275,7 +321,8 @@ def import_file(
     if dry_run:
         new = tuple(d.id for d in devices if d.id not in existing)
         return ImportReport(name, fmt, rows, new, tuple(d.id for d in devices if d.id in existing))
-    added, replaced = repo.import_devices(devices, replace_existing=replace, validate=False)
+    added, replaced = repo.import_devices(devices, replace_existing=replace, validate=False,
+                                          calibrations=calibrations)
     return ImportReport(name, fmt, rows, added, replaced, committed=True)
 
 

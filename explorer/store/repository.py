@@ -9,7 +9,7 @@ lock serializes concurrent writers of one device, and a writer whose version mov
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Self
@@ -25,7 +25,9 @@ from explorer.core.hardware.device_file import (
     device_from_dict,
     device_to_dict,
 )
+from explorer.core.session.named_calibrations import NamedCalibration
 
+from .calibration_repository import CalibrationMethods, write_calibrations
 from .errors import (
     ConflictError,
     DeviceInUseError,
@@ -59,8 +61,9 @@ class StoredDevice:
     updated_at: datetime
 
 
-class CatalogRepository(SystemMethods):
-    """Devices (the methods below) and systems (:class:`SystemMethods`) of one catalog database."""
+class CatalogRepository(SystemMethods, CalibrationMethods):
+    """Devices (the methods below), systems (:class:`SystemMethods`) and the devices' named calibrations
+    (:class:`CalibrationMethods`) of one catalog database."""
 
     def __init__(self, engine: Engine):
         self.engine = engine
@@ -192,12 +195,15 @@ class CatalogRepository(SystemMethods):
         return copy
 
     def import_devices(
-        self, devices: Sequence[Device], replace_existing: bool = False, validate: bool = True
+        self, devices: Sequence[Device], replace_existing: bool = False, validate: bool = True,
+        calibrations: Mapping[str, Sequence[NamedCalibration]] | None = None,
     ) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """Write all devices in one transaction (all or nothing); returns (added ids, replaced ids).
 
         New ids become user devices. An existing id raises DuplicateDeviceError unless
         ``replace_existing``; replacing a shipped device records the changed fields as overrides.
+        ``calibrations`` (named calibrations by device id, an export's ``named_calibrations``) are written in the
+        same transaction, each replacing one of the same name; the device's other calibrations stay.
         """
         if validate:
             for device in devices:
@@ -219,6 +225,7 @@ class CatalogRepository(SystemMethods):
                 else:
                     added.append(device.id)
             _insert_many(conn, [d for d in devices if d.id not in existing], "user", now)
+            write_calibrations(conn, calibrations or {})
         return tuple(added), tuple(replaced)
 
 

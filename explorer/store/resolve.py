@@ -12,7 +12,7 @@ from explorer.core.hardware.system_file import load_system_file
 from .engine import open_catalog
 from .errors import UnknownDeviceError, UnknownSystemError
 
-__all__ = ["DEVICE_FILE_SUFFIXES", "looks_like_path", "resolve_device", "resolve_system"]
+__all__ = ["DEVICE_FILE_SUFFIXES", "catalog_calibrations", "looks_like_path", "resolve_device", "resolve_system"]
 
 
 def looks_like_path(spec: str) -> bool:
@@ -55,3 +55,10 @@ def resolve_system(spec: str, db_url: str | None = None) -> System:
                 exc.close_matches,
                 " (use an id from 'hwexplorer catalog list --systems' or the path of a .yaml/.json system file)",
             ) from None
+
+
+def catalog_calibrations(ids, db_url: str | None = None) -> dict:
+    """The named calibrations the catalog database keeps for the devices ``ids`` (by id; a device the catalog
+    does not know has none)."""
+    with open_catalog(db_url) as repo:
+        return repo.all_calibrations(list(ids))

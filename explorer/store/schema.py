@@ -266,5 +266,25 @@ class SystemRecord(Base):
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
+class NamedCalibrationRecord(Base):
+    """A named kernel calibration of a device (issue 21): the curves fitted to one measurement file, with where they
+    come from. ``key`` is ``fit-<slug of name>`` (unique per device); ``curves`` the device file's ``calibration:``
+    block form (4 significant digits, each curve citing ``key``), ``mape`` the fit's error per kind (fractions).
+    Not a child of the device's figures: a device edit leaves them, deleting the device deletes them (0005)."""
+
+    __tablename__ = "named_calibrations"
+    device_id: Mapped[DeviceFK]
+    key: Mapped[str] = mapped_column(String(200), primary_key=True)
+    name: Mapped[str] = mapped_column(Text)
+    file: Mapped[str] = mapped_column(Text)  # the measurement file's name, as imported
+    format: Mapped[str] = mapped_column(String(8))  # csv | torch | nsight
+    precision: Mapped[str] = mapped_column(String(8))
+    fitted: Mapped[str] = mapped_column(String(10))  # ISO date of the fit
+    measurements: Mapped[int] = mapped_column(Integer)  # kernels fitted
+    mape: Mapped[dict[str, Any]] = mapped_column(JSON)  # {"matrix"|"vector": fraction}
+    curves: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
 TABLES = Base.metadata.tables
 CHILD_TABLES = ("sources", "peaks", "mac_energies", "memory_levels", "matrix_engines", "links", "conflicts")

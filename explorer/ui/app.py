@@ -104,7 +104,8 @@ def build_window(db_url: str | None = None, defer_catalog: bool = False):
 
         repository = open_catalog(db_url)
     workspace = Workspace(lookup=device_lookup(repository),
-                          assumptions=Assumptions(**prefs.assumption_defaults()), systems=system_lookup(repository))
+                          assumptions=Assumptions(**prefs.assumption_defaults()), systems=system_lookup(repository),
+                          calibration_store=repository)
     window = MainWindow(workspace, repository, prefs)
     for w in caught:
         window.statusBar().showMessage(str(w.message), 15000)

@@ -130,7 +130,8 @@ def _serving_section(workspace):
     from explorer.report.serving_section import build_serving_section
 
     model, devices = workspace.model, workspace.devices
-    return lambda: build_serving_section(model, devices, choice, a.precision, a.tensor_formats)
+    return lambda: build_serving_section(model, devices, choice, a.precision, a.tensor_formats,
+                                         time_model=a.time_model)
 
 
 def ask_title(parent: QWidget | None, workspace) -> str | None:

@@ -110,7 +110,7 @@ def test_a_project_file_without_the_lm_head_keeps_every_position():
     writes the field, so a project saved now reopens with the value it had."""
     project = Project.of_state(State(model=get_template("gpt2").build()))
     data = project.to_dict()
-    assert data["format"] == 8 and data["assumptions"]["lm_head"] == "last"
+    assert data["format"] == 9 and data["assumptions"]["lm_head"] == "last"
     assert Project.from_dict(json.loads(project.dumps()), "new.hwproj").assumptions == project.assumptions
     del data["assumptions"]["attention"], data["assumptions"]["lm_head"]  # as written before the settings existed
     v2 = {k: v for k, v in data.items() if k != "system"} | {"format": 2}

@@ -238,6 +238,12 @@ def test_named_calibrations_are_saved_and_reverted(capsys, tmp_path):
     with open_catalog(db) as repo:
         device, system = repo.get("nvidia-a100-sxm4-40gb"), repo.get_system("amd-instinct-mi300x-platform")
     assert device.calibration.matrix["fp16"].source == "fit-lab-run-3" and "fit-lab-run-3" in device.sources
+    with open_catalog(db) as repo:  # also kept as a named calibration of the device, with its provenance
+        (named,) = repo.calibrations("nvidia-a100-sxm4-40gb")
+    assert (named.name, named.key, named.file, named.format, named.precision) == (
+        "Lab run 3", "fit-lab-run-3", trace.name, "torch", "fp16")
+    assert named.measurements == 15 and set(named.mape) == {"matrix", "vector"}
+    assert named.calibration.matrix["fp16"].source == "fit-lab-run-3"
     assert system.domains[0].calibration.alpha.source == "fit-rccl-2024" and "fit-rccl-2024" in system.sources
     out = json.loads(run(capsys, "--db", db, "calibrate", "revert", "--device", "nvidia-a100-sxm4-40gb",
                          "--json").out)
@@ -247,6 +253,8 @@ def test_named_calibrations_are_saved_and_reverted(capsys, tmp_path):
     with open_catalog(db) as repo:
         device, system = repo.get("nvidia-a100-sxm4-40gb"), repo.get_system("amd-instinct-mi300x-platform")
     assert device.calibration == shipped and "fit-lab-run-3" not in device.sources
+    with open_catalog(db) as repo:  # revert gives the shipped curves back; the named calibration stays to choose
+        assert [c.name for c in repo.calibrations("nvidia-a100-sxm4-40gb")] == ["Lab run 3"]
     assert system.domains[0].calibration is None and "fit-rccl-2024" not in system.sources
     again = run(capsys, "--db", db, "calibrate", "revert", "--device", "nvidia-a100-sxm4-40gb").out
     assert "no saved calibration to revert" in again

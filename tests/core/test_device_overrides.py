@@ -116,7 +116,7 @@ def test_the_project_round_trip_keeps_the_overrides_and_another_machine_sees_the
     path = tmp_path / "p.hwproj"
     save_project(Project.of(ws), path)
     data = json.loads(path.read_text())
-    assert data["format"] == FORMAT == 8
+    assert data["format"] == FORMAT == 9
     assert data["device_overrides"] == {H100: dict(sorted(EDIT.items()))}
     loaded = load_project(path)
     assert loaded.state == ws.state and dict(loaded.device_overrides[H100]) == EDIT

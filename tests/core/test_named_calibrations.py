@@ -158,7 +158,7 @@ def test_project_round_trip_keeps_the_calibrations_and_the_choice(tmp_path, from
     path = tmp_path / "p.hwproj"
     save_project(project, path)
     data = json.loads(path.read_text())
-    assert FORMAT == 8 and data["format"] == 8
+    assert FORMAT == 9 and data["format"] == 9
     assert data["calibrations"]["plain"]["in_use"] == "Cluster A, 2026-11"
     assert data["calibrations"]["plain"]["named"][0]["curves"]["matrix"]["fp16"]["latency"].endswith(" us")
     back = load_project(path)
@@ -177,7 +177,7 @@ def test_format_7_migrates_to_no_calibrations(tmp_path):
 
 
 @pytest.mark.parametrize("mutate, message", [
-    (lambda c: c["plain"].update(in_use="nope"), "calibrations.plain.in_use: no calibration named 'nope'"),
+    (lambda c: c["plain"].update(in_use=""), "calibrations.plain.in_use: expected a calibration's name"),
     (lambda c: c["plain"]["named"][0].update(format="xlsx"), "calibrations.plain.named[0].format: expected"),
     (lambda c: c["plain"]["named"][0].update(measurements=0), "calibrations.plain.named[0].measurements"),
     (lambda c: c["plain"]["named"][0].pop("curves"), "calibrations.plain.named[0]: missing keys curves"),

@@ -138,7 +138,7 @@ def test_project_keeps_trace_and_requirements(ws, trace, tmp_path):
     path = tmp_path / "p.hwproj"
     save_project(Project.of(ws), path)
     data = json.loads(path.read_text())
-    assert data["format"] == FORMAT == 8
+    assert data["format"] == FORMAT == 9
     assert data["requirements"] == {"target": 2000.0, "latency": 0.05, "budget": 1e6, "years": 4.0,
                                     "price": {"a100": 15000.0}, "cloud_price": {"h100": 4.1 / 3600}}
     loaded = load_project(path)

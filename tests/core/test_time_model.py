@@ -71,7 +71,7 @@ def test_the_project_file_keeps_the_time_model_and_older_files_open_ideal(tmp_pa
     path = tmp_path / "p.hwproj"
     save_project(Project.of_state(state), path)
     data = json.loads(path.read_text())
-    assert data["format"] == FORMAT == 8 and data["assumptions"]["time_model"] == "calibrated"
+    assert data["format"] == FORMAT == 9 and data["assumptions"]["time_model"] == "calibrated"
     assert load_project(path).assumptions.time_model == "calibrated"
     del data["assumptions"]["time_model"]
     data["format"] = 3  # written before the switch existed

@@ -73,7 +73,7 @@ def test_project_round_trip_and_atomic_save(ws, tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("content, fragment", [
     ("{not json", "line 1, column 2: invalid JSON"),
-    ('{"kind": "hwexplorer-project", "format": 9}', "newer Hardware Explorer"),
+    ('{"kind": "hwexplorer-project", "format": 10}', "newer Hardware Explorer"),
     ('{"kind": "something-else"}', "not a Hardware Explorer project"),
     ('{"kind": "hwexplorer-project", "format": 1, "model": {"format": 1, "name": "m", "input": {"features": 4},'
      ' "layers": []}, "assumptions": {"batch": -1}}', "assumptions.batch: must be a whole number"),

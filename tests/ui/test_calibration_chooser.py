@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFileDialog, QInputDialog, QMessageBox
 
 from explorer.core.hardware.device_file import load_device_file
@@ -160,3 +161,46 @@ def test_the_window_saves_opens_and_recovers_the_calibrations(qtbot, tmp_path, m
     ws3 = third.workspace
     assert ws3.calibrations == ws2.calibrations and _time(ws3) == time_lab
     assert ws3.devices[0].calibration == cal.calibration and "fit-lab" in ws3.devices[0].sources
+
+
+def test_in_the_app_an_import_goes_to_the_catalog_and_travels_with_the_device(qtbot, tmp_path, monkeypatch):
+    """The app's workspace keeps imported calibrations in the catalog database (undo deletes them there), the
+    project names the one in use, and the catalog dock's export and import carry them with the device."""
+    from explorer.store import io as store_io
+    from explorer.store.engine import open_catalog
+    from explorer.ui.app import build_window
+
+    monkeypatch.setenv("HWEXPLORER_DB", f"sqlite:///{tmp_path / 'catalog.sqlite3'}")
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.StandardButton.Discard)
+    window = build_window()
+    qtbot.addWidget(window)
+    ws, repo, dev = window.workspace, window.repository, "nvidia-h100-sxm5"
+    ws.select_devices([dev])
+    ws.set_assumptions(precision="fp16", time_model="calibrated")
+    panel = window.panel(FidelityPanel)  # its tab never shown: built when asked for
+    assert panel.chooser.import_file(TRACES / "torch_cuda_calibration_trace.json", "cluster A, 2026-11")
+    assert [c.name for c in repo.calibrations(dev)] == ["cluster A, 2026-11"] and ws.calibrations.of(dev) == ()
+    assert _items(panel.chooser.combo) == ["catalog", "cluster A, 2026-11"]
+    assert "kept in the catalog database" in panel.chooser.combo.itemData(1, Qt.ItemDataRole.ToolTipRole)
+    ws.undo()
+    assert repo.calibrations(dev) == () and _items(panel.chooser.combo) == ["catalog"]
+    ws.redo()
+    cal = repo.calibrations(dev)[0]
+    assert ws.used_calibration(dev) == cal
+    path = tmp_path / "h100.yaml"
+    assert window.catalog_dock.export_file(path, (dev,)) == 1
+    other = open_catalog(f"sqlite:///{tmp_path / 'other.sqlite3'}", seed=False)
+    try:
+        assert store_io.import_file(other, path).added == (dev,)
+        assert other.calibrations(dev) == (cal,)
+    finally:
+        other.close()
+    # a project naming a calibration this catalog does not hold: the catalog's is used, and the panel says so
+    named = ws.calibrations
+    repo.delete_calibration(dev, cal.name)
+    ws.reset(ws.model, ws.device_ids, ws.assumptions, calibrations=named)
+    panel.redraw(ws.analysis)
+    assert ws.used_calibration(dev) is None and "the project names 'cluster A, 2026-11', which this catalog does " \
+        "not hold" in panel.in_use.text()
+    window.workspace.mark_clean()
+    repo.engine.dispose()

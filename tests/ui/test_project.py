@@ -78,7 +78,7 @@ def test_round_trip(window, tmp_path):
     saved = tmp_path / "gpt2 study.hwproj"
     assert window.windowTitle() == "gpt2 study.hwproj \u2014 Hardware Explorer" and not ws.is_dirty
     data = json.loads(saved.read_text())
-    assert data["format"] == 8 and data["kind"] == "hwexplorer-project"
+    assert data["format"] == 9 and data["kind"] == "hwexplorer-project"
     assert data["devices"] == ["nvidia-h100-sxm5", "google-tpu-v5e", "nvidia-l4"]
     assert data["assumptions"]["batch"] == 8 and data["model"]["name"] == "GPT-2 (124M)"
     model, devices, assumptions = ws.model, ws.device_ids, ws.assumptions
@@ -121,7 +121,7 @@ def test_new_project_uses_the_preferences_and_keeps_the_devices(window):
     ('{"format": 1, "kind": "something-else"}', "not a Hardware Explorer project"),
     (('{"format": 1, "kind": "hwexplorer-project", "model": {"format": 1, "name": "m", "input": {"tokens": 8}, '
       '"layers": [{"kind": "warp_drive"}]}}'), "unknown layer kind 'warp_drive'"),
-    ('{"format": 9, "kind": "hwexplorer-project"}', "written by a newer Hardware Explorer"),
+    ('{"format": 10, "kind": "hwexplorer-project"}', "written by a newer Hardware Explorer"),
 ])
 def test_a_bad_file_leaves_the_open_project_untouched(window, dialogs, tmp_path, content, reason):
     ws = gpt2_project(window)

@@ -64,7 +64,7 @@ def test_a_project_reopens_with_its_trace_and_requirements(make_window, monkeypa
     saved_plan = [planner.table.item(r, 1).text() for r in range(planner.table.rowCount())]
     assert window.controller.save_as(tmp_path / "study")
     data = json.loads((tmp_path / "study.hwproj").read_text())
-    assert data["format"] == 8 and len(data["trace"]["events"]["name"]) == 150
+    assert data["format"] == 9 and len(data["trace"]["events"]["name"]) == 150
     assert data["requirements"]["target"] == 20000.0 and data["requirements"]["price"] == {"nvidia-h100-sxm5": 30000.0}
     copy.unlink()  # the other machine does not have the trace file
 

@@ -23,6 +23,7 @@ from ..workload.layers import Context
 from .cost import CostAssumptionsLike
 from .evaluate import evaluate
 from .procurement import DevicePlan, PlanResult, Requirements, _plural, _rank, format_usd, plan
+from .time_model import as_time_model
 
 DEFAULT_CAP = 256
 
@@ -49,6 +50,7 @@ class BatchSearch:
     why: tuple[str, ...]  # per device, why that batch
     plans: tuple[PlanResult, ...]  # one per batch, in ``batches`` order
     result: PlanResult  # every device at its chosen batch, ranked again
+    time_model: str = "ideal"  # the times every batch was planned with (ideal | calibrated)
 
     def batch_of(self, device_id: str) -> int:
         return self.chosen[self.ids.index(device_id)]
@@ -65,9 +67,11 @@ def _limit_text(req: Requirements) -> str:
 
 
 def search_batch(model, devices, precision: str, ctx: Context, requirements: Requirements,
-                 assumptions: CostAssumptionsLike, formats=None, cap: int = DEFAULT_CAP) -> BatchSearch:
+                 assumptions: CostAssumptionsLike, formats=None, cap: int = DEFAULT_CAP,
+                 time_model: str = "ideal") -> BatchSearch:
     """Plan every device at the batch (a power of two up to ``cap``) that meets the latency limit at the lowest
-    cost; see the module's docstring. Raises ValueError naming the field on bad input."""
+    cost, each batch's times those of ``time_model`` (:func:`~.time_model.as_time_model`: ideal, or calibrated
+    where a device has curves); see the module's docstring. Raises ValueError naming the field on bad input."""
     batches = batches_up_to(cap)
     plans = []
     for b in batches:
@@ -75,7 +79,7 @@ def search_batch(model, devices, precision: str, ctx: Context, requirements: Req
         if analysis.table.errors:
             i, msg = analysis.table.errors[0]
             raise ValueError(f"batch {b}: layer {i}: {msg}")
-        plans.append(plan(analysis, requirements, assumptions))
+        plans.append(plan(as_time_model(analysis, time_model), requirements, assumptions))
     ids = plans[0].analysis.devices.ids
     grid = [[r.by_id(i) for i in ids] for r in plans]
     rank_cost = np.array([[p.rank_cost for p in row] for row in grid], dtype=float)
@@ -129,4 +133,4 @@ def search_batch(model, devices, precision: str, ctx: Context, requirements: Req
                                              f"batch of the first-ranked device ({first.batch})")),)
     result = PlanResult(anchor.requirements, anchor.analysis, anchor.cost, anchor.unit, tuple(ranked), notes)
     return BatchSearch(batches, ids, rank_cost, latency, units, feasible, tuple(batches[i] for i in index.tolist()),
-                       tuple(why), tuple(plans), result)
+                       tuple(why), tuple(plans), result, time_model)

@@ -8,6 +8,10 @@ For every batch ``1, 2, 4, ... cap`` each chosen system is analysed over all its
 capital since one system has one device type and one price per device (chassis, switches and network are not
 priced, :data:`~.sizing.NOT_PRICED`); ties go to the lower latency, then the smaller batch. A system that no
 batch and layout make feasible is shown at batch 1 (the shortest pass), and says so.
+
+The times are those of ``options.time_model`` (the system pass's: ideal, or calibrated kernels and fitted links
+where stored), so the search under the calibrated model is the brute force over ``plan --system --batch B
+--time-model calibrated``; each plan's time source (spec | partly calibrated | calibrated) is kept beside it.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from explorer.core.analysis.batch_search import DEFAULT_CAP, batches_up_to
+from explorer.core.analysis.time_source import SPEC, system_time_sources
 from explorer.core.formats import TensorFormats
 from explorer.core.hardware.device import Device
 from explorer.core.hardware.system import System
@@ -25,7 +30,7 @@ from explorer.core.units import format_si
 from explorer.core.workload.layers import Context
 from explorer.core.workload.model import Model
 
-from .compare import size_on_systems
+from .compare import SystemResult, size_on_systems
 from .sizing import SystemPlan, size_fleet
 from .system_pass import Options
 
@@ -44,6 +49,14 @@ class SystemBatchSearch:
     chosen: tuple[int, ...]  # per system, the batch chosen
     why: tuple[str, ...]  # per system, why that batch and layout
     result: tuple[SystemPlan, ...]  # each system at its chosen batch and layout, in the given order
+    time_model: str = "ideal"  # the times the search compared (Options.time_model)
+    sources: tuple[tuple[str, ...], ...] = ()  # [batch][system]: where the plan's times come from (.time_source)
+
+    @property
+    def result_sources(self) -> tuple[str, ...]:
+        """Per system, where the times of its chosen batch and layout come from: spec | partly calibrated |
+        calibrated."""
+        return tuple(self.sources[self.batches.index(b)][s] for s, b in enumerate(self.chosen))
 
     def batch_of(self, system_id: str) -> int:
         return next(b for b, p in zip(self.chosen, self.result) if p.system_id == system_id)
@@ -62,11 +75,13 @@ def search_system_batch(model: Model, hardware: Sequence[tuple[System, Device]],
     ``latency_limit`` (s) for ``target`` (the phase's rate unit) with the fewest devices; see the module's
     docstring. ``price``: USD per device by device id (quotes)."""
     batches = batches_up_to(cap)
-    grid = []
+    grid, sources = [], []
     for b in batches:
         results = size_on_systems(model, hardware, precision, replace(ctx, batch=b), formats, None, objective,
                                   options, nodes)
-        grid.append(tuple(replace(p, batch=b) for p in size_fleet(results, target, latency_limit, price)))
+        plans = size_fleet(results, target, latency_limit, price)
+        grid.append(tuple(replace(p, batch=b) for p in plans))
+        sources.append(tuple(plan_time_source(r, p) for r, p in zip(results, plans)))
     feasible = np.array([[p.feasible and p.devices > 0 for p in row] for row in grid], dtype=bool)
     devices = np.where(feasible, np.array([[p.devices for p in row] for row in grid], dtype=float), np.inf)
     latency = np.where(feasible, np.array([[p.latency for p in row] for row in grid], dtype=float), np.nan)
@@ -96,4 +111,15 @@ def search_system_batch(model: Model, hardware: Sequence[tuple[System, Device]],
         chosen.append(batches[i])
         why.append(text)
         result.append(p)
-    return SystemBatchSearch(batches, tuple(grid), devices, latency, tuple(chosen), tuple(why), tuple(result))
+    return SystemBatchSearch(batches, tuple(grid), devices, latency, tuple(chosen), tuple(why), tuple(result),
+                             options.time_model, tuple(sources))
+
+
+def plan_time_source(result: SystemResult, plan: SystemPlan) -> str:
+    """Where the times of ``plan``'s layout on its system come from (spec | partly calibrated | calibrated; spec
+    where the system has no analysis)."""
+    a = result.analysis
+    if a is None:
+        return SPEC
+    k = a.layouts.index(plan.layout) if plan.layout in a.layouts else result.chosen
+    return system_time_sources(a)[k]

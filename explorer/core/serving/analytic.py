@@ -31,7 +31,7 @@ import numpy as np
 from .memory import ReplicaMemory
 from .result import Latency, ServingResult, slo_checks
 from .simulate import Policy, Speculative
-from .surface import StepSurface
+from .surface import StepSurface, combined
 from .workload import PERCENTILES, SLO, Workload
 
 _Q = {k: v / 100 for k, v in PERCENTILES.items()}
@@ -65,6 +65,28 @@ class Setup:
             usd = self.usd_per_s if self.usd_per_s is not None else math.nan
             cost = devices * usd / tokens_per_s * 1e6 if tokens_per_s > 0 else math.nan
         return float(energy), float(cost)
+
+    @property
+    def time_model(self) -> str:
+        """The time model of the step times: ideal | calibrated (the surface's)."""
+        return self.surface.time_model
+
+    @property
+    def time_source(self) -> str:
+        """Where the step times come from (spec | partly calibrated | calibrated), a speculative draft's surface
+        counted as a part: never more certain than the least certain one."""
+        surfaces = [self.surface] + ([self.spec.draft] if self.spec is not None and self.spec.draft is not None
+                                     else [])
+        return combined(s.time_source for s in surfaces)
+
+    @property
+    def time_label(self) -> str:
+        """The label for text and titles: 'spec', or the calibrated model's source with its kernel counts
+        (:attr:`~.surface.StepSurface.time_label`); 'partly calibrated (...)' when a draft's surface differs."""
+        label = self.surface.time_label
+        if self.time_source != self.surface.time_source:
+            return f"{self.time_source} (target: {label}; draft: {self.spec.draft.time_label})"
+        return label
 
     @property
     def tokens_per_step(self) -> float:

@@ -7,10 +7,17 @@ lowest cost (DistServe, Zhong et al., OSDI 2024, https://arxiv.org/abs/2401.0967
                          = the model's KV bytes per token (the analysis, in the KV cache's format) x prompt tokens
     transfer             = latency + bytes / link bandwidth per direction
 
-A request prefills in the prefill pool (steps of prompts only; its first token comes from there: TTFT), its KV
-cache crosses the link, and it joins the decode pool, admitted into the decode batch with its prompt's blocks (no
-prefill there); its later tokens come from the decode pool. TPOT therefore includes the transfer, spread over the
-answer. A decode-pool preemption re-admits the request as if its KV came again (no recompute cost is counted).
+A request prefills in the prefill pool (steps of prompts only), its KV cache crosses the link, and it joins the decode
+pool, admitted into the decode batch with its prompt's blocks (no prefill there). Which token the user sees first
+(``first_token``):
+
+    prefill   the prefill pool samples it and streams it (DistServe, Splitwise): TTFT is the prefill pool's; the
+              later tokens come from the decode pool, so TPOT includes the transfer, spread over the answer
+    decode    only the decode pool streams (vLLM's disaggregated-prefill proxy: the prefill instance's token is
+              dropped): TTFT = prefill + transfer + the decode pool's first step (after any step running when the
+              request joins); the decode pool generates every token, one step more per request
+
+A decode-pool preemption re-admits the request as if its KV came again (no recompute cost is counted).
 """
 
 from __future__ import annotations
@@ -57,9 +64,16 @@ class DisaggRun:
     decode_runs: tuple
 
 
+FIRST_TOKENS = ("prefill", "decode")
+
+
 def simulate_disaggregated(workload: Workload, prefill: Setup, decode: Setup, link: KvLink, n: int, seed: int = 0,
-                           router: str = "round-robin") -> DisaggRun:
-    """``prefill.replicas`` prefill replicas and ``decode.replicas`` decode replicas serving ``n`` requests."""
+                           router: str = "round-robin", first_token: str = "prefill") -> DisaggRun:
+    """``prefill.replicas`` prefill replicas and ``decode.replicas`` decode replicas serving ``n`` requests; the
+    user's first token from the pool ``first_token`` names (module docstring)."""
+    if first_token not in FIRST_TOKENS:
+        raise ValueError(f"--first-token: expected one of {', '.join(FIRST_TOKENS)}, got {first_token!r}")
+    extra = 1 if first_token == "decode" else 0  # the decode pool generates every token: one step more
     req = workload.requests(n, seed)
     cached = cached_tokens(req, workload.prefix_tokens, workload.prefix_hit_rate, prefill.memory.block_size, seed)
     first_only = Requests(req.arrival, req.input, np.ones(len(req), dtype=np.int64))
@@ -71,12 +85,14 @@ def simulate_disaggregated(workload: Workload, prefill: Setup, decode: Setup, li
     transfer = link.seconds(kv_bytes_per_token(prefill) * req.input)
     ready = first + transfer
     order = np.argsort(ready, kind="stable")
-    moved = Requests(ready[order], req.input[order], req.output[order])
+    moved = Requests(ready[order], req.input[order], req.output[order] + extra)
     d_runs = simulate_routed(moved, decode.surface, decode.memory, decode.policy, None, decode.spec, 0, False,
                              decode.replicas, router, prefilled=True)
     finish = np.full(len(req), np.nan)
     for idx, run in d_runs:
         finish[order[idx]] = run.finish
+        if extra:
+            first[order[idx]] = run.first
     return DisaggRun(req, first, finish, transfer, tuple(p_runs), tuple(d_runs))
 
 
@@ -119,20 +135,24 @@ class PoolChoice:
     decode_replicas: int
     cost: float  # USD per hour of the pools, or devices where a price is unknown
     cost_unit: str
-    result: ServingResult
+    result: ServingResult  # the simulation where ``simulated``, else the estimate
+    simulated: bool = True
+    estimate: ServingResult | None = None  # the analytic estimate of the same pools (None: not estimated)
 
 
 def search_pools(workload: Workload, prefill: Setup, decode: Setup, link: KvLink, slo: SLO, n: int = 1000,
-                 max_replicas: int = 4, seed: int = 0) -> tuple[PoolChoice | None, list[PoolChoice]]:
-    """Every (prefill, decode) pool size up to ``max_replicas`` each, simulated; the cheapest that meets every
-    service level and keeps up (None: none does), and all of them."""
+                 max_replicas: int = 4, seed: int = 0, router: str = "round-robin",
+                 first_token: str = "prefill") -> tuple[PoolChoice | None, list[PoolChoice]]:
+    """Every (prefill, decode) pool size up to ``max_replicas`` each, simulated (the brute force; the estimate-first
+    search is :mod:`.disagg_search`'s); the cheapest that meets every service level and keeps up (None: none does),
+    and all of them."""
     priced = prefill.usd_per_s is not None and decode.usd_per_s is not None
     tried = []
     for p in range(1, max_replicas + 1):
         for d in range(1, max_replicas + 1):
             sp, sd = replace(prefill, replicas=p), replace(decode, replicas=d)
-            res = summarize_disaggregated(simulate_disaggregated(workload, sp, sd, link, n, seed), sp, sd, slo,
-                                          workload.mean_rate())
+            res = summarize_disaggregated(simulate_disaggregated(workload, sp, sd, link, n, seed, router,
+                                                                 first_token), sp, sd, slo, workload.mean_rate())
             devices = p * prefill.surface.devices, d * decode.surface.devices
             cost = (devices[0] * prefill.usd_per_s + devices[1] * decode.usd_per_s) * 3600 if priced else float(
                 sum(devices))

@@ -14,6 +14,10 @@ decode pool:  b = lambda / D x (O - 1) / E x t_d(b) at context c = I + O / 2 (Li
     decode time = t_x + t_d (1 - e^-b) / 2 + ceil((O - 1) / E) x t_d     (the transfer, half of the step running
                   when the request joins, then its steps)
     TPOT = decode time / (O - 1);  E2E_q = TTFT_q + decode time
+With the first token from the decode pool (``first_token="decode"``, vLLM's proxy) the decode pool takes
+ceil(O / E) steps a request, the first yielding the user's first token:
+    b = lambda / D x O / E x t_d(b);  to the first token t_f = t_x + t_d (1 - e^-b) / 2 + t_d
+    TTFT_q = the prefill pool's TTFT_q + t_f;  TPOT = (ceil(O / E) - 1) x t_d / (O - 1);  E2E_q = TTFT_q + TPOT (O - 1)
 Stable while rho_p < 1 and b stays within the decode replica's batch cap (max batch, KV blocks); above it the
 queue grows without bound (latencies infinite). Energy and cost per output token add the two pools'.
 """
@@ -63,9 +67,10 @@ def _smoother(f: ServingResult, workload: Workload, prefill: Setup) -> ServingRe
 
 
 def estimate_disaggregated(workload: Workload, prefill: Setup, decode: Setup, link: KvLink, slo: SLO,
-                           rates=None) -> list[ServingResult]:
+                           rates=None, first_token: str = "prefill") -> list[ServingResult]:
     """The estimate at each rate (default: the workload's) for ``prefill.replicas`` prefill and
-    ``decode.replicas`` decode replicas."""
+    ``decode.replicas`` decode replicas; the user's first token from the pool ``first_token`` names."""
+    from_decode = first_token == "decode"
     rates = np.atleast_1d(np.asarray([workload.mean_rate()] if rates is None else rates, dtype=float))
     i_mean, o = workload.mean_lengths()
     first = estimate(prefill_only(workload), prefill, SLO(), rates)
@@ -77,25 +82,31 @@ def estimate_disaggregated(workload: Workload, prefill: Setup, decode: Setup, li
     e = decode.tokens_per_step
     cap = decode.batch_cap(c)
     b = np.ones_like(lam)
+    generated = o if from_decode else max(o - 1, 0)  # tokens the decode pool generates a request
     for _ in range(60):
-        b = np.minimum(lam * max(o - 1, 0) / e * decode.step(b, c), cap + 1)
+        b = np.minimum(lam * generated / e * decode.step(b, c), cap + 1)
     stable_d = b <= cap
     b = np.minimum(b, cap)
     t = decode.step(b, c)
-    steps = math.ceil(max(o - 1, 0) / e)
+    steps = math.ceil(generated / e)
     out = []
     for j, r in enumerate(rates):
         f = first[j]
         stable = bool(f.stable and stable_d[j])
         t_j = float(t[j])
-        dec = t_x + t_j * (1 - math.exp(-b[j])) / 2 + steps * t_j if o > 1 else t_x
+        if from_decode:  # the transfer, the step running on arrival and the first step come before the first token
+            lead = t_x + t_j * (1 - math.exp(-b[j])) / 2 + t_j
+            dec = (steps - 1) * t_j
+            f = replace(f, ttft=Latency(*(x + lead for x in (f.ttft.mean, f.ttft.p50, f.ttft.p90, f.ttft.p99))))
+        else:
+            dec = t_x + t_j * (1 - math.exp(-b[j])) / 2 + steps * t_j if o > 1 else t_x
         tpot = dec / (o - 1) if o > 1 else math.nan
         ttft = f.ttft if stable else Latency(math.inf, math.inf, math.inf, math.inf)
         tp = Latency(tpot, tpot, tpot, tpot) if stable else Latency(math.inf, math.inf, math.inf, math.inf)
         e2e = Latency(ttft.mean + dec, ttft.p50 + dec, ttft.p90 + dec, ttft.p99 + dec)
         checks = slo_checks(slo, ttft, tp, e2e)
         served = float(r) if stable else min(
-            f.request_throughput, decode.replicas * b[j] * e / (max(o - 1, 1) * t_j))
+            f.request_throughput, decode.replicas * b[j] * e / (max(generated, 1) * t_j))
         tokens = served * o
         busy_p, busy_d = f.busy_share, float(min(1.0, 1 - math.exp(-b[j]))) if stable_d[j] else 1.0
         e_p, c_p = prefill.energy_and_cost(busy_p, tokens / prefill.replicas)

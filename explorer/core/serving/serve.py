@@ -3,7 +3,7 @@ as a :class:`~.result.ServingResult`, beside the analytic estimate and the load 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -49,36 +49,39 @@ def grid_for(workload: Workload, policy: Policy, spec: Speculative | None = None
 def device_setup(model: Model, device: Device, workload: Workload, policy: Policy | None = None,
                  precision: str = "fp16", formats: TensorFormats | None = None, utilization: float = 0.9,
                  block_size: int = 16, spec: Speculative | None = None, replicas: int = 1, idle_w: float = 0.0,
-                 usd_per_s: float | None = None) -> Setup:
-    """A replica on one device: its step surface (:func:`device_surface`) and memory (:func:`device_memory`)."""
+                 usd_per_s: float | None = None, time_model: str = "ideal") -> Setup:
+    """A replica on one device: its step surface (:func:`device_surface`, its times under ``time_model``) and
+    memory (:func:`device_memory`)."""
     policy = policy or Policy()
     g = grid_for(workload, policy, spec, block_size)
     step_tokens = policy.chunk if policy.chunked else policy.max_batched_tokens
-    surface = device_surface(model, device, g, precision, formats)
+    surface = device_surface(model, device, g, precision, formats, time_model=time_model)
     memory = device_memory(model, device, step_tokens, precision, formats, utilization, block_size)
     return Setup(surface, memory, policy, spec, replicas, *_power_price(device, idle_w, usd_per_s))
 
 
-SETUPS = KeyedCache(64)  # one device's setup by (model, device, grid, policy, precision, formats, memory settings)
+SETUPS = KeyedCache(64)  # one device's setup by (model, device, grid, policy, precision, formats, memory settings,
+#                           time model)
 
 
-def _setup_keys(model, devices, workload, policy, precision, formats, utilization, block_size):
+def _setup_keys(model, devices, workload, policy, precision, formats, utilization, block_size, time_model="ideal"):
     g = grid_for(workload, policy, None, block_size)
-    return g, [("setup", model, d, g, policy, precision, formats, utilization, block_size) for d in devices]
+    return g, [("setup", model, d, g, policy, precision, formats, utilization, block_size, time_model)
+               for d in devices]
 
 
 def device_setups(model: Model, devices, workload: Workload, policy: Policy | None = None,
                   precision: str = "fp16", formats: TensorFormats | None = None, utilization: float = 0.9,
-                  block_size: int = 16) -> tuple[Setup, ...]:
-    """:func:`device_setup` on each device, kept by key (:data:`SETUPS`); the ones not kept get their surfaces
-    from one stacked pass (:func:`~.surfaces.device_surfaces`)."""
+                  block_size: int = 16, time_model: str = "ideal") -> tuple[Setup, ...]:
+    """:func:`device_setup` on each device, kept by key (:data:`SETUPS`, the time model part of it); the ones not
+    kept get their surfaces from one stacked pass (:func:`~.surfaces.device_surfaces`)."""
     policy = policy or Policy()
-    g, keys = _setup_keys(model, devices, workload, policy, precision, formats, utilization, block_size)
+    g, keys = _setup_keys(model, devices, workload, policy, precision, formats, utilization, block_size, time_model)
     found = [SETUPS.peek(k) for k in keys]
     todo = [i for i, x in enumerate(found) if x is None]
     if todo:
         step_tokens = policy.chunk if policy.chunked else policy.max_batched_tokens
-        made = device_surfaces(model, [devices[i] for i in todo], g, precision, formats)
+        made = device_surfaces(model, [devices[i] for i in todo], g, precision, formats, time_model=time_model)
         for i, surface in zip(todo, made):
             d = devices[i]
             found[i] = Setup(surface, device_memory(model, d, step_tokens, precision, formats, utilization,
@@ -89,19 +92,23 @@ def device_setups(model: Model, devices, workload: Workload, policy: Policy | No
 
 def device_setups_ready(model: Model, devices, workload: Workload, policy: Policy | None = None,
                         precision: str = "fp16", formats: TensorFormats | None = None, utilization: float = 0.9,
-                        block_size: int = 16) -> bool:
+                        block_size: int = 16, time_model: str = "ideal") -> bool:
     """Whether :func:`device_setups` would compute nothing (every setup is kept)."""
     _, keys = _setup_keys(model, devices, workload, policy or Policy(), precision, formats, utilization,
-                          block_size)
+                          block_size, time_model)
     return all(SETUPS.peek(k) is not None for k in keys)
 
 
 def system_setup(model: Model, system: System, device: Device, layout: Layout, workload: Workload,
                  policy: Policy | None = None, precision: str = "fp16", formats: TensorFormats | None = None,
                  utilization: float = 0.9, block_size: int = 16, spec: Speculative | None = None,
-                 options: Options | None = None, idle_w: float = 0.0, usd_per_s: float | None = None) -> Setup:
-    """The layout's dp replicas, each tp x pp devices (:func:`system_surface`, :func:`system_memory`)."""
+                 options: Options | None = None, idle_w: float = 0.0, usd_per_s: float | None = None,
+                 time_model: str | None = None) -> Setup:
+    """The layout's dp replicas, each tp x pp devices (:func:`system_surface`, :func:`system_memory`), timed by
+    the system pass under ``options`` (its ``time_model``; ``time_model``, where given, replaces that one)."""
     policy = policy or Policy()
+    if time_model is not None:
+        options = replace(options or Options(), time_model=time_model)
     g = grid_for(workload, policy, spec, block_size)
     g = Grid(g.max_batch, g.max_context, g.max_prefill_batch, g.max_length, points=8, anchors=g.anchors)
     step_tokens = policy.chunk if policy.chunked else policy.max_batched_tokens

@@ -62,7 +62,8 @@ def simulate_routed(requests: Requests, surface: StepSurface, memory: ReplicaMem
     replica served, its run), the replicas advancing together in time. ``progress`` is called with the share of
     the requests routed so far (every 1 %); when it returns False the run stops with :class:`Cancelled`.
     ``prefilled``: the requests come with their prompts' KV cache computed elsewhere (a disaggregated decode pool):
-    admitted straight into the decode batch with their first token."""
+    admitted straight into the decode batch with their first token; the run's ``first`` is then the end of the
+    first decode step each one takes (the decode pool's first token)."""
     if router not in ROUTERS:
         raise ValueError(f"--router: expected one of {', '.join(ROUTERS)}, got {router!r}")
     n = len(requests)
@@ -234,6 +235,9 @@ def _engine(sh: _Shared, surface: StepSurface, memory: ReplicaMemory, policy: Po
                     c = (float(ht.sum()) + cached_sum) / b if b else 1.0
                     dt = spec.mixed1(surface, b, c, p) if spec else surface.mixed1(b, c, p)
                     if b:
+                        if prefilled:  # the decode pool's first token of each sequence: this step's end
+                            fresh = dec[np.isnan(first[dec])]
+                            first[fresh] = now + dt
                         hold = False  # the decoders generated a token
                         free -= grow
                         used += grow
@@ -301,6 +305,9 @@ def _engine(sh: _Shared, surface: StepSurface, memory: ReplicaMemory, policy: Po
             else:
                 grown = need(k)
             dt = k * (spec.step1(surface, b, c + (k - 1) * tps / 2) if spec else surface.decode1(b, c + (k - 1) / 2))
+            if prefilled:  # the decode pool's first token of each sequence new to the batch: the first step's end
+                fresh = dec[np.isnan(first[dec])]
+                first[fresh] = now + t1
             hold = False  # the decoders generated tokens
             kv_int += (used + grown / 2) * dt
             free -= grown

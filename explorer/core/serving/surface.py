@@ -26,6 +26,7 @@ from functools import cached_property
 
 import numpy as np
 
+from explorer.core.analysis.time_source import CALIBRATED, PARTLY, SPEC, system_time_sources
 from explorer.core.formats import TensorFormats
 from explorer.core.hardware.device import Device
 from explorer.core.hardware.system import System
@@ -47,6 +48,20 @@ class StepSurface:
     prefill_s: np.ndarray  # (N, P)
     devices: int = 1
     source: str = ""
+    time_model: str = "ideal"  # the time model of every step time above: ideal | calibrated (docs/calibration.md)
+    time_source: str = SPEC  # where they come from: spec | partly calibrated | calibrated (.time_source)
+    calibration: str = ""  # the calibrated model: what is calibrated, from how many kernels and which source
+
+    @property
+    def time_label(self) -> str:
+        """The times' label for a line of text or a title: 'spec', or under the calibrated model the time source
+        with its kernel counts and sources ('calibrated (matrix: 49 kernels, ...)'); 'spec (no calibration ...)'
+        where the calibrated model found none and fell back to the ideal one."""
+        if self.time_model == "ideal":
+            return SPEC
+        if self.time_source == SPEC:
+            return f"{SPEC} (no calibration for this device and precision: the ideal model)"
+        return self.calibration or self.time_source
 
     def decode(self, b, c):
         """Seconds of a decode step of ``b`` sequences at mean context ``c`` (arrays broadcast)."""
@@ -165,11 +180,28 @@ def system_surface(model: Model, system: System, device: Device, layout: Layout,
     pbatch, lengths = grid(g.max_prefill_batch, max(g.points // 2, 3), m), _lengths(g)
     dec = np.zeros((len(batch), len(ctxs)))
     pre = np.zeros((len(pbatch), len(lengths)))
+    options = options or Options()
+    labels, kernels, links = set(), set(), set()
     for arr, bs, ls, phase in ((dec, batch, ctxs, "decode"), (pre, pbatch, lengths, "prefill")):
         for i, b in enumerate(bs):
             for j, c in enumerate(ls):
                 ctx = Context(batch=int(b) * layout.dp, seq_len=int(c), phase=phase, attention=attention)
-                arr[i, j] = analyze_system(model, system, device, [layout], precision, ctx, formats,
-                                           options or Options()).step_time[0]
+                r = analyze_system(model, system, device, [layout], precision, ctx, formats, options)
+                arr[i, j] = r.step_time[0]
+                labels.add(system_time_sources(r)[0])
+                kernels.add(r.kernel_source)
+                links.update(r.calibrated_links)
+    calibration = "" if options.time_model == "ideal" else (
+        f"{combined(labels)} (kernels {combined(kernels)}; fitted links: {', '.join(sorted(links)) or 'none'}, "
+        "other links at their stated figures)")
     return StepSurface(batch, ctxs, dec, pbatch, lengths, pre, layout.tp * layout.pp,
-                       f"{system.id} {layout.label()}")
+                       f"{system.id} {layout.label()}", options.time_model, combined(labels), calibration)
+
+
+def combined(labels) -> str:
+    """One label for times made of parts labelled ``labels`` (never more certain than its least certain part):
+    all spec -> spec, all calibrated -> calibrated, else partly calibrated."""
+    labels = set(labels)
+    if not labels or labels == {SPEC}:
+        return SPEC
+    return CALIBRATED if labels == {CALIBRATED} else PARTLY

@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from explorer.core.analysis.evaluate import evaluate
+from explorer.core.analysis.evaluate import MODELS, evaluate
+from explorer.core.analysis.time_source import device_time_sources
 from explorer.core.formats import TensorFormats
 from explorer.core.hardware.device import Device
 from explorer.core.parallel.system_pass import _concat as concat_tables
@@ -32,7 +33,7 @@ from explorer.core.workload.model import LayerTable, Model, build_table
 from .surface import Grid, StepSurface, _contexts, _lengths, grid
 
 WORK_ENTRIES = 4  # stacked work tables kept (one per model and grid: 0.3 MB for Llama-3-70B, 4 MB for 200 layers)
-SURFACE_ENTRIES = 64  # surfaces kept (one per model, device, grid, precision, formats, attention)
+SURFACE_ENTRIES = 64  # surfaces kept (one per model, device, grid, precision, formats, attention, time model)
 
 
 class KeyedCache:
@@ -124,27 +125,35 @@ def _build_work(model: Model, g: Grid, attention: str) -> SurfaceWork:
 
 
 def device_surfaces(model: Model, devices: Sequence[Device], g: Grid, precision: str = "fp16",
-                    formats: TensorFormats | None = None, attention: str = "fused") -> tuple[StepSurface, ...]:
+                    formats: TensorFormats | None = None, attention: str = "fused",
+                    time_model: str = "ideal") -> tuple[StepSurface, ...]:
     """The surface of each device (in order): the ones not cached come from one :func:`evaluate` pass over the
-    stacked work table and all of them."""
-    keys = [("surface", model, d, g, precision, formats, attention) for d in devices]
+    stacked work table and all of them. ``time_model``: each row's time under the ideal or the calibrated model
+    (:meth:`~explorer.core.analysis.evaluate.ModelAnalysis.model_time`; rows a device has no curve for keep the
+    ideal time), and the surface labelled with where its times come from."""
+    if time_model not in MODELS:
+        raise ValueError(f"time_model: expected one of {', '.join(MODELS)}, got {time_model!r}")
+    keys = [("surface", model, d, g, precision, formats, attention, time_model) for d in devices]
     found = [SURFACES.peek(k) for k in keys]
     todo = [i for i, s in enumerate(found) if s is None]
     if todo:
         w = surface_work(model, g, attention)
         r = evaluate(w.table, [devices[i] for i in todo], precision, w.points[0], model, formats)
+        times, sources = r.model_time(time_model), device_time_sources(r, time_model)
         n_dec = len(w.batch) * len(w.context)
         for col, i in enumerate(todo):  # a point's time: the sum of its rows' count x time (as evaluate sums)
-            s = np.add.reduceat(r.count * np.ascontiguousarray(r.time[:, col]), w.starts)
+            s = np.add.reduceat(r.count * np.ascontiguousarray(times[:, col]), w.starts)
             found[i] = StepSurface(w.batch, w.context, s[:n_dec].reshape(len(w.batch), len(w.context)),
                                    w.prefill_batch, w.length, s[n_dec:].reshape(len(w.prefill_batch), len(w.length)),
-                                   1, devices[i].id)
+                                   1, devices[i].id, time_model, sources[col],
+                                   r.calibration_status[col] if time_model == "calibrated" else "")
             SURFACES.put(keys[i], found[i])
     return tuple(found)
 
 
 def device_surface(model: Model, device: Device, g: Grid, precision: str = "fp16",
-                   formats: TensorFormats | None = None, attention: str = "fused") -> StepSurface:
+                   formats: TensorFormats | None = None, attention: str = "fused",
+                   time_model: str = "ideal") -> StepSurface:
     """The surface on one device: every grid point's table stacked, one :func:`evaluate` pass (cached by key;
     :func:`device_surfaces` does many devices in that one pass)."""
-    return device_surfaces(model, [device], g, precision, formats, attention)[0]
+    return device_surfaces(model, [device], g, precision, formats, attention, time_model)[0]

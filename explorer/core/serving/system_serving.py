@@ -13,7 +13,7 @@ what it touches:
                     the cost assumptions (a rate or a price edit re-sizes; it never rebuilds a surface)
 
 The numbers are :func:`size_system`'s: the same layouts (:func:`serving_layouts`, pipelines only when no tensor layout
-leaves room for a KV block), the same setups (:func:`~.serve.system_setup` with the default system-pass options, one
+leaves room for a KV block), the same setups (:func:`~.serve.system_setup` under the given system-pass options, one
 replica), the same :func:`~.system_fleet.layout_fleet` and :func:`~.system_fleet.best_layout`. A replica's answer is
 one replica of ``tp x pp`` devices at the workload's whole rate, as the panel's devices are one replica each.
 
@@ -30,6 +30,7 @@ from explorer.core.formats import TensorFormats
 from explorer.core.hardware.device import Device
 from explorer.core.hardware.system import System
 from explorer.core.parallel.layout import Layout
+from explorer.core.parallel.system_pass import Options
 from explorer.core.workload.model import Model
 
 from .analytic import Setup
@@ -79,17 +80,33 @@ class SystemServing:
         return "no layout meets the service levels at any load"
 
 
-def _setups_key(model, system, device, workload, policy, precision, formats, utilization, block_size) -> tuple:
+def serving_options(choice) -> Options:
+    """The system-pass options of a choice with ``overlap``, ``collective``, ``skew`` and ``offload`` (the Systems
+    panel's :class:`~explorer.core.session.state.SystemChoice`); None: the defaults."""
+    if choice is None:
+        return Options()
+    return Options(overlap=choice.overlap, algorithm=choice.collective, skew=choice.skew, offload=choice.offload)
+
+
+def serving_hardware(hardware: Sequence[tuple[System, Device]], nodes: int = 1) -> tuple[tuple[System, Device], ...]:
+    """Each (system, device) as a cluster of ``nodes`` such systems over its scale-out network (as the Systems panel
+    sizes them); ValueError for a system with no scale-out network when ``nodes`` > 1."""
+    return tuple((sy.with_nodes(nodes) if nodes > 1 else sy, d) for sy, d in hardware)
+
+
+def _setups_key(model, system, device, workload, policy, precision, formats, utilization, block_size,
+                options=None) -> tuple:
     g = grid_for(workload, policy, None, block_size)
     return ("system_setups", model, system, device, g, workload.mean_lengths(), policy, precision, formats,
-            utilization, block_size)
+            utilization, block_size, options or Options())
 
 
 def _compute_setups(model, system, device, workload, policy, precision, formats, utilization,
-                    block_size) -> tuple[tuple[Layout, Setup], ...]:
+                    block_size, options=None) -> tuple[tuple[Layout, Setup], ...]:
     def setups(layouts) -> list[tuple[Layout, Setup]]:
         return [(lay, replace(system_setup(model, system, device, lay, workload, policy, precision, formats,
-                                           utilization, block_size), replicas=1)) for lay in layouts]
+                                           utilization, block_size, options=options), replicas=1))
+                for lay in layouts]
 
     found = setups(serving_layouts(model, system, workload))
     if not any(s.memory.blocks >= 1 for _, s in found):  # as size_system: pipelines only when no tensor layout fits
@@ -101,11 +118,13 @@ def _compute_setups(model, system, device, workload, policy, precision, formats,
 
 def system_setups(model: Model, system: System, device: Device, workload: Workload, policy: Policy | None = None,
                   precision: str = "fp16", formats: TensorFormats | None = None, utilization: float = 0.9,
-                  block_size: int = 16) -> tuple[tuple[Layout, Setup], ...]:
-    """(layout, one replica's setup) for every layout :func:`size_system` searches on ``system``, kept by key; a
-    second thread asking for the same key waits for the first's instead of computing it again."""
+                  block_size: int = 16, options: Options | None = None) -> tuple[tuple[Layout, Setup], ...]:
+    """(layout, one replica's setup) for every layout :func:`size_system` searches on ``system`` under the
+    system-pass ``options`` (overlap, collective algorithm and format, skew, offload; None: the defaults), kept by
+    key (the options are part of it); a second thread asking for the same key waits for the first's instead of
+    computing it again."""
     policy = policy or Policy()
-    key = _setups_key(model, system, device, workload, policy, precision, formats, utilization, block_size)
+    key = _setups_key(model, system, device, workload, policy, precision, formats, utilization, block_size, options)
     found = SETUPS.peek(key)
     if found is not None:
         return found
@@ -116,7 +135,7 @@ def system_setups(model: Model, system: System, device: Device, workload: Worklo
             found = SETUPS.peek(key)
             if found is None:
                 found = _compute_setups(model, system, device, workload, policy, precision, formats, utilization,
-                                        block_size)
+                                        block_size, options)
                 SETUPS.put(key, found)
     finally:
         with _GUARD:
@@ -154,21 +173,23 @@ def serve_system(model: Model, system: System, device: Device, setups: Sequence[
 def serve_systems(model: Model, hardware: Sequence[tuple[System, Device]], workload: Workload, slo: SLO,
                   policy: Policy | None = None, precision: str = "fp16", formats: TensorFormats | None = None,
                   utilization: float = 0.9, block_size: int = 16, quotes: Mapping[str, float] | None = None,
-                  years: float = 3.0, usd_per_kwh: float = 0.12, pue: float = 1.3) -> tuple[SystemServing, ...]:
-    """:func:`serve_system` on each (system, device) of ``hardware``, in order; raises ValueError for a model that
-    is not a token model."""
+                  years: float = 3.0, usd_per_kwh: float = 0.12, pue: float = 1.3,
+                  options: Options | None = None) -> tuple[SystemServing, ...]:
+    """:func:`serve_system` on each (system, device) of ``hardware``, in order, under the system-pass ``options``;
+    raises ValueError for a model that is not a token model."""
     if not hardware:
         return ()
     require_token_model(model)
     return tuple(serve_system(model, sy, d, system_setups(model, sy, d, workload, policy, precision, formats,
-                                                          utilization, block_size),
+                                                          utilization, block_size, options),
                               workload, slo, quotes, years, usd_per_kwh, pue) for sy, d in hardware)
 
 
 def serve_systems_ready(model: Model, hardware: Sequence[tuple[System, Device]], workload: Workload, slo: SLO,
                         policy: Policy | None = None, precision: str = "fp16", formats: TensorFormats | None = None,
                         utilization: float = 0.9, block_size: int = 16, quotes: Mapping[str, float] | None = None,
-                        years: float = 3.0, usd_per_kwh: float = 0.12, pue: float = 1.3) -> bool:
+                        years: float = 3.0, usd_per_kwh: float = 0.12, pue: float = 1.3,
+                        options: Options | None = None) -> bool:
     """Whether :func:`serve_systems` would compute nothing (every system's setups and sizing are kept, or it refuses
     the model at once)."""
     if not hardware:
@@ -179,7 +200,8 @@ def serve_systems_ready(model: Model, hardware: Sequence[tuple[System, Device]],
         return True
     policy = policy or Policy()
     for sy, d in hardware:
-        setups = SETUPS.peek(_setups_key(model, sy, d, workload, policy, precision, formats, utilization, block_size))
+        setups = SETUPS.peek(_setups_key(model, sy, d, workload, policy, precision, formats, utilization, block_size,
+                                         options))
         if setups is None:
             return False
         try:

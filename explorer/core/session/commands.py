@@ -17,7 +17,7 @@ from explorer.core.traces.model import Trace
 from explorer.core.workload.model import LayerSpec, Model
 from explorer.core.workload.templates import edited_name
 
-from .named_calibrations import Calibrations
+from .named_calibrations import Calibrations, StoreEdit
 from .serving_choice import ServingChoice
 from .state import State, SystemChoice
 
@@ -165,11 +165,13 @@ class SetDeviceOverrides(Command):
 @dataclass
 class SetCalibrations(Command):
     """Replace the named calibrations and the choice in use (an import adds one and uses it; a choice picks
-    another, or the catalog's)."""
+    another, or the catalog's). ``store``: the writes to the catalog database's named calibrations that go with it
+    (an import or a removal there); the workspace runs them on do and redo and their inverse on undo."""
 
     calibrations: Calibrations
     text: str = "choose calibration"
     changes: frozenset[str] = frozenset({"devices"})
+    store: tuple[StoreEdit, ...] = ()
 
     def apply(self, state):
         return state.with_(calibrations=self.calibrations.checked())

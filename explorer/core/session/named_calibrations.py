@@ -1,25 +1,31 @@
-"""Named calibrations saved with the project (issue 21): several fitted calibrations of one device, each with its
+"""Named calibrations of a device (issue 21): several fitted calibrations of one device, each with its
 provenance, and the one the calibrated time model uses.
 
 A :class:`NamedCalibration` is a device's whole calibration (``DeviceCalibration``: matrix curves per precision and
 the vector curve) fitted to one measurement file (a kernel CSV, a PyTorch profiler trace or an Nsight Compute CSV,
 read by the importers of ``hwexplorer calibrate kernels``), under a name the user chose ("H100 cluster A,
 2026-11"), with its source key ``fit-<name>`` (the key the CLI's ``--save --name`` uses). :class:`Calibrations`
-holds them by device id, and which one is in use; a device without a choice uses its catalog calibration (the
-shipped one, or what ``calibrate kernels --save`` stored). The workspace applies the choice to the catalog's device
-on every read (:func:`apply_calibration`), so the choice and the curves travel with the project file
-(``calibrations``, format 8, ``docs/project-file.md``). Pure, Qt-free.
+holds the project's choice per device (by name, ``in_use``) and any calibrations the project carries itself
+(``named``); a device without a choice uses its catalog calibration (the shipped one, or what ``calibrate kernels
+--save`` stored).
+
+Since project format 9 the named calibrations live in the catalog database beside their device (a
+:class:`CalibrationStore`, ``explorer/store/calibration_repository.py``; exported and imported with the device),
+and a project names the one it uses: ``in_use`` may name a catalog calibration. A format-8 project still carries
+its calibrations whole (``named``); they keep working, and win over a catalog calibration of the same name
+(:meth:`Calibrations.resolve`). The workspace applies the choice to the catalog's device on every read
+(:func:`apply_calibration`). Pure, Qt-free.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path
 from types import MappingProxyType
+from typing import Protocol
 
 from explorer.core.calibration.model import DeviceCalibration, Fit
 from explorer.core.hardware.calibration_file import calibration_to_dict, read_calibration
@@ -27,17 +33,10 @@ from explorer.core.hardware.cited_reader import Reader
 from explorer.core.hardware.device import Device, Source
 from explorer.core.precision import BYTES_PER_ELEMENT, PRECISIONS
 
+from .link_calibrations import LinkCalibrations, slug, source_key
+
 FORMATS = ("csv", "torch", "nsight")  # the measurement files a calibration is imported from
 KINDS = ("matrix", "vector")
-
-
-def slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
-
-
-def source_key(name: str) -> str:
-    """``fit-<name>``: the key a calibration named ``name`` cites (as ``calibrate kernels --save --name``)."""
-    return "fit-" + slug(name)
 
 
 @dataclass(frozen=True)
@@ -130,10 +129,13 @@ def canonical(cal: DeviceCalibration) -> DeviceCalibration:
 
 @dataclass(frozen=True)
 class Calibrations:
-    """The project's named calibrations by device id, and the name in use per device (absent: the catalog's)."""
+    """The project's named calibrations by device id, and the name in use per device (absent: the catalog's);
+    ``links``: the named link fits of the project's systems and the one in use per level (:mod:`.link_calibrations`,
+    saved as the project's ``link_calibrations``)."""
 
     named: Mapping[str, tuple[NamedCalibration, ...]] = field(default_factory=dict)
     in_use: Mapping[str, str] = field(default_factory=dict)
+    links: LinkCalibrations = field(default_factory=LinkCalibrations)
 
     def __post_init__(self):
         named = {dev: tuple(cals) for dev, cals in sorted(self.named.items()) if cals}
@@ -151,9 +153,10 @@ class Calibrations:
                     raise ValueError(f"calibrations.{dev}.named[{i}].name: '{c.name}' is the name of another "
                                      "calibration of this device")
                 seen.add(c.key)
-        for dev, name in self.in_use.items():
-            if self.find(dev, name) is None:
-                raise ValueError(f"calibrations.{dev}.in_use: no calibration named {name!r} of this device")
+        for dev, name in self.in_use.items():  # a name the project does not carry names a catalog calibration
+            if not isinstance(name, str) or not slug(name):
+                raise ValueError(f"calibrations.{dev}.in_use: expected a calibration's name, got {name!r}")
+        self.links.checked()
         return self
 
     def of(self, device_id: str) -> tuple[NamedCalibration, ...]:
@@ -163,30 +166,52 @@ class Calibrations:
         return next((c for c in self.of(device_id) if c.key == source_key(name)), None)
 
     def used(self, device_id: str) -> NamedCalibration | None:
-        """The calibration the calibrated model uses on ``device_id``; None: the catalog's."""
-        name = self.in_use.get(device_id)
-        return None if name is None else self.find(device_id, name)
+        """The calibration the project carries and uses on ``device_id``; None: none of its own (see
+        :meth:`resolve` for a choice of the catalog's named calibrations)."""
+        return self.resolve(device_id)
 
-    def choose(self, device_id: str, name: str | None) -> Calibrations:
-        """Use the calibration named ``name`` on ``device_id`` (None: the catalog's)."""
-        if name is not None and self.find(device_id, name) is None:
+    def resolve(self, device_id: str, catalog: tuple[NamedCalibration, ...] = ()) -> NamedCalibration | None:
+        """The calibration the calibrated model uses on ``device_id``: the one named ``in_use``, the project's own
+        first, else the catalog's named calibration of that name (``catalog``); None: the catalog's calibration."""
+        name = self.in_use.get(device_id)
+        if name is None:
+            return None
+        return self.find(device_id, name) or next((c for c in catalog if c.key == source_key(name)), None)
+
+    def missing(self, device_id: str, catalog: tuple[NamedCalibration, ...] = ()) -> str | None:
+        """The name in use on ``device_id`` that neither the project nor ``catalog`` holds (a project opened on
+        another catalog): the catalog's calibration is used instead."""
+        name = self.in_use.get(device_id)
+        return name if name is not None and self.resolve(device_id, catalog) is None else None
+
+    def choose(self, device_id: str, name: str | None, catalog: tuple[NamedCalibration, ...] = ()) -> Calibrations:
+        """Use the calibration named ``name`` on ``device_id`` (None: the catalog's), one the project carries or
+        one of ``catalog`` (the device's named calibrations in the catalog database)."""
+        found = None if name is None else (self.find(device_id, name) or
+                                           next((c for c in catalog if c.key == source_key(name)), None))
+        if name is not None and found is None:
             raise ValueError(f"calibration: no calibration named {name!r} of {device_id}")
         in_use = {k: v for k, v in self.in_use.items() if k != device_id}
-        if name is not None:
-            in_use[device_id] = self.find(device_id, name).name
-        return Calibrations(self.named, in_use)
+        if found is not None:
+            in_use[device_id] = found.name
+        return replace(self, in_use=in_use)
+
+    def without(self, device_id: str, name: str) -> Calibrations:
+        """The project's own calibration named ``name`` dropped, the choice kept (it may name a catalog one)."""
+        kept = tuple(c for c in self.of(device_id) if c.key != source_key(name))
+        return replace(self, named={**self.named, device_id: kept})
 
     def add(self, device_id: str, cal: NamedCalibration, use: bool = True) -> Calibrations:
         """Add ``cal`` (one of the same name is replaced) and, with ``use``, put it in use."""
         cal.checked()
         kept = tuple(c for c in self.of(device_id) if c.key != cal.key)
-        out = Calibrations({**self.named, device_id: (*kept, cal)}, self.in_use)
+        out = replace(self, named={**self.named, device_id: (*kept, cal)})
         return out.choose(device_id, cal.name) if use else out
 
     def remove(self, device_id: str, name: str) -> Calibrations:
         kept = tuple(c for c in self.of(device_id) if c.key != source_key(name))
         in_use = {k: v for k, v in self.in_use.items() if not (k == device_id and source_key(v) == source_key(name))}
-        return Calibrations({**self.named, device_id: kept}, in_use)
+        return replace(self, named={**self.named, device_id: kept}, in_use=in_use)
 
     def to_dict(self) -> dict:
         devices = sorted(set(self.named) | set(self.in_use))
@@ -212,12 +237,42 @@ class Calibrations:
         return cls(named, in_use).checked()
 
 
+class CalibrationStore(Protocol):
+    """Where the named calibrations of devices are kept (the catalog database: ``CatalogRepository``)."""
+
+    def calibrations(self, device_id: str) -> tuple[NamedCalibration, ...]: ...
+
+    def save_calibration(self, device_id: str, cal: NamedCalibration) -> NamedCalibration | None: ...
+
+    def delete_calibration(self, device_id: str, name: str) -> NamedCalibration | None: ...
+
+
+@dataclass(frozen=True)
+class StoreEdit:
+    """One write of a command to the calibration store, with what undoes it: ``save`` (``previous``: the calibration
+    of the same name it replaced, None if new) or ``delete``."""
+
+    action: str  # save | delete
+    device_id: str
+    calibration: NamedCalibration
+    previous: NamedCalibration | None = None
+
+    def run(self, store: CalibrationStore, forward: bool = True) -> None:
+        cal = self.calibration
+        if (self.action == "save") == forward:
+            store.save_calibration(self.device_id, cal)
+        elif self.action == "save" and self.previous is not None:  # undo a replacing save
+            store.save_calibration(self.device_id, self.previous)
+        else:
+            store.delete_calibration(self.device_id, cal.name)
+
+
 def apply_calibration(device: Device, cal: NamedCalibration | None) -> Device:
     """``device`` with ``cal``'s curves as its calibration, citing ``fit-<name>`` (``device`` itself for None)."""
     if cal is None:
         return device
     source = Source(cal.key, f"calibration '{cal.name}' fitted to {cal.measurements} kernels of {cal.file} "
-                             f"({cal.format}), saved with the project", cal.file, cal.date)
+                             f"({cal.format}), at {cal.precision}", cal.file, cal.date)
     return replace(device, calibration=cal.calibration, sources={**device.sources, cal.key: source})
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from explorer.core.analysis.procurement import Requirements
@@ -20,12 +20,13 @@ from explorer.core.traces.model import Trace, trace_from_dict, trace_to_dict
 from explorer.core.workload.model import Model, ModelError
 
 from .device_overrides import DeviceOverrides, check_overrides
+from .link_calibrations import LinkCalibrations
 from .named_calibrations import Calibrations
 from .serving_choice import ServingChoice
 from .state import Assumptions, State, SystemChoice
 from .training_choice import TrainingChoice
 
-FORMAT = 8
+FORMAT = 9
 KIND = "hwexplorer-project"
 SUFFIX = ".hwproj"  # the project file's suffix
 
@@ -85,9 +86,20 @@ def _add_calibrations(data: dict, fmt: int) -> dict:
     return {**data, "format": fmt, "calibrations": {}}
 
 
+def _calibrations_by_name(data: dict, fmt: int) -> dict:
+    """Format ``fmt`` keeps the named calibrations in the catalog database (beside their device, exported and
+    imported with it) and the project names the one it uses (``calibrations.<device>.in_use``, which may now name a
+    catalog calibration). A format-8 file carried its calibrations whole (``named``): they stay the project's own,
+    read as before, and win over a catalog calibration of the same name, so the file opens with the same numbers.
+    The same format adds the named link fits of the systems (``link_calibrations``; ``{}`` when migrated: every
+    system keeps its own figures). (Its own function, so that the number it lands at can change.)"""
+    return {**data, "format": fmt, "calibrations": data.get("calibrations", {}), "link_calibrations": {}}
+
+
 #: ``MIGRATIONS[n]`` turns a format-n mapping into a format n+1 one.
 MIGRATIONS = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5, 5: lambda data: _add_serving(data, 6),
-              6: lambda data: _add_device_overrides(data, 7), 7: lambda data: _add_calibrations(data, 8)}
+              6: lambda data: _add_device_overrides(data, 7), 7: lambda data: _add_calibrations(data, 8),
+              8: lambda data: _calibrations_by_name(data, 9)}
 
 
 def _assumptions_to_dict(a: Assumptions) -> dict:
@@ -176,7 +188,8 @@ class Project:
                 "training": self.training.to_dict(),
                 "serving": None if self.serving is None else self.serving.to_dict(),
                 "device_overrides": {dev: dict(values) for dev, values in self.device_overrides.items()},
-                "calibrations": self.calibrations.to_dict()}
+                "calibrations": self.calibrations.to_dict(),
+                "link_calibrations": self.calibrations.links.to_dict()}
 
     def dumps(self) -> str:
         return json.dumps(self.to_dict(), indent=2) + "\n"
@@ -213,6 +226,8 @@ class Project:
             serving = None if serving is None else ServingChoice.from_dict(serving, "serving")
             overrides = check_overrides(data.get("device_overrides", {}), "device_overrides")
             calibrations = Calibrations.from_dict(data.get("calibrations", {}), "calibrations")
+            links = LinkCalibrations.from_dict(data.get("link_calibrations", {}), "link_calibrations")
+            calibrations = replace(calibrations, links=links)
         except ModelError as exc:
             raise ProjectError(str(exc)) from None
         except ValueError as exc:

@@ -11,7 +11,7 @@ requirement re-plans only. Qt-free.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import fields
+from dataclasses import fields, replace
 from typing import Any
 
 from explorer.core.analysis.cost import compute_cost
@@ -46,7 +46,12 @@ from explorer.core.serving.serve import (
     device_setups_ready,
 )
 from explorer.core.serving.surfaces import require_token_model
-from explorer.core.serving.system_serving import serve_systems, serve_systems_ready
+from explorer.core.serving.system_serving import (
+    serve_systems,
+    serve_systems_ready,
+    serving_hardware,
+    serving_options,
+)
 
 from .serving_choice import SURFACE_FIELDS, ServingChoice
 from .state import Assumptions, State
@@ -78,21 +83,25 @@ DEPENDS: dict[str, tuple[str, ...]] = {
     # per device checked: the serving step-time surface and memory (explorer.core.serving.serve.device_setup);
     # the serving part's rate, arrivals and service levels are not inputs, so editing them reuses the surfaces
     "serving_setups": ("model", "devices", "assumptions.precision", "assumptions.weights", "assumptions.activations",
-                       "assumptions.kv_cache", *(f"serving.{name}" for name in SURFACE_FIELDS)),
+                       "assumptions.kv_cache", *(f"serving.{name}" for name in SURFACE_FIELDS),
+                       "assumptions.time_model"),  # the Times switch: the surfaces' step times
     # per device: the analytic serving answer (estimate at the rate, load curve) under the state's serving part
     "serving": ("serving_setups", *(f"serving.{f.name}" for f in fields(ServingChoice))),
     # per device: the fewest replicas meeting the serving part's service levels at its rate, and their cost
     "serving_fleet": ("serving_setups", *(f"serving.{f.name}" for f in fields(ServingChoice)), "requirements.price",
                       "assumptions.years", "assumptions.electricity_usd_per_kwh", "assumptions.pue"),
-    # per chosen system (one node each): every serving layout sized as `plan --rate --system`, the cheapest kept, and
-    # its replica's load curve (explorer/core/serving/system_serving.py)
-    "serving_systems": ("model", "hardware", "assumptions.precision", "assumptions.weights",
+    # per chosen system (as clusters of the Systems panel's nodes, under its communication options): every serving
+    # layout sized as `plan --rate --system`, the cheapest kept, and its replica's load curve
+    # (explorer/core/serving/system_serving.py)
+    "serving_systems": ("model", "hardware", "system.nodes", "system.overlap", "system.offload", "system.collective",
+                        "system.skew", "assumptions.precision", "assumptions.weights",
                         "assumptions.activations", "assumptions.kv_cache",
                         *(f"serving.{f.name}" for f in fields(ServingChoice)), "requirements.price",
-                        "assumptions.years", "assumptions.electricity_usd_per_kwh", "assumptions.pue"),
+                        "assumptions.years", "assumptions.electricity_usd_per_kwh", "assumptions.pue",
+                        "assumptions.time_model"),
     # the same for a workload given as arguments (the command line's, outside a session)
     "serving_for": ("model", "devices", "assumptions.precision", "assumptions.weights", "assumptions.activations",
-                    "assumptions.kv_cache", "args"),
+                    "assumptions.kv_cache", "assumptions.time_model", "args"),
     # every layout, whichever one is chosen: a layout picked by hand does not search again
     "system_layouts": ("model", "hardware", "system.nodes", "system.objective", "system.overlap",
                        "system.offload", "system.collective", "system.skew", "assumptions.precision",
@@ -363,7 +372,7 @@ class Results:
         s, a = self.serving_choice, self.state.assumptions
         return self._get("serving_setups", lambda: device_setups(  # one stacked pass, cached per device
             self.state.model, self.devices, s.workload, s.policy, a.precision, a.tensor_formats,
-            s.memory_utilization, s.block_size) if self.devices else ())
+            s.memory_utilization, s.block_size, a.time_model) if self.devices else ())
 
     def serving_ready(self, name: str = "serving") -> bool:
         """Whether ``serving`` (or ``serving_fleet``) can be read without building a step-time surface or running
@@ -376,7 +385,7 @@ class Results:
         try:
             require_token_model(self.state.model)  # refused at once, no work
             if not device_setups_ready(self.state.model, self.devices, s.workload, s.policy, a.precision,
-                                       a.tensor_formats, s.memory_utilization, s.block_size):
+                                       a.tensor_formats, s.memory_utilization, s.block_size, a.time_model):
                 return False
             setups = self.serving_setups
         except ValueError:  # refused (not a token model, a layer error): said at once, no work
@@ -403,16 +412,18 @@ class Results:
 
     @property
     def serving_systems(self) -> tuple:
-        """Per system chosen in ``State.system`` (one node each, as ``plan --rate --system``): its serving layouts
-        sized for the serving part at the planner's quotes, the cheapest chosen, and one replica of it serving the
+        """Per system chosen in ``State.system`` (as clusters of its ``nodes``, under its overlap, collective, skew
+        and offload; as ``plan --rate --system`` with those options): its serving layouts sized for the serving part
+        at the planner's quotes, the cheapest chosen, and one replica of it serving the
         workload (:class:`explorer.core.serving.system_serving.SystemServing`); empty without systems."""
         return self._get("serving_systems", lambda: self._serving_systems(serve_systems))
 
     def _serving_systems(self, call):
-        s, a = self.serving_choice, self.state.assumptions
-        return call(self.state.model, self.hardware, s.workload, s.slo, s.policy, a.precision, a.tensor_formats,
+        s, a, choice = self.serving_choice, self.state.assumptions, self.state.system
+        hardware = serving_hardware(self.hardware, choice.nodes)
+        return call(self.state.model, hardware, s.workload, s.slo, s.policy, a.precision, a.tensor_formats,
                     s.memory_utilization, s.block_size, self.state.requirements.price, a.years,
-                    a.electricity_usd_per_kwh, a.pue)
+                    a.electricity_usd_per_kwh, a.pue, options=replace(serving_options(choice), time_model=a.time_model))
 
     def serving_for(self, workload, slo, policy=None, device_index: int = 0) -> ServingAnswer | None:
         """The analytic serving answer for a workload, service levels and policy given as arguments (outside the
@@ -421,5 +432,6 @@ class Results:
             return None
         a = self.state.assumptions
         return self._get("serving_for", lambda: answer(workload, device_setup(
-            self.state.model, self.devices[device_index], workload, policy, a.precision, a.tensor_formats), slo),
+            self.state.model, self.devices[device_index], workload, policy, a.precision, a.tensor_formats,
+            time_model=a.time_model), slo),
             (workload, slo, policy, device_index))

@@ -27,15 +27,15 @@ from .commands import (
     CommandStack,
     SelectDevices,
     SetAssumptions,
-    SetCalibrations,
     SetDeviceOverrides,
 )
 from .device_overrides import apply_overrides, overrides_between
-from .named_calibrations import Calibrations, NamedCalibration, apply_calibration
+from .named_calibrations import Calibrations, CalibrationStore, NamedCalibration, apply_calibration
 from .results import Results
 from .serving_choice import ServingChoice
 from .state import PARTS, PHASES, Assumptions, State, SystemChoice
 from .training_choice import TrainingChoice
+from .workspace_calibrations import CalibrationEdits
 
 __all__ = ["PHASES", "Assumptions", "DeviceLookup", "State", "SystemLookup", "Workspace"]
 
@@ -58,8 +58,9 @@ def _shipped() -> tuple[System, ...]:
     return load_shipped_systems()
 
 
-class Workspace:
-    """The current state, an undo stack, and the results of the state."""
+class Workspace(CalibrationEdits):
+    """The current state, an undo stack, and the results of the state (named kernel and link calibrations:
+    :class:`~.workspace_calibrations.CalibrationEdits`)."""
 
     changed = Signal(object)  # frozenset of change names, after any command, undo or redo
     analysis_updated = Signal(object)  # the new ModelAnalysis (or None when nothing can be analyzed)
@@ -69,10 +70,14 @@ class Workspace:
     systems_reloaded = Signal()  # the catalog's systems changed (added, edited, deleted, imported)
 
     def __init__(self, model: Model | None = None, lookup: DeviceLookup | None = None,
-                 assumptions: Assumptions | None = None, systems: SystemLookup | None = None):
+                 assumptions: Assumptions | None = None, systems: SystemLookup | None = None,
+                 calibration_store: CalibrationStore | None = None):
         self._state = State(model=model or State().model, assumptions=(assumptions or Assumptions()).checked())
         self._lookup = lookup or (lambda ids: ())
         self._system_lookup = systems or shipped_systems
+        # the catalog database's named calibrations (None: the project keeps its own, as format 8 did)
+        self._store = calibration_store
+        self._catalog_named: dict[str, tuple[NamedCalibration, ...]] = {}
         self._hardware: tuple[tuple, tuple] = ((), ())  # (key, resolved systems) of the last resolution
         self._devices: dict[str, Device] = {}
         # per device id: (catalog device, its overrides, the device with them applied), so that an unchanged
@@ -122,7 +127,7 @@ class Workspace:
 
     def _overridden(self, device: Device) -> Device:
         values = self._state.device_overrides.get(device.id)
-        named = self._state.calibrations.used(device.id)
+        named = self.used_calibration(device.id)
         if not values and named is None:
             return device
         base, was, applied = self._applied.get(device.id, (None, None, None))
@@ -130,40 +135,6 @@ class Workspace:
             applied = apply_calibration(apply_overrides(device, values), named)
             self._applied[device.id] = (device, (values, named), applied)
         return applied
-
-    # -- named calibrations (.named_calibrations): each a one-step undoable edit
-    @property
-    def calibrations(self) -> Calibrations:
-        return self._state.calibrations
-
-    def catalog_device(self, device_id: str) -> Device | None:
-        """The catalog's device (project overrides applied, no named calibration): what a calibration is fitted
-        against and what the catalog's own choice means."""
-        if device_id not in self._devices:
-            for d in self._lookup([device_id]):
-                self._devices[d.id] = d
-        device = self._devices.get(device_id)
-        return None if device is None else apply_overrides(device, self._state.device_overrides.get(device_id))
-
-    def add_calibration(self, device_id: str, cal: NamedCalibration) -> None:
-        """Keep ``cal`` (imported) as a calibration of ``device_id`` and use it: one undoable step."""
-        self.execute(SetCalibrations(self._state.calibrations.add(device_id, cal),
-                                     text=f"import calibration '{cal.name}'"))
-
-    def remove_calibration(self, device_id: str, name: str) -> None:
-        """Drop the calibration named ``name`` of ``device_id`` (the catalog's is used if it was in use): one
-        undoable step."""
-        if self._state.calibrations.find(device_id, name) is not None:
-            self.execute(SetCalibrations(self._state.calibrations.remove(device_id, name),
-                                         text=f"remove calibration '{name}'"))
-
-    def choose_calibration(self, device_id: str, name: str | None) -> None:
-        """Use the calibration named ``name`` on ``device_id`` (None: the catalog's): one undoable step."""
-        cals = self._state.calibrations
-        if (cals.used(device_id).name if cals.used(device_id) else None) == name:
-            return
-        self.execute(SetCalibrations(cals.choose(device_id, name),
-                                     text=f"use calibration '{name}'" if name else "use the catalog's calibration"))
 
     @property
     def device_overrides(self):
@@ -193,6 +164,7 @@ class Workspace:
         """Make devices known (e.g. after a catalog edit or for devices not in the catalog); re-analyzes."""
         for d in devices:
             self._devices[d.id] = d
+            self._catalog_named.pop(d.id, None)  # an import may have brought named calibrations with the device
         if {d.id for d in devices} & {device.id for _, device in self._hardware[1]}:
             self._hardware = ((None,), ())  # a chosen system's device was edited: resolve the systems again
         self._notify(frozenset({"devices"}))
@@ -233,17 +205,20 @@ class Workspace:
         """Apply ``command`` (a ValueError leaves everything as it was) and record it for undo."""
         before = self._state
         after = command.apply(before)
+        self._store_edits(command, forward=True)
         self.stack.push(command, before, after)
         self._swap(after, command.changes)
 
     def undo(self) -> None:
         step = self.stack.undo()
         if step is not None:
+            self._store_edits(step.command, forward=False)
             self._swap(step.before, step.command.changes)
 
     def redo(self) -> None:
         step = self.stack.redo()
         if step is not None:
+            self._store_edits(step.command, forward=True)
             self._swap(step.after, step.command.changes)
 
     def select_devices(self, ids: Sequence[str]) -> None:
@@ -301,7 +276,8 @@ class Workspace:
         again only when the ids change; ``results.systems`` makes them clusters of ``system.nodes``."""
         ids = self._state.system.system_ids
         if self._hardware[0] != ids:
-            systems = self._system_lookup(ids)
+            links = self._state.calibrations.links  # the project's named link fits in use (.link_calibrations)
+            systems = tuple(links.apply(s) for s in self._system_lookup(ids))
             devices = {d.id: self._overridden(d)
                        for d in self._lookup(tuple(dict.fromkeys(s.device_id for s in systems)))}
             self._hardware = (ids, tuple((s, devices[s.device_id]) for s in systems if s.device_id in devices))
@@ -332,6 +308,7 @@ class Workspace:
                             training=training or TrainingChoice(), serving=serving,
                             device_overrides=device_overrides or {}, calibrations=calibrations or Calibrations())
         self._hardware = ((None,), ())
+        self._catalog_named.clear()  # read the catalog's named calibrations again (another project, a new catalog)
         self.stack.clear()
         self._focused_layer = -1
         self._notify(frozenset(PARTS))

@@ -19,12 +19,14 @@ import numpy as np
 
 from explorer.core.files import spreadsheet_safe, spreadsheet_unsafe
 
+from . import serving_columns as serving
 from .run import COLUMNS, NAMES, SweepResult
 
 SUFFIXES = (".csv", ".parquet")
-TEXT = {"device", "layout", "precision", "phase", "cost_source"}
-INTS = {"batch", "seq_len"}
-BOOLS = {"fits", "pareto"}
+TEXT = {"device", "layout", "precision", "phase", "cost_source"} | serving.TEXT
+INTS = {"batch", "seq_len"} | serving.INTS
+BOOLS = {"fits", "pareto"} | serving.BOOLS
+HEADERS = (NAMES, serving.NAMES)  # the two kinds of sweep file: roofline points, served configurations
 CHUNK = 4096  # points per write (and per progress report)
 
 
@@ -61,7 +63,9 @@ def _cells(name: str, values: np.ndarray) -> list[str]:
 
 def write(result: SweepResult, path: str | Path, progress: Callable[[int, int], None] | None = None) -> None:
     """Write every point of ``result`` to ``path`` (.csv or .parquet), atomically; ``progress(done, total)``
-    after each chunk."""
+    after each chunk. A serving sweep's result (``result.names``: :data:`.serving_columns.NAMES`) writes its own
+    columns."""
+    names = getattr(result, "names", NAMES)
     fmt = check_output(path)
     path = Path(path)
     total = len(result)
@@ -69,13 +73,13 @@ def write(result: SweepResult, path: str | Path, progress: Callable[[int, int], 
     try:
         if fmt == "parquet":
             os.close(fd)
-            _write_parquet(result, tmp, progress)
+            _write_parquet(result, names, tmp, progress)
         else:
             with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
                 writer = csv.writer(f, lineterminator="\n")
-                writer.writerow(NAMES)
+                writer.writerow(names)
                 for start in range(0, total, CHUNK):
-                    writer.writerows(zip(*(_cells(n, result.columns[n][start:start + CHUNK]) for n in NAMES)))
+                    writer.writerows(zip(*(_cells(n, result.columns[n][start:start + CHUNK]) for n in names)))
                     if progress:
                         progress(min(start + CHUNK, total), total)
                 f.flush()
@@ -89,19 +93,19 @@ def write(result: SweepResult, path: str | Path, progress: Callable[[int, int], 
 PARQUET_ROWS = 131_072  # points per Parquet row group (and per progress report)
 
 
-def _write_parquet(result: SweepResult, tmp: str, progress) -> None:
+def _write_parquet(result: SweepResult, names: tuple[str, ...], tmp: str, progress) -> None:
     """Stream the points to ``tmp`` one row group at a time (memory: one group's columns, not the whole file)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     total = len(result)
     schema = pa.schema([(n, pa.string() if n in TEXT else pa.bool_() if n in BOOLS else pa.int64() if n in INTS
-                         else pa.float64()) for n in NAMES])
+                         else pa.float64()) for n in names])
     with pq.ParquetWriter(tmp, schema) as writer:
         for start in range(0, max(total, 1), PARQUET_ROWS):
             stop = min(start + PARQUET_ROWS, total)
             arrays = [pa.array(result.columns[n][start:stop].tolist() if n in TEXT else
-                               np.asarray(result.columns[n][start:stop]), type=schema.field(n).type) for n in NAMES]
+                               np.asarray(result.columns[n][start:stop]), type=schema.field(n).type) for n in names]
             writer.write_table(pa.Table.from_arrays(arrays, schema=schema))
             if progress:
                 progress(stop, total)
@@ -110,20 +114,24 @@ def _write_parquet(result: SweepResult, tmp: str, progress) -> None:
 
 
 def read(path: str | Path) -> dict[str, np.ndarray]:
-    """The columns of a sweep file written by :func:`write` (text as object arrays, NaN where empty)."""
+    """The columns of a sweep file written by :func:`write` (text as object arrays, NaN where empty): a roofline
+    sweep's or a serving sweep's, told apart by the header."""
     path = Path(path)
     if path.suffix.lower() == ".parquet":
         import pyarrow.parquet as pq
 
         table = pq.read_table(path)
-        return {n: np.array(table.column(n).to_pylist(), dtype=object if n in TEXT else None) for n in NAMES}
+        names = tuple(table.column_names)
+        if names not in HEADERS:
+            raise ValueError(f"{path}: columns: expected {', '.join(NAMES)} (or a serving sweep's)")
+        return {n: np.array(table.column(n).to_pylist(), dtype=object if n in TEXT else None) for n in names}
     with open(path, encoding="utf-8", newline="") as f:
         rows = list(csv.reader(f))
-    header, body = rows[0], rows[1:]
-    if tuple(header) != NAMES:
-        raise ValueError(f"{path}: header: expected {', '.join(NAMES)}")
+    header, body = tuple(rows[0]) if rows else (), rows[1:]
+    if header not in HEADERS:
+        raise ValueError(f"{path}: header: expected {', '.join(NAMES)} (or a serving sweep's)")
     out = {}
-    for k, name in enumerate(NAMES):
+    for k, name in enumerate(header):
         cells = [r[k] for r in body]
         if name in TEXT:  # the apostrophe the writer put before formula-like text comes off
             out[name] = np.array([spreadsheet_unsafe(c) for c in cells], dtype=object)

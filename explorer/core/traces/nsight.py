@@ -23,7 +23,7 @@ from pathlib import Path
 
 from explorer.core.traces.csv_table import Row, Table, parse_table, read_text
 from explorer.core.traces.model import COMPUTE, Trace, TraceError, TraceEvent, ordered_lanes
-from explorer.core.units import Q_, pint  # pint through units, which imports it without dask (issue 22)
+from explorer.core.units import Q_, PintError
 
 KERNEL_NAME = "Kernel Name"
 DURATION = "gpu__time_duration.sum"
@@ -54,7 +54,7 @@ def _unit_scale(unit: str, wanted: str, column: str, table: Table, line: int) ->
         text = "k" + text[1:]
     try:
         return float(Q_(1.0, text).to(wanted).magnitude)
-    except (pint.errors.PintError, ValueError, AttributeError, TypeError):
+    except (PintError, ValueError, AttributeError, TypeError):
         raise TraceError(f"unit '{unit}' cannot be read as {'a time' if wanted == 's' else wanted}",
                          file=table.file, line=line, field=column) from None
 

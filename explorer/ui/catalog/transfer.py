@@ -50,8 +50,9 @@ def import_devices(repository: CatalogRepository, path: Path, confirm: Confirm) 
 
 
 def export_devices(repository: CatalogRepository, path: Path, ids: Sequence[str]) -> int:
-    """Write the devices ``ids`` to ``path`` (format from the suffix); returns how many were written."""
-    return store_io.export_file(repository.devices(list(ids)), path)
+    """Write the devices ``ids`` to ``path`` (format from the suffix), with their named calibrations (YAML, JSON);
+    returns how many devices were written."""
+    return store_io.export_file(repository.devices(list(ids)), path, calibrations=repository.all_calibrations(ids))
 
 
 # ------------------------------------------------------------------------------------------------ systems

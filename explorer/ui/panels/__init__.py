@@ -49,7 +49,7 @@ PANEL_SPECS = (
     PanelSpec("systems", "SystemsPanel", "Systems", own_caption=True),
     PanelSpec("training", "TrainingPanel", "Training", own_caption=True),
     PanelSpec("design_space", "DesignSpacePanel", "Design space", "ideal"),
-    PanelSpec("serving", "ServingPanel", "Serving", "ideal"),
+    PanelSpec("serving", "ServingPanel", "Serving", own_caption=True),
 )
 _CLASSES = {spec.name: spec for spec in PANEL_SPECS} | {"AnalysisControls": PanelSpec("controls", "AnalysisControls", "")}
 

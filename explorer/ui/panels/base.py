@@ -242,7 +242,7 @@ class AnalysisPanel(QWidget):
 
     def _show_model(self, analysis) -> None:
         """The dock's title: the panel's and the time model it shows."""
-        self.shown_title = self.dock_title(self.workspace, analysis)
+        self.shown_title = titled(self.title, self.model_caption(analysis))
         dock = self.parentWidget()
         while dock is not None and not isinstance(dock, QDockWidget):
             dock = dock.parentWidget()

@@ -1,10 +1,12 @@
 """The Fidelity panel's calibration chooser: which calibration the calibrated model uses on the device in focus, and
 importing a new one from a measurement file (issue 21).
 
-A combo lists the device's catalog calibration ("catalog") and the project's named calibrations of it
+A combo lists the device's catalog calibration ("catalog") and its named calibrations: those the catalog database
+keeps beside the device, and any a format-8 project carries itself (marked "project")
 (:mod:`explorer.core.session.named_calibrations`); choosing one, or importing one (a kernel CSV, a PyTorch profiler
-trace or an Nsight Compute CSV, fitted as ``hwexplorer calibrate kernels`` fits it, at the assumptions' precision),
-is one undoable step of the workspace. The view only maps the core's values.
+trace or an Nsight Compute CSV, fitted as ``hwexplorer calibrate kernels`` fits it, at the assumptions' precision,
+stored in the catalog database), or removing one, is one undoable step of the workspace. Which one is chosen is
+saved with the project, by name. The view only maps the core's values.
 """
 
 from __future__ import annotations
@@ -51,12 +53,12 @@ class CalibrationChooser(QWidget):
         self.import_button = QPushButton("Import\u2026")
         self.import_button.setToolTip("Fit a new named calibration of this device to measured kernels: a CSV of "
                                       "shapes and times, a PyTorch profiler trace (.json) or an Nsight Compute CSV "
-                                      "(undoable; saved with the project)")
+                                      "(undoable; kept in the catalog with the device, chosen in the project)")
         self.import_button.clicked.connect(lambda: self.import_file())
         layout.addWidget(self.import_button)
         self.remove_button = QPushButton("Remove")
-        self.remove_button.setToolTip("Remove the chosen named calibration from the project (undoable); the "
-                                      "catalog's calibration is used again")
+        self.remove_button.setToolTip("Remove the chosen named calibration (from the catalog, or from the project "
+                                      "that carries it; undoable); the catalog's calibration is used again")
         self.remove_button.clicked.connect(self.remove_chosen)
         layout.addWidget(self.remove_button)
         bind_many(self, [(workspace.changed, lambda changes: "devices" in changes and self.refresh()),
@@ -75,10 +77,12 @@ class CalibrationChooser(QWidget):
         self.combo.addItem("catalog", None)
         self.combo.setItemData(0, "The catalog's calibration of this device: "
                                + (catalog_calibration_text(base) if base is not None else "none"), TIP)
-        for cal in ws.calibrations.of(dev):
-            self.combo.addItem(cal.name, cal.name)
-            self.combo.setItemData(self.combo.count() - 1, cal.describe(), TIP)
-        used = ws.calibrations.used(dev) if dev else None
+        for cal, where in ws.calibration_choices(dev) if dev else ():
+            mark = where == "project" and ws.calibration_store is not None  # a format-8 project's own
+            self.combo.addItem(f"{cal.name} (project)" if mark else cal.name, cal.name)
+            self.combo.setItemData(self.combo.count() - 1, f"{cal.describe()}; kept in the {where}"
+                                   + (" database" if where == "catalog" else " file (format 8)"), TIP)
+        used = ws.used_calibration(dev) if dev else None
         self.combo.setCurrentIndex(0 if used is None else self.combo.findData(used.name))
         self.combo.setToolTip(self.combo.itemData(self.combo.currentIndex(), TIP) or "")
         self.combo.blockSignals(False)

@@ -86,11 +86,13 @@ class FidelityPanel(AnalysisPanel):
         if d < 0:
             return ""
         device = analysis.devices.devices[d]
-        used = self.workspace.calibrations.used(device.id)
+        used = self.workspace.used_calibration(device.id)
         if used is not None:
             return f"Calibration in use on {device.name}: {used.describe()}."
         base = self.workspace.catalog_device(device.id) or device
-        return f"Calibration in use on {device.name}: {catalog_calibration_text(base)}."
+        missing = self.workspace.missing_calibration(device.id)
+        lost = f" (the project names '{missing}', which this catalog does not hold)" if missing else ""
+        return f"Calibration in use on {device.name}: {catalog_calibration_text(base)}{lost}."
 
     def redraw(self, analysis) -> None:
         d = self.device_index(analysis)

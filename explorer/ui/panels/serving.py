@@ -26,7 +26,7 @@ from .base import AnalysisPanel
 from .plotting import DASH, BarPicker, device_color, empty_state, new_plot, set_range, set_title
 from .serving_controls import ServingControls
 from .serving_sim import Simulator
-from .serving_systems import busy_text, named_rows, notes
+from .serving_systems import busy_text, named_rows, notes, times_note
 from .serving_table import ServingTable, table_rows
 from .serving_worker import Estimator
 
@@ -38,8 +38,20 @@ PICK_PIXELS = 8.0
 
 class ServingPanel(AnalysisPanel):
     title = "Serving"
-    time_model = "ideal"
+    time_model = "follows"  # the Times switch: the step-time surfaces take the calibrated rows where a device has curves
     chart_min_height = 420
+
+    @classmethod
+    def caption(cls, workspace, analysis=None, answers=()) -> str:
+        """'ideal model', or 'calibrated model' and where the drawn ``answers``' step times come from (spec, partly
+        calibrated, calibrated: docs/calibration.md); a class method: a tab not built yet has drawn none."""
+        if workspace.assumptions.time_model == "ideal":
+            return "ideal model"
+        labels = sorted({a.setup.time_source for a in answers})
+        return "calibrated model" + (f" ({', '.join(labels)})" if labels else "")
+
+    def model_caption(self, analysis=None) -> str:
+        return self.caption(self.workspace, analysis, getattr(self, "answers", ()))
 
     def build_header(self, header) -> None:
         self.controls = ServingControls(self.workspace, parent=self)
@@ -176,6 +188,7 @@ class ServingPanel(AnalysisPanel):
         self.table.fill(self.names, self.answers, self.simulated)
         self.simulate.setEnabled(bool(answers) and not self.simulator.running)
         self.set_message(self._note())
+        self._show_model(_analysis)  # the title's time sources are those of the answers just drawn
         self._drawn = drawn
 
     def _note(self) -> str:
@@ -184,7 +197,8 @@ class ServingPanel(AnalysisPanel):
                                         notes(self.systems).strip()) if x)
         c = self.workspace.results.serving_choice
         note = (f"Workload: {c.describe()}. Analytic estimate (circle: the workload's rate; star: the highest rate "
-                f"meeting every service level). One replica per device.") + notes(self.systems)
+                f"meeting every service level). One replica per device.") + notes(self.systems) + times_note(
+            self.workspace.assumptions.time_model, self.short, self.answers)
         none = [f"{n}: no stable load (" + ("the weights leave no room for a KV cache" if a.setup.memory.blocks < 1
                                           else "not even one request at a time keeps up") + ")"
                 for n, a in zip(self.short, self.answers) if not a.curve.capacity > 0]

@@ -1,8 +1,9 @@
 """The Serving panel's systems: beside each checked device, each system chosen in the Systems panel
-(``workspace.results.serving_systems``, one node each) serves the workload with one replica of its chosen serving
-layout, the planner's (``hwexplorer plan --rate ... --system S``: the cheapest owned USD per million output tokens
-of every layout searched, then the fewest devices). A system's curve is that replica's: tp x pp devices, its
-throughput per device divided over them. Here: the rows' names and the panel's notes."""
+(``workspace.results.serving_systems``, as clusters of its nodes, under its communication options) serves the
+workload with one replica of its chosen serving layout, the planner's (``hwexplorer plan --rate ... --system S``: the
+cheapest owned USD per million output tokens of every layout searched, then the fewest devices). A system's curve is
+that replica's: tp x pp devices, its throughput per device divided over them. Here: the rows' names and the panel's
+notes."""
 
 from __future__ import annotations
 
@@ -44,3 +45,12 @@ def short_device(device) -> str:
     """A device's name without its vendor's (the charts' keys are narrow)."""
     name, vendor = device.name, getattr(device, "vendor", "") or ""
     return name[len(vendor) + 1:] if vendor and name.lower().startswith(vendor.lower() + " ") else name
+
+
+def times_note(time_model: str, names, answers) -> str:
+    """Where the step times come from, for the panel's note (docs/calibration.md): the model, and under the
+    calibrated model each row's source (a device without a calibration keeps the ideal model's times: spec)."""
+    if time_model == "ideal":
+        return " Times: the ideal model (spec: datasheet figures)."
+    rows = "; ".join(f"{n}: {a.setup.time_source}" for n, a in zip(names, answers))
+    return " Times: the calibrated model" + (f" ({rows})" if rows else "") + "."

@@ -15,11 +15,13 @@ def inputs_token(results, name: str = "serving") -> tuple:
     """What ``results.<name>`` is computed from, as plain values (equal tokens: equal results), read without
     computing anything."""
     st, a = results.state, results.state.assumptions
-    token = (name, st.model, tuple(results.devices), a.precision, a.tensor_formats, results.serving_choice)
+    token = (name, st.model, tuple(results.devices), a.precision, a.tensor_formats, results.serving_choice,
+             a.time_model)  # the Times switch: switching re-estimates
     if name in ("serving_fleet", "serving_systems"):
         token += (st.requirements.price, a.years, a.electricity_usd_per_kwh, a.pue)
     if name == "serving_systems":
-        token += (results.hardware,)
+        c = st.system  # the Systems panel's nodes and communication options: an edit of one re-sizes
+        token += (results.hardware, c.nodes, c.overlap, c.offload, c.collective, c.skew)
     return token
 
 

@@ -20,6 +20,7 @@ import math
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtGui import QColor
+from PySide6.QtWidgets import QToolButton
 
 from explorer.core.analysis.time_source import system_time_sources
 from explorer.core.parallel.link_energy import link_energy
@@ -77,6 +78,13 @@ class SystemsPanel(AnalysisPanel):
         self.focus = ""  # the id of the system whose layouts the table lists
         self._drawn = None  # the inputs of the last full redraw (an edit that leaves them the same redraws nothing)
         self.layout().insertWidget(1, self.controls.options_row)  # under the header, outside the scrolling body
+        self.links_button = QToolButton()  # the chosen systems' link fits to nccl-tests output (.link_calibration)
+        self.links_button.setText("Links\u2026")
+        self.links_button.setToolTip("Fit a chosen system's scale-up or scale-out link to an nccl-tests output and "
+                                     "choose which fit the calibrated model uses (undoable; saved with the project)")
+        self.links_button.clicked.connect(self.open_links)
+        self.links_dialog = None
+        self.controls.options_row.layout().addWidget(self.links_button)
         g = self.graphics
         self.steps = new_plot()
         self.steps.vb.invertY(True)
@@ -115,6 +123,17 @@ class SystemsPanel(AnalysisPanel):
         self.table.layout_chosen.connect(self.controls.choose_layout)
         self.focus_combo = ranked_below(self, layout, "Ranked layouts of:", "The system whose layouts the table lists",
                                         self.table, 64, 3)
+
+    def open_links(self):
+        """The link-calibration window for the chosen systems (one, kept while the panel lives)."""
+        from .link_calibration import LinkCalibrationDialog
+
+        if self.links_dialog is None:
+            self.links_dialog = LinkCalibrationDialog(self.workspace, self)
+        self.links_dialog.refresh()
+        self.links_dialog.show()
+        self.links_dialog.raise_()
+        return self.links_dialog
 
     # -- drawing
     def redraw(self, _analysis) -> None:

@@ -14,7 +14,8 @@ from explorer.core.parallel.system_pass import Options
 
 TIP = (f"Plan each device at the batch (1, 2, 4 ... {DEFAULT_CAP}) that meets the latency limit at the lowest cost "
        "on the ranking's basis, instead of the toolbar's batch; the reason says which batch and why. Each system "
-       "gets the batch and layout that need the fewest devices. The ideal time model is used for every batch.")
+       "gets the batch and layout that need the fewest devices. Every batch is timed with the toolbar's Times "
+       "model (ideal, or calibrated where a device has curves).")
 
 
 class BatchSearchChoice(QCheckBox):
@@ -27,7 +28,7 @@ def searched_plan(workspace) -> PlanResult:
     """The workspace's plan with each device at its searched batch (ValueError as the plan raises it)."""
     a = workspace.analysis
     return search_batch(a.model, a.devices, a.precision, a.ctx, workspace.requirements,
-                        workspace.assumptions).result
+                        workspace.assumptions, time_model=workspace.assumptions.time_model).result
 
 
 def searched_system_plan(workspace) -> SystemBatchSearch | None:
@@ -37,6 +38,7 @@ def searched_system_plan(workspace) -> SystemBatchSearch | None:
         return None
     st = workspace.state
     a, choice, req = st.assumptions, st.system, st.requirements
-    options = Options(overlap=choice.overlap, algorithm=choice.collective, skew=choice.skew, offload=choice.offload)
+    options = Options(overlap=choice.overlap, algorithm=choice.collective, skew=choice.skew, offload=choice.offload,
+                      time_model=a.time_model)
     return search_system_batch(st.model, workspace.hardware, a.precision, a.context, req.target, req.latency,
                                req.price, a.tensor_formats, choice.objective, options, choice.nodes)

@@ -27,7 +27,8 @@ from ..panels.systems_controls import short_name
 HEADERS = ("device or system", "replica\n(devices)", "rate per replica\nat the service levels (req/s)", "replicas",
            "devices", "price per device\n(USD)", "capital\n(USD)", "TCO over the horizon\n(USD)",
            "owned\n(USD/M tokens)", "rented\n(USD/M tokens)", "note")
-TIPS = ("The device (one replica per device), or the system chosen in the Systems panel (one node)",
+TIPS = ("The device (one replica per device), or the system chosen in the Systems panel (its nodes, its "
+        "communication options)",
         ("What one replica is: one device, or the system's chosen serving layout of tp x pp devices (the cheapest "
          "owned USD per million output tokens of those searched, then the fewest devices) [devices]"),
         "The highest arrival rate one replica serves meeting every service level [requests/s] (analytic estimate)",
@@ -109,6 +110,18 @@ class ServingFleetBox(QGroupBox):
         bind_many(self, [(workspace.analysis_updated, lambda _a: self._timer.start())])
         self._timer.start()
 
+    def _times(self) -> str:
+        """Where the sized rows' step times come from (the Times switch; docs/calibration.md)."""
+        ws = self.workspace
+        if ws.assumptions.time_model == "ideal":
+            return " Times: the ideal model (spec)."
+        setups = ws.results.serving_setups if self.rows else ()  # kept: the rows were sized from them
+        by_id = {d.id: s for d, s in zip(ws.devices, setups)}  # the rows are ranked, not in the devices' order
+        rows = [(r.name, by_id[r.device_id].time_source) for r in self.rows if r.device_id in by_id]
+        rows += [(short_name(s.system), s.answer.setup.time_source) for s in self.systems if s.answer is not None]
+        return " Times: the calibrated model" + (" (" + "; ".join(f"{n}: {t}" for n, t in rows) + ")"
+                                                  if rows else "") + "."
+
     def showEvent(self, event) -> None:
         super().showEvent(event)
         if self._stale:
@@ -133,7 +146,7 @@ class ServingFleetBox(QGroupBox):
         cells = fleet_cells(self.rows, self.systems)
         self.caption.setText(" ".join(errors) or (f"Workload: {choice.describe()}. " + (
             f"Owned cost over {a.years:g} years at {a.electricity_usd_per_kwh:g} USD/kWh and PUE {a.pue:g}; "
-            "cheapest first; a system's replica is its cheapest serving layout." if cells else
+            "cheapest first; a system's replica is its cheapest serving layout." + self._times() if cells else
             "Select one or more devices, or systems in the Systems panel, to size a serving fleet.")))
         self.table.setRowCount(len(cells))
         for i, values in enumerate(cells):

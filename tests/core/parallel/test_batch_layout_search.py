@@ -12,9 +12,10 @@ import pytest
 
 from explorer.__main__ import main
 from explorer.core.hardware.catalog_files import load_shipped_devices, load_shipped_systems
-from explorer.core.parallel.batch_layout_search import search_system_batch
+from explorer.core.parallel.batch_layout_search import plan_time_source, search_system_batch
 from explorer.core.parallel.compare import size_on_systems
 from explorer.core.parallel.sizing import size_fleet
+from explorer.core.parallel.system_pass import Options
 from explorer.core.workload.layers import Context
 from explorer.core.workload.templates import get_template
 
@@ -87,3 +88,50 @@ def test_plan_system_search_batch_equals_the_core(capsys, search):
     assert data["batch_search"]["why"][L40S] == search.why[1]
     assert main(args[:-3] + ["--search-batch", "0"]) == 2
     assert "--search-batch: expected a positive whole number" in capsys.readouterr().err
+
+
+CALIBRATED = Options(time_model="calibrated")
+
+
+@pytest.fixture(scope="module")
+def calibrated(model):
+    return search_system_batch(model, HARDWARE, "fp16", CTX, 20_000.0, 0.05, options=CALIBRATED, cap=64)
+
+
+def test_under_the_calibrated_model_the_choice_is_the_brute_force_minimum(model, search, calibrated):
+    """The same brute force over independent sizings, each under the calibrated model (the H100's fitted kernel
+    curves; NVLink has no stored fit; the L40S has no calibration and keeps the ideal times: spec)."""
+    assert calibrated.time_model == "calibrated" and search.time_model == "ideal"
+    for s, (system, _) in enumerate(HARDWARE):
+        best = None
+        for i, b in enumerate(calibrated.batches):
+            (r,) = size_on_systems(model, [HARDWARE[s]], "fp16", replace(CTX, batch=b), options=CALIBRATED)
+            (p,) = size_fleet((r,), 20_000.0, 0.05)
+            assert _key(calibrated.plans[i][s]) == _key(replace(p, batch=b))
+            assert calibrated.sources[i][s] == plan_time_source(r, p)
+            if p.feasible and p.latency <= 0.05 and (best is None or (p.devices, p.latency) < best[0]):
+                best = ((p.devices, p.latency), b, p)
+        assert best is not None
+        chosen = calibrated.result[s]
+        assert (chosen.batch, chosen.devices, chosen.layout) == (best[1], best[2].devices, best[2].layout)
+    dgx, l40s = calibrated.result
+    # the calibrated H100 kernels are slower: the DGX needs more devices than under the ideal model
+    assert dgx.devices > search.result[0].devices and dgx.latency > 0
+    assert calibrated.result_sources == ("partly calibrated", "spec")
+    assert _key(l40s) == _key(search.result[1])  # no calibration on the L40S: the ideal model's plan
+    assert search.result_sources == ("spec", "spec")
+
+
+def test_plan_system_search_batch_under_the_calibrated_model(capsys, calibrated):
+    args = ["plan", "llama3-70b", "--system", DGX, "--system", L40S, "--phase", "decode", "--batch", "16",
+            "--seq-len", "4096", "--target", "20000 tokens/s", "--latency", "50 ms", "--search-batch", "64",
+            "--time-model", "calibrated"]
+    assert main([*args, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [(x["batch"], x["devices"], x["layout"]) for x in data["systems"]] == \
+        [(p.batch, p.devices, p.layout.to_dict()) for p in calibrated.result]
+    assert data["time_model"] == data["batch_search"]["time_model"] == "calibrated"
+    assert [x["time_source"] for x in data["systems"]] == ["partly calibrated", "spec"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "batch searched over 1-64 per system under the calibrated model" in out
