@@ -105,13 +105,17 @@ def test_the_factory_may_not_ask_for_its_own_dock(qtbot):
 
 
 def test_the_panel_specs_name_each_panel_class_its_title_and_time_model_in_tab_order():
-    from explorer.ui.panels.base import AnalysisPanel
+    from explorer.core.session.workspace import Assumptions
+    from explorer.ui.panels.base import AnalysisPanel, time_caption
 
     assert tuple(spec.load() for spec in PANEL_SPECS) == PANELS
     for spec, cls in zip(PANEL_SPECS, PANELS, strict=True):
         assert (spec.name, spec.title, spec.time_model) == (cls.__name__, cls.title, cls.time_model)
         assert cls.__module__ == f"explorer.ui.panels.{spec.module}"
         assert spec.own_caption == (cls.caption.__func__ is not AnalysisPanel.caption.__func__), spec.name
+        if spec.own_caption:  # the spec words the ideal model's caption itself (without importing the class)
+            ws = Workspace(assumptions=Assumptions(time_model="ideal"))
+            assert cls.caption(ws) == "ideal model" == time_caption(spec.time_model, ws) and spec.time_model == "follows"
 
 
 def test_a_new_window_titles_its_tabs_as_their_panels_will_before_any_is_built(window):

@@ -31,8 +31,10 @@ class PanelSpec:
 
     def dock_title(self, workspace, analysis=None) -> str:
         """The title the panel's dock has for ``workspace`` (``AnalysisPanel.dock_title``), without importing the
-        panel's module unless the class words its caption itself."""
-        if self.own_caption:
+        panel's module unless the class words its caption itself and the Times switch is on "calibrated" (under the
+        ideal model every panel that follows the switch says "ideal model": a test checks the classes that word
+        their own)."""
+        if self.own_caption and workspace.assumptions.time_model != "ideal":
             return self.load().dock_title(workspace, analysis)
         from .base import time_caption, titled
 
