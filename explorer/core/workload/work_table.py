@@ -1,0 +1,243 @@
+"""The per-operator work table (:class:`LayerTable`) and how it is built from a model's layers: all at once
+(:func:`fresh_table`) or, after an edit, by patching the table of the model before it (:func:`patch_table`).
+
+An edit changes a few layers of a long model (a field typed in the builder, a layer inserted or removed). The rows of
+a top-level layer depend only on its spec, its index (the name of an unnamed layer), the shape it receives and the
+context, so the table of the edited model is the old table with the changed layers' rows rebuilt and spliced in:
+
+* the layers equal at the front and at the back of both models are found (by identity first, as the workspace's
+  commands keep the untouched spec objects);
+* the layers between them are expanded again, and the layers after them too while the shape flowing out differs
+  from the one the old table's next layer received (a change of width propagates until a layer maps it back), and
+  while an unnamed layer's index moved (its name ``kind<i>`` changed);
+* the old rows before and after are kept: the numeric columns are spliced with one :func:`numpy.concatenate` each,
+  the row indices of the layers after a change of layer count are shifted, and the per-layer statuses after a change
+  of row count are remade with their first row shifted.
+
+The result equals a fresh build exactly (same rows, same float values: each value comes from the same expansion;
+``tests/core/test_work_table.py`` checks random edits against fresh builds). A layer's expansion allocates a few
+Python objects per row; patching allocates them for the changed layers only, which keeps an edit of a 10,000-layer
+model from creating the ~100,000 short-lived objects a fresh build does (garbage-collection passes in the edit path).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from explorer.core.workload.layers import (
+    REGISTRY,
+    AttentionShape,
+    Context,
+    ParamError,
+    Row,
+    Shape,
+    ShapeError,
+    format_shape,
+)
+
+NUMERIC = ("macs", "other_flops", "params", "active_params", "weight_elems", "input_elems", "output_elems",
+           "kv_read_elems", "kv_cache_elems", "state_bytes", "count")
+
+
+@dataclass(frozen=True)
+class LayerStatus:
+    """What the builder shows per top-level layer."""
+
+    in_shape: Shape
+    out_shape: Shape
+    error: str | None
+    first_row: int
+    n_rows: int
+
+
+@dataclass(frozen=True, eq=False)
+class LayerTable:
+    """Per-operator work as numpy arrays (batch included, element counts), plus per-layer status."""
+
+    names: tuple[str, ...]
+    kinds: tuple[str, ...]
+    layer_index: np.ndarray
+    gemm: np.ndarray  # (rows, 3) M, N, K
+    gemm_count: np.ndarray
+    columns: Mapping[str, np.ndarray] = field(default_factory=dict)
+    status: tuple[LayerStatus, ...] = ()
+    out_shapes: tuple[Shape, ...] = ()
+    attention: tuple[AttentionShape | None, ...] = ()  # per row: the K/V stream of an attention product, or None
+
+    def __getattr__(self, item):  # table.macs etc.
+        columns = self.__dict__.get("columns", {})
+        if item in columns:
+            return columns[item]
+        raise AttributeError(item)
+
+    @property
+    def flops(self) -> np.ndarray:
+        return 2.0 * self.columns["macs"] + self.columns["other_flops"]
+
+    @property
+    def errors(self) -> list[tuple[int, str]]:
+        """(layer index, message) of every layer flagged; read on every edit by several views, so found once per
+        table (a new list each call: callers may keep or change it)."""
+        found = self.__dict__.get("_errors")
+        if found is None:
+            found = tuple((i, s.error) for i, s in enumerate(self.status) if s.error)
+            object.__setattr__(self, "_errors", found)
+        return list(found)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def total(self, column: str) -> float:
+        if column == "flops":
+            return float(np.sum(self.flops * self.columns["count"]))
+        return float(np.sum(self.columns[column] * self.columns["count"]))
+
+
+def expand_layer(i: int, spec, shape: Shape, ctx: Context) -> tuple[Shape, list[Row], str | None, Shape]:
+    """Layer ``i`` (a :class:`~explorer.core.workload.model.LayerSpec`) receiving ``shape``: ``(out shape, rows,
+    error, the shape it computes on)``. A layer that does not fit is flagged with the reason and passes its input
+    through unchanged, so the layers after it are still analyzed."""
+    name = spec.name or f"{spec.kind}{i}"
+    kind = REGISTRY[spec.kind]
+    try:
+        explicit = spec.params.get("input_shape")
+        if explicit is not None:  # graphs with branches (imported models) give each layer its own input
+            if not (isinstance(explicit, (list, tuple)) and explicit
+                    and all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in explicit)):
+                raise ParamError(f"{name}.input_shape: expected a list of positive whole numbers")
+            shape = tuple(explicit)
+        params = kind.check(spec.params, name)
+        out, rows = kind.expand(params, shape, ctx, name)
+        if kind.is_block and spec.repeat > 1 and out != shape:  # a repeated block maps its output to its input
+            raise ShapeError(f"repeat {spec.repeat} needs the block to keep its shape, "
+                             f"but {format_shape(shape)} becomes {format_shape(out)}")
+        error = None
+    except (ShapeError, ParamError) as exc:
+        out, rows, error = shape, [], str(exc)
+    for r in rows:
+        r.layer_index = i
+        r.count = spec.repeat
+        if r.active_params is None:  # a row that does not say otherwise computes with all its parameters
+            r.active_params = r.params
+    return out, rows, error, shape
+
+
+@dataclass(frozen=True, eq=False)
+class _Block:
+    """The rows of consecutive layers as the table's parts."""
+
+    names: tuple
+    kinds: tuple
+    layer_index: np.ndarray
+    gemm: np.ndarray
+    gemm_count: np.ndarray
+    columns: dict
+    out_shapes: tuple
+    attention: tuple
+
+
+def _expand_run(layers: Sequence, start: int, stop: int, shape: Shape, ctx: Context, first_row: int):
+    """Layers ``start..stop`` from ``shape``: (their rows as a :class:`_Block`, their statuses, the shape out)."""
+    rows: list[Row] = []
+    status: list[LayerStatus] = []
+    for i in range(start, stop):
+        out, new_rows, error, seen = expand_layer(i, layers[i], shape, ctx)
+        status.append(LayerStatus(seen, out, error, first_row + len(rows), len(new_rows)))
+        rows.extend(new_rows)
+        shape = out
+    return _block(rows), status, shape
+
+
+def _block(rows: list[Row]) -> _Block:
+    return _Block(
+        names=tuple(r.name for r in rows),
+        kinds=tuple(r.kind for r in rows),
+        layer_index=np.array([r.layer_index for r in rows], dtype=int),
+        gemm=np.array([r.gemm for r in rows], dtype=float).reshape(-1, 3),
+        gemm_count=np.array([r.gemm_count for r in rows], dtype=float),
+        columns={c: np.array([getattr(r, c) for r in rows], dtype=float) for c in NUMERIC},
+        out_shapes=tuple(r.out_shape for r in rows),
+        attention=tuple(r.attention for r in rows),
+    )
+
+
+def _table(block: _Block, status: tuple[LayerStatus, ...]) -> LayerTable:
+    for a in block.columns.values():
+        a.setflags(write=False)
+    return LayerTable(names=block.names, kinds=block.kinds, layer_index=block.layer_index, gemm=block.gemm,
+                      gemm_count=block.gemm_count, columns=block.columns, status=status, out_shapes=block.out_shapes,
+                      attention=block.attention)
+
+
+def fresh_table(layers: Sequence, shape: Shape, ctx: Context) -> LayerTable:
+    """Every layer expanded in turn from the model's input ``shape``."""
+    block, status, _ = _expand_run(layers, 0, len(layers), shape, ctx, 0)
+    return _table(block, tuple(status))
+
+
+def _same(a, b) -> bool:
+    return a is b or a == b
+
+
+def changed_span(old: Sequence, new: Sequence) -> tuple[int, int]:
+    """``(p, q)``: the first ``p`` layers of both are equal, and the last ``q``, with ``p + q <= min(len)``."""
+    n = min(len(old), len(new))
+    p = next((i for i, (a, b) in enumerate(zip(old, new)) if not _same(a, b)), n)
+    q = 0
+    while q < n - p and _same(old[len(old) - 1 - q], new[len(new) - 1 - q]):
+        q += 1
+    return p, q
+
+
+def patch_table(old_layers: Sequence, old: LayerTable, layers: Sequence, shape0: Shape, ctx: Context,
+                max_changed: float = 0.5) -> LayerTable | None:
+    """The table of ``layers`` from ``old``, the table of ``old_layers`` built with the same input ``shape0`` and
+    context, rebuilding only the layers an edit changed (module docstring); None when more than ``max_changed`` of
+    the layers would be rebuilt (a fresh build is then as fast)."""
+    a, b = len(old_layers), len(layers)
+    p, q = changed_span(old_layers, layers)
+    delta = b - a
+    unnamed = [k for k in range(b - q, b) if not layers[k].name] if delta else []
+    must = max(b - q, unnamed[-1] + 1 if unnamed else 0)  # rebuild at least layers p .. must - 1
+
+    def flow_old(j: int) -> Shape:  # the shape flowing into old layer j
+        return old.status[j - 1].out_shape if j > 0 else shape0
+
+    shape = flow_old(p)
+    r0 = old.status[p].first_row if p < a else len(old)
+    rows: list[Row] = []
+    status: list[LayerStatus] = []
+    j = p
+    limit = max_changed * b
+    while j < b and (j < must or shape != flow_old(j - delta)):
+        if j - p > limit:
+            return None
+        out, new_rows, error, seen = expand_layer(j, layers[j], shape, ctx)
+        status.append(LayerStatus(seen, out, error, r0 + len(rows), len(new_rows)))
+        rows.extend(new_rows)
+        shape = out
+        j += 1
+    k = j - delta  # old layer k is new layer j: both kept from here
+    r1 = old.status[k].first_row if k < a else len(old)
+    mid = _block(rows)
+    shift = r0 + len(rows) - r1  # rows after the change move by this much
+    tail_status = old.status[k:]
+    if shift:
+        tail_status = tuple(LayerStatus(s.in_shape, s.out_shape, s.error, s.first_row + shift, s.n_rows)
+                            for s in tail_status)
+    tail_index = old.layer_index[r1:] + delta if delta else old.layer_index[r1:]
+    cat = np.concatenate
+    block = _Block(
+        names=old.names[:r0] + mid.names + old.names[r1:],
+        kinds=old.kinds[:r0] + mid.kinds + old.kinds[r1:],
+        layer_index=cat([old.layer_index[:r0], mid.layer_index, tail_index]),
+        gemm=cat([old.gemm[:r0], mid.gemm, old.gemm[r1:]]),
+        gemm_count=cat([old.gemm_count[:r0], mid.gemm_count, old.gemm_count[r1:]]),
+        columns={c: cat([old.columns[c][:r0], mid.columns[c], old.columns[c][r1:]]) for c in NUMERIC},
+        out_shapes=old.out_shapes[:r0] + mid.out_shapes + old.out_shapes[r1:],
+        attention=old.attention[:r0] + mid.attention + old.attention[r1:],
+    )
+    return _table(block, old.status[:p] + tuple(status) + tuple(tail_status))

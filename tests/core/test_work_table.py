@@ -1,0 +1,153 @@
+"""The work table patched after an edit (explorer/core/workload/work_table.py, ``build_table``'s cache) equals a fresh
+build exactly: random replacements, insertions, deletions, moves and repeats on templates and on a long model whose
+widths change (shape errors and their propagation, unnamed layers whose index moves, explicit input shapes), in
+prefill, decode and train; and an edit of one layer expands that layer only."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from explorer.core.workload import work_table
+from explorer.core.workload.layers import Context
+from explorer.core.workload.model import NUMERIC, LayerSpec, LayerTable, Model, build_table
+from explorer.core.workload.templates import TEMPLATES
+
+fresh = build_table.__wrapped__
+
+
+def assert_same(got: LayerTable, want: LayerTable) -> None:
+    assert got.names == want.names
+    assert got.kinds == want.kinds
+    assert got.out_shapes == want.out_shapes
+    assert got.attention == want.attention
+    assert got.status == want.status
+    assert got.errors == want.errors
+    for a, b in [(got.layer_index, want.layer_index), (got.gemm, want.gemm), (got.gemm_count, want.gemm_count),
+                 *((got.columns[c], want.columns[c]) for c in NUMERIC)]:
+        assert a.dtype == b.dtype and a.shape == b.shape
+        assert np.array_equal(a, b)  # exactly: the same expansion gives the same floats
+    assert all(not a.flags.writeable for a in got.columns.values())
+
+
+# a pool on (tokens, 64): some keep the width, some change it (the layers after report a shape error until a layer
+# maps it back), some unnamed (named kind<i> by their index), one with an explicit input shape
+POOL = (
+    LayerSpec.make("dense", "up", in_features=64, out_features=256),
+    LayerSpec.make("dense", "down", in_features=256, out_features=64),
+    LayerSpec.make("dense", "", in_features=64, out_features=64),
+    LayerSpec.make("dense", "nobias", in_features=64, out_features=64, bias=False),
+    LayerSpec.make("gelu", "act"),
+    LayerSpec.make("gelu"),
+    LayerSpec.make("layernorm", "ln"),
+    LayerSpec.make("rmsnorm"),
+    LayerSpec.make("softmax", "sm"),
+    LayerSpec.make("dense", "side", in_features=32, out_features=64, input_shape=(512, 32)),
+    LayerSpec.make("dense", "bad", in_features=7, out_features=64),
+    LayerSpec.make("dense", "rep", in_features=64, out_features=64, repeat=3),
+)
+
+
+def random_edit(rng: np.random.Generator, layers: tuple, pool: tuple) -> tuple:
+    layers = list(layers)
+    op = rng.integers(0, 6)
+    i = int(rng.integers(0, len(layers) + 1))
+    new = pool[int(rng.integers(0, len(pool)))]
+    if op == 0 and i < len(layers):  # replace
+        layers[i] = new
+    elif op == 1:  # insert
+        layers.insert(i, new)
+    elif op == 2 and i < len(layers) and len(layers) > 1:  # delete
+        del layers[i]
+    elif op == 3 and len(layers) > 1:  # move a layer elsewhere
+        spec = layers.pop(int(rng.integers(0, len(layers))))
+        layers.insert(int(rng.integers(0, len(layers) + 1)), spec)
+    elif op == 4 and i < len(layers):  # a parameter or the repeat count of one layer
+        spec = layers[i]
+        grown = replace(spec, name=spec.name + "x")
+        layers[i] = replace(spec, repeat=int(rng.integers(1, 4))) if rng.integers(0, 2) else grown
+    else:  # several layers at once (a paste)
+        layers[i:i] = [pool[int(k)] for k in rng.integers(0, len(pool), size=int(rng.integers(2, 5)))]
+    return tuple(layers)
+
+
+CONTEXTS = (Context(), Context(batch=3, phase="decode", seq_len=300), Context(batch=2, phase="train"),
+            Context(batch=4, seq_len=100, attention="fused"))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_edits_of_a_long_model_equal_a_fresh_build(seed):
+    rng = np.random.default_rng(seed)
+    layers = tuple(POOL[int(k)] for k in rng.choice([0, 4, 1, 6, 2, 5], size=120))
+    model = Model.make("long", {"tokens": 512, "hidden": 64}, layers)
+    build_table.cache_clear()
+    for step in range(40):
+        ctx = CONTEXTS[step % len(CONTEXTS)] if seed % 2 else CONTEXTS[seed % len(CONTEXTS)]
+        assert_same(build_table(model, ctx), fresh(model, ctx))
+        model = replace(model, layers=random_edit(rng, model.layers, POOL))
+
+
+@pytest.mark.parametrize("template_id", sorted(TEMPLATES))
+def test_random_edits_of_every_template_equal_a_fresh_build(template_id):
+    rng = np.random.default_rng(len(template_id))
+    model = TEMPLATES[template_id].build()
+    pool = model.layers
+    build_table.cache_clear()
+    ctx = Context(batch=2, phase="decode") if "tokens" in model.input_dict and len(template_id) % 2 else Context()
+    for _ in range(8):
+        model = replace(model, layers=random_edit(rng, model.layers, pool))
+        assert_same(build_table(model, ctx), fresh(model, ctx))
+
+
+def test_an_edit_expands_only_the_changed_layer(monkeypatch):
+    layers = tuple(s for i in range(100) for s in (
+        LayerSpec.make("dense", f"up{i}", in_features=64, out_features=256), LayerSpec.make("gelu", f"act{i}"),
+        LayerSpec.make("dense", f"down{i}", in_features=256, out_features=64)))
+    model = Model.make("m", {"tokens": 16, "hidden": 64}, layers)
+    build_table.cache_clear()
+    build_table(model)
+    calls = []
+    real = work_table.expand_layer
+    monkeypatch.setattr(work_table, "expand_layer", lambda i, *a: calls.append(i) or real(i, *a))
+
+    def edit(index, spec):
+        nonlocal model
+        model = replace(model, layers=model.layers[:index] + (spec,) + model.layers[index + 1:])
+        calls.clear()
+        table = build_table(model)
+        expanded = list(calls)
+        assert_same(table, fresh(model))
+        return expanded
+
+    assert edit(150, layers[150].with_params(bias=False)) == [150]  # same shapes: that layer only
+    # a width of 128 inside block 5 (up5 64 -> 128, down5 128 -> 64): the gelu between passes the new width, down5
+    # maps it back, and the layers after are kept
+    narrow = model.layers[:15] + (LayerSpec.make("dense", "up5", in_features=64, out_features=128), layers[16],
+                                  LayerSpec.make("dense", "down5", in_features=128, out_features=64)) + model.layers[18:]
+    model = replace(model, layers=narrow)
+    calls.clear()
+    table = build_table(model)
+    assert calls == [15, 16, 17]
+    assert_same(table, fresh(model))
+    assert build_table(model).status[16].out_shape == (16, 128) and not build_table(model).errors
+    # 64 -> 128 features and nothing maps it back: every dense after reports a shape error (rebuilt to the end)
+    wide = edit(0, LayerSpec.make("dense", "up0", in_features=64, out_features=128))
+    assert wide[:3] == [0, 1, 2] and len(wide) > 3
+    # an insertion: the inserted layer, and the rows after move down by its rows (no other layer rebuilt)
+    model = replace(model, layers=model.layers[:30] + (LayerSpec.make("gelu", "extra"),) + model.layers[30:])
+    calls.clear()
+    table = build_table(model)
+    assert calls == [30]
+    assert_same(table, fresh(model))
+
+
+def test_an_unnamed_layer_after_an_insertion_is_renamed():
+    layers = (LayerSpec.make("gelu", "a"), LayerSpec.make("gelu", "b"), LayerSpec.make("relu"))
+    model = Model.make("m", {"features": 10}, layers)
+    build_table.cache_clear()
+    assert build_table(model).names[-1] == "relu2"
+    edited = replace(model, layers=(LayerSpec.make("gelu", "z"),) + layers)
+    assert build_table(edited).names[-1] == "relu3"
+    assert_same(build_table(edited), fresh(edited))
