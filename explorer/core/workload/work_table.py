@@ -22,6 +22,7 @@ model from creating the ~100,000 short-lived objects a fresh build does (garbage
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -178,17 +179,21 @@ def fresh_table(layers: Sequence, shape: Shape, ctx: Context) -> LayerTable:
     return _table(block, tuple(status))
 
 
-def _same(a, b) -> bool:
-    return a is b or a == b
+def _first_change(old: Sequence, new: Sequence, n: int) -> int:
+    """The first index below ``n`` where ``old`` and ``new`` hold different layers: identity compared in C over
+    the whole run (an edit keeps the untouched spec objects), equality only where the objects differ."""
+    same = np.fromiter(map(operator.is_, old, new), dtype=bool, count=n)
+    for i in np.flatnonzero(~same).tolist():
+        if old[i] != new[i]:
+            return i
+    return n
 
 
 def changed_span(old: Sequence, new: Sequence) -> tuple[int, int]:
     """``(p, q)``: the first ``p`` layers of both are equal, and the last ``q``, with ``p + q <= min(len)``."""
     n = min(len(old), len(new))
-    p = next((i for i, (a, b) in enumerate(zip(old, new)) if not _same(a, b)), n)
-    q = 0
-    while q < n - p and _same(old[len(old) - 1 - q], new[len(new) - 1 - q]):
-        q += 1
+    p = _first_change(old, new, n)
+    q = _first_change(old[::-1], new[::-1], n - p)
     return p, q
 
 
