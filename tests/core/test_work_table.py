@@ -151,3 +151,17 @@ def test_an_unnamed_layer_after_an_insertion_is_renamed():
     edited = replace(model, layers=(LayerSpec.make("gelu", "z"),) + layers)
     assert build_table(edited).names[-1] == "relu3"
     assert_same(build_table(edited), fresh(edited))
+
+
+@pytest.mark.parametrize("template_id", ["gpt2", "resnet50"])
+def test_the_layers_json_made_once_per_spec_is_the_model_files(template_id):
+    import json
+
+    from explorer.core.workload.model import layers_json
+
+    model = TEMPLATES[template_id].build()
+    edited = replace(model, layers=model.layers[:1] + (replace(model.layers[1], name="x\u00e9\"y"),)
+                     + model.layers[2:])
+    for m in (model, edited, replace(model, layers=())):
+        assert layers_json(m) == json.dumps(m.to_dict()["layers"], separators=(",", ":"))
+        assert Model.from_dict({**m.to_dict(), "layers": json.loads(layers_json(m))}) == m
