@@ -10,12 +10,33 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from explorer.core.workload import work_table
+from explorer.core.workload import layer_memo
+from explorer.core.workload.layer_memo import expand_layer
 from explorer.core.workload.layers import Context
-from explorer.core.workload.model import NUMERIC, LayerSpec, LayerTable, Model, build_table
+from explorer.core.workload.model import NUMERIC, LayerSpec, LayerStatus, LayerTable, Model, build_table
 from explorer.core.workload.templates import TEMPLATES
+from explorer.core.workload.train_step import train_step_table
 
-fresh = build_table.__wrapped__
+
+def fresh(model: Model, ctx: Context = Context()) -> LayerTable:
+    """The reference: every layer expanded in turn, its rows' numbers read one by one (no memo, no patch)."""
+    if ctx.phase == "train":
+        return train_step_table(fresh(model, replace(ctx, phase="prefill", lm_head="all")), LayerTable, LayerStatus)
+    if ctx.seq_len is None and model.default_seq_len() is not None:
+        ctx = replace(ctx, seq_len=model.default_seq_len())
+    shape, rows, status = model.input_shape(ctx), [], []
+    for i, spec in enumerate(model.layers):
+        out, new, error, seen = expand_layer(i, spec, shape, ctx)
+        status.append(LayerStatus(seen, out, error, len(rows), len(new)))
+        rows += new
+        shape = out
+    columns = {c: np.array([getattr(r, c) for r in rows], dtype=float) for c in NUMERIC}
+    return LayerTable(names=tuple(r.name for r in rows), kinds=tuple(r.kind for r in rows),
+                      layer_index=np.array([r.layer_index for r in rows], dtype=int),
+                      gemm=np.array([r.gemm for r in rows], dtype=float).reshape(-1, 3),
+                      gemm_count=np.array([r.gemm_count for r in rows], dtype=float), columns=columns,
+                      status=tuple(status), out_shapes=tuple(r.out_shape for r in rows),
+                      attention=tuple(r.attention for r in rows))
 
 
 def assert_same(got: LayerTable, want: LayerTable) -> None:
@@ -30,6 +51,7 @@ def assert_same(got: LayerTable, want: LayerTable) -> None:
         assert a.dtype == b.dtype and a.shape == b.shape
         assert np.array_equal(a, b)  # exactly: the same expansion gives the same floats
     assert all(not a.flags.writeable for a in got.columns.values())
+    assert all(a.flags.c_contiguous for a in (got.gemm, got.gemm_count, *got.columns.values()))
 
 
 # a pool on (tokens, 64): some keep the width, some change it (the layers after report a shape error until a layer
@@ -109,8 +131,8 @@ def test_an_edit_expands_only_the_changed_layer(monkeypatch):
     build_table.cache_clear()
     build_table(model)
     calls = []
-    real = work_table.expand_layer
-    monkeypatch.setattr(work_table, "expand_layer", lambda i, *a: calls.append(i) or real(i, *a))
+    real = layer_memo.Assembler.add
+    monkeypatch.setattr(layer_memo.Assembler, "add", lambda self, i, *a: calls.append(i) or real(self, i, *a))
 
     def edit(index, spec):
         nonlocal model
@@ -165,3 +187,35 @@ def test_the_layers_json_made_once_per_spec_is_the_model_files(template_id):
     for m in (model, edited, replace(model, layers=())):
         assert layers_json(m) == json.dumps(m.to_dict()["layers"], separators=(",", ":"))
         assert Model.from_dict({**m.to_dict(), "layers": json.loads(layers_json(m))}) == m
+
+
+@pytest.mark.parametrize("max_rows", [layer_memo.MAX_ROWS, 5, 0])
+@pytest.mark.parametrize("template_id", sorted(TEMPLATES))
+def test_a_fresh_build_from_the_memo_equals_the_layer_by_layer_expansion(template_id, max_rows, monkeypatch):
+    """Every template in prefill, decode, train and fused attention, with the memo as shipped, full after a few
+    rows (the rest expanded as before, mixed in) and off: the same table."""
+    monkeypatch.setattr(layer_memo, "MAX_ROWS", max_rows)
+    layer_memo.clear()
+    model = TEMPLATES[template_id].build()
+    for ctx in CONTEXTS:
+        if ctx.phase == "decode" and "tokens" not in model.input_dict:
+            continue
+        assert_same(build_table.__wrapped__(model, ctx), fresh(model, ctx))
+
+
+def test_repeated_layers_are_expanded_once_per_context(monkeypatch):
+    layers = tuple(s for i in range(500) for s in (
+        LayerSpec.make("dense", f"up{i}", in_features=64, out_features=256), LayerSpec.make("gelu", f"act{i}"),
+        LayerSpec.make("dense", f"down{i}", in_features=256, out_features=64), LayerSpec.make("layernorm")))
+    model = Model.make("m", {"tokens": 16, "hidden": 64}, layers)
+    layer_memo.clear()
+    calls = []
+    real = layer_memo.expand_layer
+    monkeypatch.setattr(layer_memo, "expand_layer", lambda i, *a: calls.append(i) or real(i, *a))
+    table = build_table.__wrapped__(model, Context(batch=2))
+    assert len(calls) == 4 and len(table) == 2000
+    assert table.names[-4:] == ("up499", "act499", "down499", "layernorm1999")  # each its own name
+    build_table.__wrapped__(model, Context(batch=3))
+    assert len(calls) == 8  # another context: expanded again, once per kind of layer
+    monkeypatch.setattr(layer_memo, "expand_layer", real)
+    assert_same(table, fresh(model, Context(batch=2)))

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from explorer.core.files import NestingError, atomic_write_text, parse_nested
+from explorer.core.workload import layer_memo
 from explorer.core.workload.layers import REGISTRY, Context, ParamError, Shape
 from explorer.core.workload.train_step import train_step_table
 from explorer.core.workload.work_table import (  # noqa: F401 - LayerStatus, LayerTable, NUMERIC: read from here too
@@ -249,6 +250,7 @@ def _clear() -> None:
     _lru_clear()
     with _LAST_LOCK:
         _LAST.clear()
+    layer_memo.clear()
 
 
 _lru_clear = build_table.cache_clear

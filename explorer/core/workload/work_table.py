@@ -28,19 +28,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from explorer.core.workload.layers import (
-    REGISTRY,
-    AttentionShape,
-    Context,
-    ParamError,
-    Row,
-    Shape,
-    ShapeError,
-    format_shape,
-)
-
-NUMERIC = ("macs", "other_flops", "params", "active_params", "weight_elems", "input_elems", "output_elems",
-           "kv_read_elems", "kv_cache_elems", "state_bytes", "count")
+from explorer.core.workload.layer_memo import NUMERIC, Assembler, expand_layer  # noqa: F401 - read from here too
+from explorer.core.workload.layers import AttentionShape, Context, Shape
 
 
 @dataclass(frozen=True)
@@ -97,35 +86,6 @@ class LayerTable:
         return float(np.sum(self.columns[column] * self.columns["count"]))
 
 
-def expand_layer(i: int, spec, shape: Shape, ctx: Context) -> tuple[Shape, list[Row], str | None, Shape]:
-    """Layer ``i`` (a :class:`~explorer.core.workload.model.LayerSpec`) receiving ``shape``: ``(out shape, rows,
-    error, the shape it computes on)``. A layer that does not fit is flagged with the reason and passes its input
-    through unchanged, so the layers after it are still analyzed."""
-    name = spec.name or f"{spec.kind}{i}"
-    kind = REGISTRY[spec.kind]
-    try:
-        explicit = spec.params.get("input_shape")
-        if explicit is not None:  # graphs with branches (imported models) give each layer its own input
-            if not (isinstance(explicit, (list, tuple)) and explicit
-                    and all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in explicit)):
-                raise ParamError(f"{name}.input_shape: expected a list of positive whole numbers")
-            shape = tuple(explicit)
-        params = kind.check(spec.params, name)
-        out, rows = kind.expand(params, shape, ctx, name)
-        if kind.is_block and spec.repeat > 1 and out != shape:  # a repeated block maps its output to its input
-            raise ShapeError(f"repeat {spec.repeat} needs the block to keep its shape, "
-                             f"but {format_shape(shape)} becomes {format_shape(out)}")
-        error = None
-    except (ShapeError, ParamError) as exc:
-        out, rows, error = shape, [], str(exc)
-    for r in rows:
-        r.layer_index = i
-        r.count = spec.repeat
-        if r.active_params is None:  # a row that does not say otherwise computes with all its parameters
-            r.active_params = r.params
-    return out, rows, error, shape
-
-
 @dataclass(frozen=True, eq=False)
 class _Block:
     """The rows of consecutive layers as the table's parts."""
@@ -140,31 +100,6 @@ class _Block:
     attention: tuple
 
 
-def _expand_run(layers: Sequence, start: int, stop: int, shape: Shape, ctx: Context, first_row: int):
-    """Layers ``start..stop`` from ``shape``: (their rows as a :class:`_Block`, their statuses, the shape out)."""
-    rows: list[Row] = []
-    status: list[LayerStatus] = []
-    for i in range(start, stop):
-        out, new_rows, error, seen = expand_layer(i, layers[i], shape, ctx)
-        status.append(LayerStatus(seen, out, error, first_row + len(rows), len(new_rows)))
-        rows.extend(new_rows)
-        shape = out
-    return _block(rows), status, shape
-
-
-def _block(rows: list[Row]) -> _Block:
-    return _Block(
-        names=tuple(r.name for r in rows),
-        kinds=tuple(r.kind for r in rows),
-        layer_index=np.array([r.layer_index for r in rows], dtype=int),
-        gemm=np.array([r.gemm for r in rows], dtype=float).reshape(-1, 3),
-        gemm_count=np.array([r.gemm_count for r in rows], dtype=float),
-        columns={c: np.array([getattr(r, c) for r in rows], dtype=float) for c in NUMERIC},
-        out_shapes=tuple(r.out_shape for r in rows),
-        attention=tuple(r.attention for r in rows),
-    )
-
-
 def _table(block: _Block, status: tuple[LayerStatus, ...]) -> LayerTable:
     for a in block.columns.values():
         a.setflags(write=False)
@@ -174,9 +109,17 @@ def _table(block: _Block, status: tuple[LayerStatus, ...]) -> LayerTable:
 
 
 def fresh_table(layers: Sequence, shape: Shape, ctx: Context) -> LayerTable:
-    """Every layer expanded in turn from the model's input ``shape``."""
-    block, status, _ = _expand_run(layers, 0, len(layers), shape, ctx, 0)
-    return _table(block, tuple(status))
+    """Every layer expanded in turn from the model's input ``shape`` (a repeated layer's rows made once:
+    :mod:`.layer_memo`)."""
+    asm = Assembler(ctx)
+    status = []
+    first = 0
+    for i, spec in enumerate(layers):
+        seen, out, error, n = asm.add(i, spec, shape)
+        status.append(LayerStatus(seen, out, error, first, n))
+        first += n
+        shape = out
+    return _table(_Block(**asm.parts()), tuple(status))
 
 
 def _first_change(old: Sequence, new: Sequence, n: int) -> int:
@@ -213,22 +156,23 @@ def patch_table(old_layers: Sequence, old: LayerTable, layers: Sequence, shape0:
 
     shape = flow_old(p)
     r0 = old.status[p].first_row if p < a else len(old)
-    rows: list[Row] = []
+    asm = Assembler(ctx)
     status: list[LayerStatus] = []
+    first = r0
     j = p
     limit = max_changed * b
     while j < b and (j < must or shape != flow_old(j - delta)):
         if j - p > limit:
             return None
-        out, new_rows, error, seen = expand_layer(j, layers[j], shape, ctx)
-        status.append(LayerStatus(seen, out, error, r0 + len(rows), len(new_rows)))
-        rows.extend(new_rows)
+        seen, out, error, n = asm.add(j, layers[j], shape)
+        status.append(LayerStatus(seen, out, error, first, n))
+        first += n
         shape = out
         j += 1
     k = j - delta  # old layer k is new layer j: both kept from here
     r1 = old.status[k].first_row if k < a else len(old)
-    mid = _block(rows)
-    shift = r0 + len(rows) - r1  # rows after the change move by this much
+    mid = _Block(**asm.parts())
+    shift = first - r1  # rows after the change move by this much
     tail_status = old.status[k:]
     if shift:
         tail_status = tuple(LayerStatus(s.in_shape, s.out_shape, s.error, s.first_row + shift, s.n_rows)
