@@ -46,6 +46,8 @@ def assert_same(got: LayerTable, want: LayerTable) -> None:
     assert got.attention == want.attention
     assert got.status == want.status
     assert got.errors == want.errors
+    first, n = got.layer_rows
+    assert first.tolist() == [s.first_row for s in want.status] and n.tolist() == [s.n_rows for s in want.status]
     for a, b in [(got.layer_index, want.layer_index), (got.gemm, want.gemm), (got.gemm_count, want.gemm_count),
                  *((got.columns[c], want.columns[c]) for c in NUMERIC)]:
         assert a.dtype == b.dtype and a.shape == b.shape

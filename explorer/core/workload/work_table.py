@@ -77,6 +77,25 @@ class LayerTable:
             object.__setattr__(self, "_errors", found)
         return list(found)
 
+    @property
+    def layer_rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per layer, its first row and its number of rows (``status[i].first_row``, ``status[i].n_rows``) as
+        arrays, found once per table: from the row indices where the rows follow the layers in order (tables made
+        here), else from the statuses."""
+        found = self.__dict__.get("_layer_rows")
+        if found is None:
+            n_layers = len(self.status)
+            if self.__dict__.get("_in_layer_order"):
+                n = np.bincount(self.layer_index, minlength=n_layers).astype(np.intp)
+                found = (np.cumsum(n) - n, n)
+            else:
+                found = (np.fromiter((s.first_row for s in self.status), dtype=np.intp, count=n_layers),
+                         np.fromiter((s.n_rows for s in self.status), dtype=np.intp, count=n_layers))
+            for a in found:
+                a.setflags(write=False)
+            object.__setattr__(self, "_layer_rows", found)
+        return found
+
     def __len__(self) -> int:
         return len(self.names)
 
@@ -103,9 +122,11 @@ class _Block:
 def _table(block: _Block, status: tuple[LayerStatus, ...]) -> LayerTable:
     for a in block.columns.values():
         a.setflags(write=False)
-    return LayerTable(names=block.names, kinds=block.kinds, layer_index=block.layer_index, gemm=block.gemm,
-                      gemm_count=block.gemm_count, columns=block.columns, status=status, out_shapes=block.out_shapes,
-                      attention=block.attention)
+    table = LayerTable(names=block.names, kinds=block.kinds, layer_index=block.layer_index, gemm=block.gemm,
+                       gemm_count=block.gemm_count, columns=block.columns, status=status, out_shapes=block.out_shapes,
+                       attention=block.attention)
+    object.__setattr__(table, "_in_layer_order", True)  # row r belongs to layer layer_index[r], in order
+    return table
 
 
 def fresh_table(layers: Sequence, shape: Shape, ctx: Context) -> LayerTable:

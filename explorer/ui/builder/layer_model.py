@@ -114,9 +114,7 @@ class LayerStackModel(QAbstractItemModel):
     @staticmethod
     def _rows_of(table) -> tuple[np.ndarray, np.ndarray]:
         """Per layer, its first operator row and its number of rows."""
-        status = table.status
-        return (np.fromiter((s.first_row for s in status), dtype=np.intp, count=len(status)),
-                np.fromiter((s.n_rows for s in status), dtype=np.intp, count=len(status)))
+        return table.layer_rows
 
     @staticmethod
     def _edited(old, new) -> list[int]:
