@@ -18,7 +18,7 @@ from explorer.core.workload.templates import TEMPLATES
 from explorer.core.workload.train_step import train_step_table
 
 
-def fresh(model: Model, ctx: Context = Context()) -> LayerTable:
+def fresh(model: Model, ctx: Context = Context()) -> LayerTable:  # noqa: B008 - as build_table
     """The reference: every layer expanded in turn, its rows' numbers read one by one (no memo, no patch)."""
     if ctx.phase == "train":
         return train_step_table(fresh(model, replace(ctx, phase="prefill", lm_head="all")), LayerTable, LayerStatus)
