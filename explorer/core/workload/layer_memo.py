@@ -116,7 +116,8 @@ class Assembler:
         self.ctx, self.memo = ctx, memo_for(ctx)
         self.ids: list[int] = []
         self.names: list[str] = []
-        self.per_layer: list[tuple[int, int]] = []  # (layer index, rows)
+        self.layers: list[int] = []  # layer index, rows (ints: no object the collector tracks per layer)
+        self.counts: list[int] = []
         self.own: list[Row] = []  # rows not in the memo (ids from -1 down)
 
     def add(self, i: int, spec, shape: Shape) -> tuple[Shape, Shape, str | None, int]:
@@ -133,14 +134,16 @@ class Assembler:
             ids, suffixes, out, error, seen = entry
             self.ids.extend(ids)
             self.names.extend([name + s for s in suffixes])
-            self.per_layer.append((i, len(ids)))
+            self.layers.append(i)
+            self.counts.append(len(ids))
             return seen, out, error.replace(PLACEHOLDER, name) if error else None, len(ids)
         out, rows, error, seen = expand_layer(i, spec, shape, self.ctx)
         for r in rows:
             self.own.append(r)
             self.ids.append(-len(self.own))
             self.names.append(r.name)
-        self.per_layer.append((i, len(rows)))
+        self.layers.append(i)
+        self.counts.append(len(rows))
         return seen, out, error, len(rows)
 
     def _learn(self, key, spec, shape: Shape):
@@ -177,8 +180,8 @@ class Assembler:
         n_num = len(NUMERIC)
         lookup = _Lookup(memo, own)
         listed = self.ids
-        layers = np.array([i for i, _ in self.per_layer], dtype=int)
-        counts = np.array([n for _, n in self.per_layer], dtype=np.intp)
+        layers = np.array(self.layers, dtype=int)
+        counts = np.array(self.counts, dtype=np.intp)
         return {
             "names": tuple(self.names),
             "kinds": tuple(lookup.kinds(listed)),

@@ -25,6 +25,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -32,9 +33,9 @@ from explorer.core.workload.layer_memo import NUMERIC, Assembler, expand_layer  
 from explorer.core.workload.layers import AttentionShape, Context, Shape
 
 
-@dataclass(frozen=True)
-class LayerStatus:
-    """What the builder shows per top-level layer."""
+class LayerStatus(NamedTuple):
+    """What the builder shows per top-level layer. A named tuple: a table holds one per layer, and tuples of plain
+    values are left out of the garbage collector's passes (10,000 frozen objects per table were not)."""
 
     in_shape: Shape
     out_shape: Shape
