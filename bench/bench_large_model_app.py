@@ -7,9 +7,10 @@ layernorm) on 512 tokens of width 768. Each edit renames one dense layer to a na
 its bias, so every edit is a model the app has not seen (no cache can answer it) and the numbers change. An edit
 is timed from ``workspace.execute`` until the event loop is idle (every redraw, layout and paint it causes). The
 serving estimates (the planner's serving box) run on their worker thread and are not waited for: at these sizes
-they take minutes (each of ~155 grid points builds a work table of the whole model), so they run beside the edits,
-as they do in the app. The garbage collector's
-passes inside the timed span are counted and timed (``gc.callbacks``).
+a run takes seconds (~155 grid points, each a work table of the whole model), so they run beside the edits, as they
+do in the app (one run at a time per estimator; ``--no-serving`` never starts them, to time the UI thread's own
+work). The garbage collector's passes inside the timed span are counted and timed (``gc.callbacks``: every
+thread's, since a collection stops them all).
 
     .venv/bin/python bench/bench_large_model_app.py [--layers 2000 10000] [--devices 20] [--runs 30]
     .venv/bin/python bench/bench_large_model_app.py --profile 2000   # cProfile of the edits, top functions
