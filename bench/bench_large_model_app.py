@@ -7,12 +7,14 @@ layernorm) on 512 tokens of width 768. Each edit renames one dense layer to a na
 its bias, so every edit is a model the app has not seen (no cache can answer it) and the numbers change. An edit
 is timed from ``workspace.execute`` until the event loop is idle (every redraw, layout and paint it causes). The
 serving estimates (the planner's serving box) run on their worker thread and are not waited for: at these sizes
-they take minutes (each of ~155 grid points builds a work table of the whole model), so they run beside the edits,
-as they do in the app. The garbage collector's
-passes inside the timed span are counted and timed (``gc.callbacks``).
+a run takes seconds (~155 grid points, each a work table of the whole model), so they run beside the edits, as they
+do in the app (one run at a time per estimator; ``--no-serving`` never starts them, to time the UI thread's own
+work). The garbage collector's passes inside the timed span are counted and timed (``gc.callbacks``: every
+thread's, since a collection stops them all).
 
     .venv/bin/python bench/bench_large_model_app.py [--layers 2000 10000] [--devices 20] [--runs 30]
     .venv/bin/python bench/bench_large_model_app.py --profile 2000   # cProfile of the edits, top functions
+    .venv/bin/python bench/bench_large_model_app.py --no-serving     # the serving worker never starts
 
 Targets (issue 22): 2,000 layers x 20 devices under 16 ms median; 10,000 layers under 50 ms median and 80 ms p95,
 with no garbage-collection pause in the edit path.
@@ -70,13 +72,16 @@ class GcWatch:
             self.passes.append((info["generation"], time.perf_counter() - self._t))
 
 
-def run(app, n_layers: int, n_devices: int, runs: int, watch: GcWatch, profile=None, freeze=True) -> None:
+def run(app, n_layers: int, n_devices: int, runs: int, watch: GcWatch, profile=None, freeze=True,
+        serving=True) -> None:
     from explorer.core.session.commands import ReplaceLayer
     from explorer.core.session.workspace import Assumptions
     from explorer.ui.app import build_window
     from explorer.ui.panels import serving_worker
     from explorer.ui.panels.base import AnalysisPanel
 
+    if not serving:  # the serving estimates never start: the UI thread's own work, without waits for the GIL
+        serving_worker.Estimator._start = lambda self, job: serving_worker._RUNNING.discard(job)
     window = build_window("sqlite://")  # an in-memory catalog, seeded from the shipped files
     window.resize(1600, 1000)
     window.show()
@@ -149,7 +154,7 @@ def run(app, n_layers: int, n_devices: int, runs: int, watch: GcWatch, profile=N
     ms = [t * 1e3 for t in times]
     cpu_ms = [t * 1e3 for t in cpu]
     passes = [p for run_ in gc_passes for p in run_]
-    print(f"{'gc.freeze' if freeze else 'no freeze'}: {n_layers} layers ({len(ws.analysis.table)} operator rows) x {n_devices} devices, {runs} edits: "
+    print(f"{'gc.freeze' if freeze else 'no freeze'}{'' if serving else ', no serving worker'}: {n_layers} layers ({len(ws.analysis.table)} operator rows) x {n_devices} devices, {runs} edits: "
           f"wall median {statistics.median(ms):.1f} ms p95 {percentile(ms, 0.95):.1f} ms max {max(ms):.1f} ms | "
           f"UI-thread CPU median {statistics.median(cpu_ms):.1f} ms p95 {percentile(cpu_ms, 0.95):.1f} ms | "
           f"GC passes in edits: {len(passes)} (gen2: {sum(1 for g, _ in passes if g == 2)}), "
@@ -183,6 +188,8 @@ def main(argv=None) -> int:
     parser.add_argument("--switch-interval", type=float, nargs="+", metavar="S",
                         help="sys.setswitchinterval values to run in turn (Python's default 0.005 s): how long the "
                              "serving worker may hold the GIL before the UI thread gets it back")
+    parser.add_argument("--no-serving", action="store_true",
+                        help="never start the serving estimates' worker (the UI thread's own work per edit)")
     parser.add_argument("--profile", type=int, metavar="LAYERS", help="profile the edits at this size instead")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="hwexplorer-bench-") as home:
@@ -200,7 +207,7 @@ def main(argv=None) -> int:
             import pstats
 
             prof = cProfile.Profile()
-            run(app, args.profile, args.devices, args.runs, watch, prof)
+            run(app, args.profile, args.devices, args.runs, watch, prof, serving=not args.no_serving)
             pstats.Stats(prof).sort_stats("cumulative").print_stats(45)
             return 0
         for n in args.layers:
@@ -208,7 +215,7 @@ def main(argv=None) -> int:
                 sys.setswitchinterval(interval)
                 print(f"switch interval {interval * 1e3:g} ms", flush=True)
                 for freeze in (((True, False) if args.freeze_first else (False, True)) if args.compare_freeze else (True,)):
-                    run(app, n, args.devices, args.runs, watch, freeze=freeze)
+                    run(app, n, args.devices, args.runs, watch, freeze=freeze, serving=not args.no_serving)
     return 0
 
 

@@ -14,8 +14,9 @@ from __future__ import annotations
 import json
 import os
 import time
+import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -38,7 +39,7 @@ from explorer.core.session.device_overrides import describe
 from explorer.core.session.project import SUFFIX, Project, ProjectError, load_project, save_project
 from explorer.core.session.workspace import Assumptions, Workspace
 from explorer.core.settings import Preferences
-from explorer.core.workload.model import Model
+from explorer.core.workload.model import Model, layers_json
 from explorer.core.workload.templates import get_template
 
 from .binding import bind_many
@@ -282,13 +283,24 @@ class ProjectController(QObject):
                 self._lock = QLockFile(str(self._session.with_suffix(".lock")))
                 self._lock.setStaleLockTime(0)
                 self._lock.tryLock(0)
-            data = {"kind": RECOVERY_KIND, "format": 1, "path": str(self.path) if self.path else None,
-                    "saved_at": datetime.now().isoformat(timespec="seconds"), "project": Project.of(self.ws).to_dict()}
-            atomic_write_text(self._session, json.dumps(data, indent=1) + "\n")
+            atomic_write_text(self._session, self._recovery_text())
         except OSError as exc:
             self.message.emit(f"Autosave failed: {exc}")
             return False
         return True
+
+    def _recovery_text(self) -> str:
+        """The recovery file: compact JSON (read back by :func:`read_recovery` only), the model's layers joined from
+        each spec's JSON text made once (``LayerSpec.to_json``), so a 10,000-layer model is not encoded again every
+        autosave on the UI thread (~50 ms and ~20,000 objects a time)."""
+        project = Project.of(self.ws)
+        marker = f"layers-{uuid.uuid4().hex}"  # no other string of the file can be it
+        data = replace(project, model=replace(project.model, layers=())).to_dict()
+        data["model"]["layers"] = marker
+        text = json.dumps({"kind": RECOVERY_KIND, "format": 1, "path": str(self.path) if self.path else None,
+                           "saved_at": datetime.now().isoformat(timespec="seconds"), "project": data},
+                          separators=(",", ":"))
+        return text.replace(f'"{marker}"', layers_json(project.model), 1) + "\n"
 
     def discard_own_recovery(self) -> None:
         self._timer.stop()

@@ -77,3 +77,49 @@ def test_a_cnn_is_not_a_token_model(qtbot):
     assert p.estimator.runs == 0 and p.answers == ()
     assert "Serving not estimated: model: ResNet-50 (torchvision, v1.5) is not a token model" in p.message.text()
     assert surfaces.WORK.misses == 0
+
+
+class _SlowResults:
+    """A results bundle whose ``serving`` entry takes until ``gate`` opens, logging which inputs it computed."""
+
+    def __init__(self, key, gate, log):
+        from types import SimpleNamespace
+
+        self.key, self.gate, self.log = key, gate, log
+        self.state = SimpleNamespace(model=key, assumptions=SimpleNamespace(precision="fp16", tensor_formats=None))
+        self.devices, self.serving_choice = (), None
+
+    def serving_ready(self, name="serving"):
+        return False
+
+    @property
+    def serving(self):
+        self.log.append(self.key)
+        self.gate.wait(10)
+        return ("estimated", self.key)
+
+
+def test_edits_during_a_long_run_start_only_the_latest_after_it(qtbot):
+    """One run at a time per estimator: the inputs of edits made while it runs are not each computed (on a large
+    model every run takes seconds of the interpreter beside the UI thread); the latest is, when the run is done."""
+    import threading
+    from types import SimpleNamespace
+
+    from explorer.ui.panels.serving_worker import Estimator
+
+    gate, log = threading.Event(), []
+    ws = SimpleNamespace(results=_SlowResults(1, gate, log))
+    est = Estimator(ws, "serving")
+    ready = []
+    est.ready.connect(lambda: ready.append(est.get()))
+    assert est.get() == ((), "", True)
+    qtbot.waitUntil(lambda: log == [1], timeout=5000)  # the first run is computing
+    for key in (2, 3, 4):
+        ws.results = _SlowResults(key, gate, log)
+        est.get()
+        qtbot.wait(80)  # past the start delay: each would start now
+    assert log == [1]  # none started beside the first
+    gate.set()
+    qtbot.waitUntil(lambda: bool(ready), timeout=10000)
+    assert log == [1, 4]  # the first (its result dropped: stale), then only the latest
+    assert ready == [(("estimated", 4), "", False)]

@@ -11,24 +11,23 @@ from __future__ import annotations
 
 import functools
 import json
-from dataclasses import dataclass, field, replace
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-import numpy as np
-
 from explorer.core.files import NestingError, atomic_write_text, parse_nested
-from explorer.core.workload.layers import (
-    REGISTRY,
-    AttentionShape,
-    Context,
-    ParamError,
-    Row,
-    Shape,
-    ShapeError,
-    format_shape,
-)
+from explorer.core.workload import layer_memo
+from explorer.core.workload.layers import REGISTRY, Context, ParamError, Shape
 from explorer.core.workload.train_step import train_step_table
+from explorer.core.workload.work_table import (  # noqa: F401 - LayerStatus, LayerTable, NUMERIC: read from here too
+    NUMERIC,
+    LayerStatus,
+    LayerTable,
+    fresh_table,
+    patch_table,
+)
 
 FORMAT = 1
 INPUT_FORMS = (("channels", "height", "width"), ("tokens", "hidden"), ("tokens",), ("features",))
@@ -71,6 +70,15 @@ class LayerSpec:
             out["repeat"] = self.repeat
         out.update((k, list(v) if isinstance(v, tuple) else v) for k, v in self.items)
         return out
+
+    def to_json(self) -> str:
+        """``json.dumps(self.to_dict())``, compact (no spaces), made once per spec: a 10,000-layer model's autosave
+        joins the texts of the specs an edit kept instead of encoding every layer again."""
+        text = self.__dict__.get("_json")
+        if text is None:
+            text = json.dumps(self.to_dict(), separators=(",", ":"))
+            object.__setattr__(self, "_json", text)
+        return text
 
     @classmethod
     def from_dict(cls, data: Any, where: str) -> "LayerSpec":
@@ -169,6 +177,11 @@ def load_model_file(path: str | Path) -> Model:
     return Model.from_dict(data, str(path))
 
 
+def layers_json(model: Model) -> str:
+    """``json.dumps(model.to_dict()["layers"], separators=(",", ":"))``, from each spec's :meth:`LayerSpec.to_json`."""
+    return "[" + ",".join(spec.to_json() for spec in model.layers) + "]"
+
+
 def dumps_model(model: Model) -> str:
     return json.dumps(model.to_dict(), indent=2) + "\n"
 
@@ -178,56 +191,22 @@ def save_model_file(model: Model, path: str | Path) -> None:
 
 
 # --------------------------------------------------------------------------------------------- work table
-NUMERIC = ("macs", "other_flops", "params", "active_params", "weight_elems", "input_elems", "output_elems",
-           "kv_read_elems", "kv_cache_elems", "state_bytes", "count")
+#: The last table built per (input, context), the base an edited model's table is patched from (work_table.py):
+#: a few contexts (the workspace's, a training run's micro-batches), least recently used first out.
+_LAST: OrderedDict[tuple, tuple[Model, LayerTable]] = OrderedDict()
+_LAST_SIZE = 8
+_LAST_LOCK = threading.Lock()  # the serving and training workers build tables too
 
 
-@dataclass(frozen=True)
-class LayerStatus:
-    """What the builder shows per top-level layer."""
-
-    in_shape: Shape
-    out_shape: Shape
-    error: str | None
-    first_row: int
-    n_rows: int
-
-
-@dataclass(frozen=True, eq=False)
-class LayerTable:
-    """Per-operator work as numpy arrays (batch included, element counts), plus per-layer status."""
-
-    names: tuple[str, ...]
-    kinds: tuple[str, ...]
-    layer_index: np.ndarray
-    gemm: np.ndarray  # (rows, 3) M, N, K
-    gemm_count: np.ndarray
-    columns: Mapping[str, np.ndarray] = field(default_factory=dict)
-    status: tuple[LayerStatus, ...] = ()
-    out_shapes: tuple[Shape, ...] = ()
-    attention: tuple[AttentionShape | None, ...] = ()  # per row: the K/V stream of an attention product, or None
-
-    def __getattr__(self, item):  # table.macs etc.
-        columns = self.__dict__.get("columns", {})
-        if item in columns:
-            return columns[item]
-        raise AttributeError(item)
-
-    @property
-    def flops(self) -> np.ndarray:
-        return 2.0 * self.columns["macs"] + self.columns["other_flops"]
-
-    @property
-    def errors(self) -> list[tuple[int, str]]:
-        return [(i, s.error) for i, s in enumerate(self.status) if s.error]
-
-    def __len__(self) -> int:
-        return len(self.names)
-
-    def total(self, column: str) -> float:
-        if column == "flops":
-            return float(np.sum(self.flops * self.columns["count"]))
-        return float(np.sum(self.columns[column] * self.columns["count"]))
+def _fresh(model: Model, ctx: Context = Context()) -> LayerTable:  # noqa: B008 - as build_table
+    """The table built from scratch, every layer expanded (no cache read or written): ``build_table.__wrapped__``,
+    for grids larger than the cache and as the tests' reference."""
+    if ctx.phase == "train":
+        forward = _fresh(model, replace(ctx, phase="prefill", lm_head="all"))
+        return train_step_table(forward, LayerTable, LayerStatus)
+    if ctx.seq_len is None and model.default_seq_len() is not None:
+        ctx = replace(ctx, seq_len=model.default_seq_len())
+    return fresh_table(model.layers, model.input_shape(ctx), ctx)
 
 
 @functools.lru_cache(maxsize=64)
@@ -235,54 +214,44 @@ def build_table(model: Model, ctx: Context = Context()) -> LayerTable:
     """Infer shapes layer by layer and count work. A layer that does not fit is flagged with the reason and
     passes its input through unchanged, so the layers after it are still analyzed. Phase ``train``: the training
     step's forward, backward and optimizer rows (:mod:`.train_step`), the forward as prefill with every
-    position's logits."""
+    position's logits.
+
+    Cached per (model, context); a model not seen yet is patched from the last table built in the same context when
+    it differs from that one's model in a few layers (an edit: only they are expanded again, work_table.py), which
+    gives the same table as :func:`_fresh` (``build_table.__wrapped__``)."""
     if ctx.phase == "train":
         forward = build_table(model, replace(ctx, phase="prefill", lm_head="all"))
         return train_step_table(forward, LayerTable, LayerStatus)
     if ctx.seq_len is None and model.default_seq_len() is not None:  # decode attends to the model's full context
         ctx = replace(ctx, seq_len=model.default_seq_len())
-    rows: list[Row] = []
-    status: list[LayerStatus] = []
+    key = (model.input, ctx)
+    with _LAST_LOCK:
+        last = _LAST.get(key)
     shape = model.input_shape(ctx)
-    for i, spec in enumerate(model.layers):
-        name = spec.name or f"{spec.kind}{i}"
-        kind = REGISTRY[spec.kind]
-        first = len(rows)
-        try:
-            explicit = spec.params.get("input_shape")
-            if explicit is not None:  # graphs with branches (imported models) give each layer its own input
-                if not (isinstance(explicit, (list, tuple)) and explicit
-                        and all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in explicit)):
-                    raise ParamError(f"{name}.input_shape: expected a list of positive whole numbers")
-                shape = tuple(explicit)
-            params = kind.check(spec.params, name)
-            out, new_rows = kind.expand(params, shape, ctx, name)
-            if kind.is_block and spec.repeat > 1 and out != shape:  # a repeated block maps its output to its input
-                raise ShapeError(f"repeat {spec.repeat} needs the block to keep its shape, "
-                                 f"but {format_shape(shape)} becomes {format_shape(out)}")
-            error = None
-        except (ShapeError, ParamError) as exc:
-            out, new_rows, error = shape, [], str(exc)
-        for r in new_rows:
-            r.layer_index = i
-            r.count = spec.repeat
-        rows.extend(new_rows)
-        status.append(LayerStatus(shape, out, error, first, len(new_rows)))
-        shape = out
-    for r in rows:  # a row that does not say otherwise computes with all its parameters
-        if r.active_params is None:
-            r.active_params = r.params
-    columns = {c: np.array([getattr(r, c) for r in rows], dtype=float) for c in NUMERIC}
-    for a in columns.values():
-        a.setflags(write=False)
-    return LayerTable(
-        names=tuple(r.name for r in rows),
-        kinds=tuple(r.kind for r in rows),
-        layer_index=np.array([r.layer_index for r in rows], dtype=int),
-        gemm=np.array([r.gemm for r in rows], dtype=float).reshape(-1, 3),
-        gemm_count=np.array([r.gemm_count for r in rows], dtype=float),
-        columns=columns,
-        status=tuple(status),
-        out_shapes=tuple(r.out_shape for r in rows),
-        attention=tuple(r.attention for r in rows),
-    )
+    table = None
+    if last is not None and last[0] is not model:
+        table = patch_table(last[0].layers, last[1], model.layers, shape, ctx)
+    elif last is not None:
+        table = last[1]
+    if table is None:
+        table = fresh_table(model.layers, shape, ctx)
+    with _LAST_LOCK:
+        _LAST[key] = (model, table)
+        _LAST.move_to_end(key)
+        while len(_LAST) > _LAST_SIZE:
+            _LAST.popitem(last=False)
+    return table
+
+
+build_table.__wrapped__ = _fresh  # uncached and never patched
+
+
+def _clear() -> None:
+    _lru_clear()
+    with _LAST_LOCK:
+        _LAST.clear()
+    layer_memo.clear()
+
+
+_lru_clear = build_table.cache_clear
+build_table.cache_clear = _clear

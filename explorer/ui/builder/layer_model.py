@@ -8,6 +8,7 @@ A layer whose shape does not fit keeps its row, tinted, with the reason in the o
 
 from __future__ import annotations
 
+import operator
 from dataclasses import replace
 
 import numpy as np
@@ -57,59 +58,70 @@ class LayerStackModel(QAbstractItemModel):
     def _refresh_cache(self) -> None:
         self._layers = self.ws.model.layers
         self._table = self.ws.table
-        self._structure = tuple((s.first_row, s.n_rows) for s in self._table.status)
+        self._first, self._n_rows = self._rows_of(self._table)
         count = self._table.columns["count"]
         self._row_macs = self._table.columns["macs"] * count
         self._row_params = self._table.columns["params"] * count
+        self._sums = self._layer_sums()
 
     def _on_changed(self, changes) -> None:
-        old_structure, old_len = self._structure, len(self._layers)
         if not changes & {"layers", "input", "model", "assumptions"}:
             return
         new_table = self.ws.table
         if new_table is self._table and self.ws.model.layers is self._layers:
             return  # e.g. another precision or device: the rows show the same shapes, work and parameters
-        new_structure = tuple((s.first_row, s.n_rows) for s in new_table.status)
-        if len(self.ws.model.layers) == old_len and new_structure == old_structure and not self._reordered():
-            before = self._shown()
-            self._refresh_cache()
-            after = self._shown()
-            # only the rows whose figures changed (one edited layer repaints one row, a new batch all of them)
-            for i in (i for i in range(old_len) if before[i] != after[i]):
-                self.dataChanged.emit(self.index(i, 0), self.index(i, len(COLUMNS) - 1))
-                n = self.rowCount(self.index(i, 0))
-                if n:
-                    parent = self.index(i, 0)
-                    self.dataChanged.emit(self.index(0, 0, parent), self.index(n - 1, len(COLUMNS) - 1, parent))
+        old_layers, old_status, old_sums = self._layers, self._table.status, self._sums
+        old_first, old_n = self._first, self._n_rows
+        if len(self.ws.model.layers) != len(old_layers) or len(new_table.status) != len(old_status):
+            self._reset()
             return
+        edited = self._edited(old_layers, self.ws.model.layers)
+        new_first, new_n = self._rows_of(new_table) if len(edited) <= 1 else (None, None)
+        if len(edited) > 1 or not (np.array_equal(old_first, new_first) and np.array_equal(old_n, new_n)):
+            self._reset()  # moved, several layers or the rows of a layer changed: the structure is rebuilt
+            return
+        self._refresh_cache()
+        # only the rows whose figures changed (one edited layer repaints one row, a new batch all of them): the
+        # spec, the fit and shapes (a patched table keeps the other layers' status objects), the summed work
+        status = self._table.status
+        changed = set(edited) | {i for i in self._edited(old_status, status)
+                                 if (old_status[i].error, old_status[i].in_shape, old_status[i].out_shape)
+                                 != (status[i].error, status[i].in_shape, status[i].out_shape)}
+        changed.update(np.flatnonzero((old_sums[0] != self._sums[0]) | (old_sums[1] != self._sums[1])).tolist())
+        for i in sorted(changed):
+            self.dataChanged.emit(self.index(i, 0), self.index(i, len(COLUMNS) - 1))
+            n = self.rowCount(self.index(i, 0))
+            if n:
+                parent = self.index(i, 0)
+                self.dataChanged.emit(self.index(0, 0, parent), self.index(n - 1, len(COLUMNS) - 1, parent))
+
+    def _reset(self) -> None:
         self.beginResetModel()
         self._refresh_cache()
         self.endResetModel()
 
-    def _shown(self) -> list[tuple]:
-        """Per layer, what its row and its operator rows show: the spec, the fit, the shapes and the work and
-        parameter counts (summed per layer in one pass)."""
-        status = self._table.status
-        starts = np.array([s.first_row for s in status], dtype=np.intp)
-        counts = np.array([s.n_rows for s in status], dtype=np.intp)
-        sums = []
+    def _layer_sums(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per layer, the work and parameter counts of its operator rows (one reduceat each)."""
+        out = []
+        filled = self._n_rows > 0
         for per_row in (self._row_macs, self._row_params):
-            total = np.zeros(len(status))
-            filled = counts > 0
+            total = np.zeros(len(self._first))
             if filled.any():  # the layers' rows follow each other in order: one reduceat sums each layer's
-                total[filled] = np.add.reduceat(per_row, starts[filled])
-            sums.append(total.tolist())
-        return [
-            (self._layers[i], s.error, s.in_shape, s.out_shape, sums[0][i], sums[1][i], s.first_row)
-            for i, s in enumerate(status)
-        ]
+                total[filled] = np.add.reduceat(per_row, self._first[filled])
+            out.append(total)
+        return out[0], out[1]
 
-    def _reordered(self) -> bool:
-        """True when the layers changed identity or order (not just one layer's parameters)."""
-        new = self.ws.model.layers
-        # an edit keeps every other layer's spec object: identity first, then the (slower) dataclass equality
-        changed = [i for i, (a, b) in enumerate(zip(self._layers, new)) if a is not b and a != b]
-        return len(changed) > 1
+    @staticmethod
+    def _rows_of(table) -> tuple[np.ndarray, np.ndarray]:
+        """Per layer, its first operator row and its number of rows."""
+        return table.layer_rows
+
+    @staticmethod
+    def _edited(old, new) -> list[int]:
+        """Indices where two equally long sequences hold different items: identity compared in C (an edit keeps
+        every other layer's spec object, a patched table every other layer's status), equality where it differs."""
+        same = np.fromiter(map(operator.is_, old, new), dtype=bool, count=len(old))
+        return [i for i in np.flatnonzero(~same).tolist() if old[i] != new[i]]
 
     # -- structure
     def index(self, row, column, parent=ROOT):

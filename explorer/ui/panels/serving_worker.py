@@ -4,6 +4,9 @@ entry is read on a worker thread (QThreadPool) when it would build step-time sur
 edit with the Serving panel or the planner's serving box on screen repaints at once ("estimating...") and the
 numbers follow. A run is tagged with the inputs it started from (:func:`inputs_token`); a result whose inputs are
 no longer the workspace's is dropped, as the panel's Simulate does. Reading a kept entry stays on the UI thread.
+An estimator runs one job at a time: edits made while it runs keep only the latest inputs, started when it is done,
+and a job whose inputs are no longer wanted when its turn comes is skipped (a burst of edits on a 10,000-layer model
+does not queue one long run per edit, each holding the interpreter beside the UI thread).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ def inputs_token(results, name: str = "serving") -> tuple:
 
 
 START_DELAY_MS = 40  # a worker run starts this long after the edit that needs it
+STALE = "\x00stale"  # a job's error when it was skipped: its inputs were no longer wanted when its turn came
 _RUNNING: set = set()  # jobs asked for or running: a job's Python object must outlive its owner (a panel closed)
 
 
@@ -33,18 +37,31 @@ class _Signals(QObject):
     finished = Signal(object, object, str)  # (token, value, error)
 
 
+class _Flight:
+    """The inputs an estimator wants now, read by its jobs on the worker thread (a plain object: no Qt call)."""
+
+    token = None
+
+
 class _Job(QRunnable):
-    def __init__(self, token, results, name: str, signals: _Signals):
+    def __init__(self, token, results, name: str, signals: _Signals, flight: _Flight | None = None):
         super().__init__()
         self.token, self.results, self.name, self.signals = token, results, name, signals
+        self.flight = flight
 
     def run(self) -> None:
+        if self.flight is not None and self.flight.token is not self.token:  # stale before it began: skip it
+            self._emit(None, STALE)
+            return
         try:
             value, error = getattr(self.results, self.name), ""
         except ValueError as exc:  # a model or setting the serving model refuses: said, not raised
             value, error = (), str(exc)
         except Exception as exc:  # noqa: BLE001 - shown in the panel, never a crash of the worker thread
             value, error = (), f"{type(exc).__name__}: {exc}"
+        self._emit(value, error)
+
+    def _emit(self, value, error: str) -> None:
         try:
             self.signals.finished.emit(self.token, value, error)
         except RuntimeError:  # the owner was closed meanwhile: nobody to tell
@@ -68,6 +85,9 @@ class Estimator(QObject):
         self.token = None  # the inputs of the run in flight
         self._last = None  # (token, value, error) of the last answer
         self.runs = 0  # worker runs asked for (one per new set of inputs; tests read it)
+        self._flight = _Flight()
+        self._running = None  # the job in the pool (queued or running): one at a time per estimator
+        self._next = None  # the job to start when it is done
         self._signals = _Signals()
         self._signals.finished.connect(self._finished)
         self.pool = QThreadPool.globalInstance()
@@ -87,11 +107,13 @@ class Estimator(QObject):
             except ValueError as exc:
                 value, error = (), str(exc)
             self._last, self.token = (token, value, error), None
+            self._flight.token = None  # a job still queued is no longer wanted
             return value, error, False
         if self.token != token:  # not in flight yet: start it (an older run's result will be dropped)
             self.token = token
             self.runs += 1
-            job = _Job(token, r, self.name, self._signals)
+            self._flight.token = token
+            job = _Job(token, r, self.name, self._signals, self._flight)
             job.setAutoDelete(False)  # the Python object stays whole while it runs: kept until it is done
             # after the edit's repaint (the worker would share the interpreter with it), and not at all when
             # another edit comes first (typing in a field starts one run, not one per key)
@@ -103,10 +125,19 @@ class Estimator(QObject):
         if job.token is not self.token:
             _RUNNING.discard(job)
             return  # stale before it started
+        if self._running is not None:  # one run at a time: edits during a long run queue only the latest
+            if self._next is not None:
+                _RUNNING.discard(self._next)
+            self._next = job
+            return
+        self._running = job
         self.pool.start(job)
 
     def _finished(self, token, value, error: str) -> None:
-        if token != self.token:
+        self._running, job, self._next = None, self._next, None
+        if job is not None:
+            self._start(job)
+        if token != self.token or error == STALE:
             return  # stale: the inputs changed since it started
         self.token = None
         self._last = (token, value, error)
