@@ -122,8 +122,9 @@ def _traffic(tp: TablePlan, dp: DevicePlan, rp: RowPlan, attention: str, flash: 
         extra *= tp.tile_gc(attention)
         if tp.all_gemm:
             t += extra
-        else:
-            t[:, tp.g] += extra
+        else:  # the GEMM rows' bytes plus their re-reads, written by index (a scatter, without gathering t[:, g])
+            extra += rp.nbytes_g
+            t[:, tp.g] = extra
     if flash is not None:
         t += flash.transpose(2, 0, 1)
     t *= dp.present
