@@ -27,7 +27,7 @@ from explorer.core.workload.layers import ATTENTION, LM_HEAD, Context
 from explorer.core.workload.model import Model, build_table
 
 from .device_arrays import DeviceArrays
-from .evaluate import time_energy
+from .kernel import time_energy
 from .plan import cached_device_arrays, device_plan, table_plan
 
 PHASES = ("prefill", "decode")
@@ -93,10 +93,10 @@ def prefill_decode(model: Model, devices: Sequence[Device] | DeviceArrays, preci
     st = _stacked(model, batch, seq_len, attention, lm_head)
     table = st.table
     dev = devices if isinstance(devices, DeviceArrays) else cached_device_arrays(devices, precision, formats)
-    dp = device_plan(dev)
-    rp = table_plan(table).rows(table, dev, dp)
+    tp, dp = table_plan(table), device_plan(dev)
+    rp = tp.rows(table, dev, dp)
     intensity = rp.summary(table).intensity
-    row_time, row_energy = time_energy(table, dev, attention)
+    row_time, row_energy = time_energy(table, dev, tp, dp, rp, attention)  # evaluate.time_energy, plans at hand
     count = table.columns["count"]
     time = np.add.reduceat(count[:, None] * row_time, st.starts, axis=0)  # (2, D), evaluate's row sums per context
     energy = np.add.reduceat(count[:, None] * row_energy, st.starts, axis=0)
