@@ -57,22 +57,28 @@ def pareto_mask(values: np.ndarray, minimize: tuple[bool, ...] | np.ndarray) -> 
 
 
 def _dominated_in_blocks(costs: np.ndarray, size: int) -> np.ndarray:
-    """(N,) True where another point of the same block of ``size`` consecutive rows dominates the row."""
+    """(N,) True where another point of the same block of ``size`` consecutive rows dominates the row; the blocks
+    compared :data:`PAIRS` pairs at a time (bounded memory)."""
     n, k = costs.shape
     blocks = -(-n // size)
     x = np.full((k, blocks * size), np.inf)  # objective-major (contiguous); padding rows of +inf dominate nothing
     x[:, :n] = costs.T
     x = x.reshape(k, blocks, size)
-    le, lt, tmp = (np.empty((blocks, size, size), dtype=bool) for _ in range(3))
-    for j in range(k):
-        q, p = x[j, :, :, None], x[j, :, None, :]  # [block, dominator, dominated]
-        if j == 0:
-            np.less_equal(q, p, out=le)
-            np.less(q, p, out=lt)
-        else:
-            le &= np.less_equal(q, p, out=tmp)
-            lt |= np.less(q, p, out=tmp)
-    return np.any(np.logical_and(le, lt, out=le), axis=1).reshape(-1)[:n]
+    out = np.empty(blocks * size, dtype=bool)
+    step = max(1, PAIRS // (size * size))
+    for a in range(0, blocks, step):
+        xs = x[:, a:a + step]
+        le, lt, tmp = (np.empty((xs.shape[1], size, size), dtype=bool) for _ in range(3))
+        for j in range(k):
+            q, p = xs[j, :, :, None], xs[j, :, None, :]  # [block, dominator, dominated]
+            if j == 0:
+                np.less_equal(q, p, out=le)
+                np.less(q, p, out=lt)
+            else:
+                le &= np.less_equal(q, p, out=tmp)
+                lt |= np.less(q, p, out=tmp)
+        out[a * size:(a + xs.shape[1]) * size] = np.any(np.logical_and(le, lt, out=le), axis=1).reshape(-1)
+    return out[:n]
 
 
 def _dominated_by(points: np.ndarray, by: np.ndarray) -> np.ndarray:
