@@ -6,8 +6,6 @@ import argparse
 import sys
 from importlib import import_module
 
-from . import __version__
-
 PROJECT_SUFFIX = ".hwproj"  # = explorer.core.session.project.SUFFIX, not imported: --help stays light (tested)
 
 #: The subcommands in their order: (name, module under explorer.cli, the help line the module's ``add_parser`` gives).
@@ -26,6 +24,20 @@ COMMANDS = (
                            "served rates")),
 )
 NAMES = tuple(c[0] for c in COMMANDS)
+
+
+class VersionAction(argparse.Action):
+    """``--version``: the package's version, read when asked for (``importlib.metadata`` costs start-up time)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS,
+                 help="show program's version number and exit"):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from . import __version__
+
+        print(f"hwexplorer {__version__}")
+        parser.exit()
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -60,7 +72,7 @@ def build_parser(load: str | tuple[str, ...] | None = NAMES) -> argparse.Argumen
         "Run without a command to open the desktop app; with a project file (hwexplorer study.hwproj) to open "
         "it there.",
     )
-    parser.add_argument("--version", action="version", version=f"hwexplorer {__version__}")
+    parser.add_argument("--version", action=VersionAction)
     parser.add_argument("--db", metavar="URL", help="catalog database URL (default: SQLite in the user data "
                         "folder; or $HWEXPLORER_DB), e.g. postgresql+psycopg://user@host/db")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

@@ -36,6 +36,9 @@ def add_args(p) -> None:
                    "simulations (default: the CPUs this process may use; 1: in process)")
     s.add_argument("--cluster", metavar="ADDRESS", default=None, help="run the simulations on a Dask distributed "
                    f"cluster, e.g. tcp://host:8786 (needs {EXTRA}; the workers need hardware-explorer too)")
+    s.add_argument("--time-model", choices=("ideal", "calibrated"), default="ideal", help="the step times' model, "
+                   "as serve --time-model (default ideal; calibrated: a device without a calibration keeps the ideal "
+                   "times and says spec)")
     s.add_argument("--idle-power", metavar="POWER", default=None, help="a device's power between steps, e.g. "
                    "90W (default 0, as serve)")
     s.add_argument("--hourly-price", metavar="USD/H", default=None, help="what one device costs per hour, e.g. "
@@ -83,6 +86,9 @@ def check_args(args) -> None:
 
 def check_not_serving(args) -> None:
     """A roofline sweep (no --rate) given a serving sweep's option: CliError naming it."""
+    if args.time_model != "ideal":
+        raise CliError("--time-model: the roofline sweep runs the ideal model (as the Design-space view); calibrated "
+                       "step times are a serving sweep's: give --rate too (e.g. --rate 2,5,10/s)")
     for opt, given in (("--simulate", args.simulate), ("--workers", args.workers is not None),
                        ("--cluster", args.cluster is not None)):
         if given:
@@ -106,6 +112,7 @@ def run(args, model, devices, batches: tuple[int, ...] | None, precisions: tuple
     for --max-batch alone."""
     from ..core.sweep import table_io
     from ..core.sweep.serving import ServingGrid, build_setups, serving_sweep
+    from .serve_cmd import times_json, times_line, times_of
 
     check_args(args)
     rates = parse_rates(args.rate)
@@ -115,7 +122,7 @@ def run(args, model, devices, batches: tuple[int, ...] | None, precisions: tuple
     try:
         grid = ServingGrid(precisions, batches or (args.max_batch,), rates)
         setups = build_setups(model, devices, grid, workload, policy, None, args.memory_utilization,
-                              args.block_size, idle, price)
+                              args.block_size, idle, price, time_model=args.time_model)
     except (ValueError, WorkloadError) as exc:
         msg = str(exc)
         raise CliError(msg if msg.startswith("--") else f"sweep: {msg}") from None
@@ -139,7 +146,8 @@ def run(args, model, devices, batches: tuple[int, ...] | None, precisions: tuple
     except OSError as exc:
         raise CliError(f"--out: cannot write {args.out} ({exc.strerror})") from None
     if args.json:
-        print_json(_json(result, model, devices, grid, workload, slo, args, executor))
+        print_json({**_json(result, model, devices, grid, workload, slo, args, executor),
+                    **times_json(args.time_model, *setups)})
         return 0
     how = (f"simulated ({args.requests} requests each, seed {args.seed}) " + (
         f"on the Dask cluster at {args.cluster}" if executor["kind"] == "dask" else
@@ -149,6 +157,8 @@ def run(args, model, devices, batches: tuple[int, ...] | None, precisions: tuple
           f"x {len(grid.max_batches)} batch cap(s) x {len(rates)} rate(s)), {how}, written to {args.out}")
     for note in result.notes:
         print(f"note: {note}")
+    source = times_of(*setups)[0]
+    print(times_line(args.time_model, source, f"{source} (each row's in its time_source column)"))
     print(f"Pareto front ({len(result.front)} of {int(np.count_nonzero(result.columns['fits'] & result.columns['stable']))}"
           " stable configurations; minimizing TTFT P90, TPOT P90, cost and energy per token, maximizing "
           "throughput per device; unknown figures rank last):")

@@ -20,7 +20,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -30,8 +30,10 @@ from explorer.core.hardware.device_file import FORMAT, check_device_dict, device
 from explorer.core.session.named_calibrations import NamedCalibration
 
 from .csv_columns import devices_to_csv, read_csv
-from .repository import CatalogRepository
-from .schema import ID_LENGTH
+from .rows import ID_LENGTH
+
+if TYPE_CHECKING:  # the repository imports SQLAlchemy, which the main window does not need to start
+    from .repository import CatalogRepository
 
 FORMATS = {".yaml": "yaml", ".yml": "yaml", ".json": "json", ".csv": "csv"}
 CALIBRATIONS_KEY = "named_calibrations"  # a device mapping's named calibrations in a YAML or JSON export

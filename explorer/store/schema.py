@@ -22,9 +22,10 @@ from typing import Annotated, Any
 from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from .rows import ID_LENGTH
+
 Value = Annotated[float | None, mapped_column(Float)]
 OptText = Annotated[str | None, mapped_column(Text)]
-ID_LENGTH = 120  # longest device id the schema stores
 DeviceFK = Annotated[
     str, mapped_column(String(ID_LENGTH), ForeignKey("devices.id", ondelete="CASCADE"), primary_key=True)
 ]

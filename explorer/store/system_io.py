@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -32,7 +32,9 @@ from .io import (
     read_text,
     write_export,
 )
-from .repository import CatalogRepository
+
+if TYPE_CHECKING:  # the repository imports SQLAlchemy, which the main window does not need to start
+    from .repository import CatalogRepository
 
 KEY = "systems"
 

@@ -21,7 +21,7 @@ from sqlalchemy import delete, func, insert, or_, select, update
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
-from explorer.core.hardware.system import SYSTEM_KINDS, System
+from explorer.core.hardware.system import System
 from explorer.core.hardware.system_file import (
     TOP_LEVEL,
     SystemFileError,
@@ -39,50 +39,12 @@ from .errors import (
     UnknownSystemError,
 )
 from .overrides import canonical_hash, changed_fields, copy_fields, value_of
+from .rows import NAN, SystemFilter, SystemRow  # SystemFilter and SystemRow are also this module's
 from .schema import ID_LENGTH, TABLES
 from .tx import lock_for_writing, now
 
 SYSTEMS = TABLES["systems"]
 DEVICES = TABLES["devices"]
-ORIGINS = ("shipped", "user")
-NAN = float("nan")
-
-
-@dataclass(frozen=True)
-class SystemFilter:
-    """Search and filters of the system table: ``text`` in id, name, vendor or device id; empty means any."""
-
-    text: str = ""
-    vendors: tuple[str, ...] = ()
-    kinds: tuple[str, ...] = ()
-    origin: str | None = None
-    device: str | None = None  # systems made of this device id
-
-    def __post_init__(self):
-        bad = [k for k in self.kinds if k not in SYSTEM_KINDS]
-        if bad:
-            raise ValueError(f"kind: unknown system kind '{bad[0]}'; expected one of {', '.join(SYSTEM_KINDS)}")
-        if self.origin is not None and self.origin not in ORIGINS:
-            raise ValueError(f"origin: expected shipped or user, got '{self.origin}'")
-
-
-@dataclass(frozen=True)
-class SystemRow:
-    """One line of the system table; bandwidths in B/s per device and direction, NaN when unknown or absent."""
-
-    id: str
-    name: str
-    vendor: str
-    kind: str
-    device_id: str
-    devices: int
-    node_devices: int
-    scale_up_bandwidth: float
-    scale_out_bandwidth: float
-    host_bandwidth: float
-    origin: str
-    overridden: bool
-    version: int
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,8 @@ from explorer.core.hardware.device import Device
 from explorer.core.session.workspace import Assumptions, Workspace
 from explorer.core.settings import load_preferences
 
+from .first_paint import after_first_paint
+
 ORGANIZATION = "hwexplorer"
 APPLICATION = "hwexplorer"
 
@@ -82,16 +84,25 @@ def system_lookup(repository):
     return lookup
 
 
-def build_window(db_url: str | None = None):
-    """The catalog, workspace and main window (not shown). Raises CatalogDatabaseError."""
-    from explorer.store.engine import open_catalog
+def build_window(db_url: str | None = None, defer_catalog: bool = False):
+    """The catalog, workspace and main window (not shown). Raises CatalogDatabaseError.
 
+    ``defer_catalog``: the catalog is a :class:`~explorer.store.lazy.LazyCatalog`, opened when first used or by
+    ``window.repository.open()`` (``run_app`` does so once the window has painted: SQLAlchemy and the database
+    are not needed to paint it; the catalog dock's tables fill then). Errors come from that call."""
     from .main_window import MainWindow
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         prefs = load_preferences()
-    repository = open_catalog(db_url)
+    if defer_catalog:
+        from explorer.store.lazy import LazyCatalog
+
+        repository = LazyCatalog(db_url)
+    else:
+        from explorer.store.engine import open_catalog
+
+        repository = open_catalog(db_url)
     workspace = Workspace(lookup=device_lookup(repository),
                           assumptions=Assumptions(**prefs.assumption_defaults()), systems=system_lookup(repository),
                           calibration_store=repository)
@@ -114,12 +125,26 @@ def run_app(db_url: str | None = None, argv: Sequence[str] | None = None, projec
     from explorer.store.errors import CatalogDatabaseError
 
     try:
-        window = build_window(db_url)
+        window = build_window(db_url, defer_catalog=True)
     except CatalogDatabaseError as exc:
         QMessageBox.critical(None, "Cannot open the device catalog", str(exc))
         return 1
     window.show()
-    QTimer.singleShot(0, freeze_startup_objects)  # after the first paint: what start-up made lives on
+
+    def open_catalog() -> None:  # once painted: SQLAlchemy, the database and the catalog dock's rows
+        try:
+            window.repository.open()
+        except CatalogDatabaseError as exc:
+            QMessageBox.critical(window, "Cannot open the device catalog", str(exc))
+            app.exit(1)
+            return
+        from .panels import PANEL_SPECS
+
+        for spec in PANEL_SPECS:  # the other tabs' modules, imported now rather than at the first edit
+            spec.load()
+        freeze_startup_objects()  # what start-up made lives on
+
+    after_first_paint(window, open_catalog)
     QTimer.singleShot(0, window.controller.offer_recovery)
     if project is not None:
         QTimer.singleShot(0, lambda: window.open_project(project))

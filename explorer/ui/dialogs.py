@@ -16,7 +16,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from explorer import __version__
 from explorer.core.precision import BYTES_PER_ELEMENT, PRECISIONS
 from explorer.core.settings import CURRENCIES, Preferences
 
@@ -78,6 +77,8 @@ class PreferencesDialog(QDialog):
 
 
 def about_text(device_count: int | None, source_count: int | None) -> str:
+    from explorer import __version__  # read from the package metadata when first asked for
+
     if device_count is None:
         catalog = "Device catalog: not available."
     else:

@@ -6,19 +6,25 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from PySide6.QtWidgets import QDockWidget, QScrollArea, QWidget
 
-from explorer.core.calculators.batch_sweep import CHAPTER_DEVICES, DeviceRidge
 from explorer.core.hardware.device import Device
 
 from .binding import bind
+from .widgets.lazy_dock import LazyDock
+
+if TYPE_CHECKING:  # the calculators are imported when their tab is first shown
+    from explorer.core.calculators.batch_sweep import DeviceRidge
 
 
 def ridge_devices(devices: Sequence[Device], precision: str) -> list[DeviceRidge]:
     """The devices as the calculators take them (name, dense peak at ``precision`` in FLOP/s, main-memory
     bandwidth in B/s). Devices without a peak at the precision or without a bandwidth are left out: the
     calculators' ridge lines and device pickers need both numbers."""
+    from explorer.core.calculators.batch_sweep import DeviceRidge
+
     out = []
     for device in devices:
         peak, bandwidth = device.peak_flops(precision), device.bandwidth
@@ -40,6 +46,8 @@ class CalculatorDevices:
     def sync(self, changes=frozenset({"devices"})) -> None:
         if not {"devices", "assumptions"} & set(changes):
             return
+        from explorer.core.calculators.batch_sweep import CHAPTER_DEVICES
+
         ws = self.workspace
         devices = tuple(ridge_devices(ws.devices, ws.assumptions.precision)) or CHAPTER_DEVICES
         if devices != self.devices:  # setting devices resets the pickers: only when they change
@@ -60,22 +68,32 @@ def _scrolling(widget: QWidget) -> QScrollArea:
 
 def add_extra_docks(window, area) -> list[QDockWidget]:
     """Create the Procurement planner, Calculators and Trace docks on ``window`` (a MainWindow) in ``area``,
-    tabbed with its analysis panels; sets ``window.planner``, ``window.calculators`` and
-    ``window.trace_panel``; returns the docks."""
-    from .calculators.panel import CalculatorsPanel
-    from .planner.planner_panel import PlannerPanel
-    from .traces.panel import TracePanel
-
+    tabbed with its analysis panels, each built the first time its tab is shown or its widget asked for
+    (``window.planner``, ``window.calculators``, ``window.trace_panel``); returns the docks."""
     ws = window.workspace
-    window.planner = PlannerPanel(ws, window)
-    window.calculators = CalculatorsPanel(parent=window)
-    window.calculator_devices = CalculatorDevices(ws, window.calculators)
-    window.trace_panel = TracePanel(ws, window)
+
+    def planner() -> QWidget:
+        from .planner.planner_panel import PlannerPanel
+
+        return PlannerPanel(ws)
+
+    def calculators() -> QWidget:
+        from .calculators.panel import CalculatorsPanel
+
+        panel = CalculatorsPanel()
+        window.calculator_devices = CalculatorDevices(ws, panel)
+        return _scrolling(panel)
+
+    def trace() -> QWidget:
+        from .traces.panel import TracePanel
+
+        return TracePanel(ws)
+
     docks: list[QDockWidget] = []
-    for title, name, widget in (("Procurement planner", "planner_dock", window.planner),
-                                ("Calculators", "calculators_dock", _scrolling(window.calculators)),
-                                ("Trace", "trace_dock", window.trace_panel)):
-        dock = window._add_dock(title, name, widget, area)
+    for title, name, factory in (("Procurement planner", "planner_dock", planner),
+                                 ("Calculators", "calculators_dock", calculators),
+                                 ("Trace", "trace_dock", trace)):
+        dock = window._add_dock(title, name, LazyDock(title, factory, window), area)
         group = [*window.panel_docks, *docks]
         if group:
             window.tabifyDockWidget(group[-1], dock)

@@ -14,11 +14,9 @@ from pathlib import Path
 from PySide6.QtCore import QObject, Qt
 from PySide6.QtWidgets import QDockWidget, QFileDialog, QInputDialog, QMessageBox
 
-from explorer.core.importers import file_filter, load
 from explorer.core.session.commands import SetModel, SetTrace
 
-MODEL_FILTER = file_filter("model")
-TRACE_FILTER = file_filter("trace")
+# the importers (ONNX, Hugging Face configs, traces) are imported when a file is first imported, not at start-up
 _SYMBOLIC = re.compile(r"dimension \d+ is symbolic \('([^']+)'\)")
 DEFAULT_DIM = 128
 DEFAULT_CLOCK_MHZ = 800.0
@@ -42,8 +40,10 @@ class Importer(QObject):
         """Ask for a model file (unless given), import it with the model importer that recognizes it and make
         it the workspace's model (Undo restores the previous one). An ONNX graph's symbolic input sizes other
         than the batch are asked for. False if nothing changed."""
+        from explorer.core.importers import file_filter, load
+
         if path is None:
-            path, _ = QFileDialog.getOpenFileName(self.window, "Import model", "", MODEL_FILTER)
+            path, _ = QFileDialog.getOpenFileName(self.window, "Import model", "", file_filter("model"))
             if not path:
                 return False
         dims: dict[str, int] = {}
@@ -101,8 +101,10 @@ class Importer(QObject):
     def import_trace(self, path: str | Path | None = None):
         """Ask for a trace file (unless given), read it and show it; the Torq trace.csv's clock is asked for.
         Returns the trace, or None when nothing was loaded."""
+        from explorer.core.importers import file_filter, load
+
         if path is None:
-            path, _ = QFileDialog.getOpenFileName(self.window, "Import profiler trace", "", TRACE_FILTER)
+            path, _ = QFileDialog.getOpenFileName(self.window, "Import profiler trace", "", file_filter("trace"))
             if not path:
                 return None
         clock_hz = None

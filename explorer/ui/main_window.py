@@ -1,5 +1,5 @@
 """The main window. It only assembles: the layer stack in the centre, the palette, model settings, inspector,
-device catalog and every analysis panel of ``explorer.ui.panels.PANELS`` as docks, with the procurement planner,
+device catalog and every analysis panel of ``explorer.ui.panels.PANEL_SPECS`` as docks, with the procurement planner,
 the calculators and the trace (``extras.py``) in the analysis panels' tabs, the menus (``actions.py``) and the
 File menu's imports (``import_actions.py``; files dropped on the window take the same way, through the importer
 registry), the project controller and the status bar totals. Window geometry and the dock layout persist in
@@ -20,7 +20,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from explorer.core.importers import ImporterError, accepted_formats, find_importer
 from explorer.core.session.commands import SetAssumptions
 from explorer.core.session.workspace import Workspace
 from explorer.core.settings import Preferences, save_preferences
@@ -32,6 +31,7 @@ from .dialogs import PreferencesDialog, show_about
 from .extras import add_extra_docks
 from .icons import app_icon
 from .import_actions import Importer
+from .panel_docks import panel_dock, panel_name
 from .project_controller import AUTOSAVE_DELAY_MS, ProjectController
 from .status_bar import ModelTotalsLabel
 from .widgets.on_screen import OnScreenUpdate
@@ -40,10 +40,10 @@ STATE_VERSION = 2  # 2: planner, calculators and trace docks
 Area = Qt.DockWidgetArea
 
 
-def _panel_classes():
-    from .panels import PANELS
+def _panel_specs():
+    from .panels import PANEL_SPECS
 
-    return PANELS
+    return PANEL_SPECS
 
 
 def _analysis_controls(workspace: Workspace) -> QWidget:
@@ -90,8 +90,10 @@ class MainWindow(QMainWindow):
             self.catalog_dock = CatalogDock(workspace, repository, self)
             self._add_dock(None, "CatalogDock", self.catalog_dock, Area.RightDockWidgetArea)
         self.panel_docks: list[QDockWidget] = []
-        for cls in (panels if panels is not None else _panel_classes()):
-            dock = self._add_dock(cls.title, f"panel_{cls.__name__}", cls(workspace, self), Area.BottomDockWidgetArea)
+        # each built (and its module imported) when its tab is first shown; ``panels``: classes or PanelSpecs
+        for panel in (panels if panels is not None else _panel_specs()):
+            dock = self._add_dock(None, f"panel_{panel_name(panel)}",
+                                  panel_dock(panel, workspace, self), Area.BottomDockWidgetArea)
             if self.panel_docks:
                 self.tabifyDockWidget(self.panel_docks[0], dock)
             self.panel_docks.append(dock)
@@ -120,6 +122,30 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(self.controller.title())
         self._initial_layout = self.saveState(STATE_VERSION)
         self._layout_restored = self.restore_layout()
+
+    def panel(self, cls):
+        """The analysis panel of class ``cls`` (built now if its tab has not been shown yet), or None."""
+        dock = next((d for d in self.panel_docks if d.panel_class() is cls), None)
+        return None if dock is None else dock.widget()
+
+    # the planner, calculators and trace (extras.py), built when first shown or asked for
+    def _extra(self, name: str) -> QWidget:
+        return self.findChild(QDockWidget, name).widget()
+
+    @property
+    def planner(self):
+        """The procurement planner (``PlannerPanel``)."""
+        return self._extra("planner_dock")
+
+    @property
+    def calculators(self):
+        """The calculators (``CalculatorsPanel``, in a scroll area)."""
+        return self._extra("calculators_dock").widget()
+
+    @property
+    def trace_panel(self):
+        """The trace (``TracePanel``)."""
+        return self._extra("trace_dock")
 
     def _size_to_screen(self) -> None:
         """1600 x 1000, or the screen's available area when it is smaller."""
@@ -233,9 +259,13 @@ class MainWindow(QMainWindow):
             export_report,  # imported on use: the report libraries are not needed to start
         )
 
-        self.planner.commit()  # a field edited this instant becomes the session's first
+        dock = self.findChild(QDockWidget, "planner_dock")
+        # a planner never shown (not built) has no fields of its own: the session's requirements are the plan's
+        planner = dock.widget() if dock is not None and dock.built else None
+        if planner is not None:
+            planner.commit()  # a field edited this instant becomes the session's first
         requirements = self.workspace.requirements
-        if self.planner.requirements() is None:  # a planner field is invalid (it shows why)
+        if planner is not None and planner.requirements() is None:  # a planner field is invalid (it shows why)
             requirements = None
             self.statusBar().showMessage("The procurement planner has an invalid field: the report leaves out the "
                                          "plan", 8000)
@@ -266,6 +296,12 @@ class MainWindow(QMainWindow):
     def import_file(self, path) -> bool:
         """Import ``path`` with the importer that recognizes it: a model becomes the workspace's model (one
         undoable edit), a trace goes to the Trace dock. A file no importer reads is reported in a message box."""
+        from explorer.core.importers import (  # not needed to start
+            ImporterError,
+            accepted_formats,
+            find_importer,
+        )
+
         try:
             kind = find_importer(path).kind
         except ImporterError as exc:

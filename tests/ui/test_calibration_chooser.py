@@ -177,7 +177,7 @@ def test_in_the_app_an_import_goes_to_the_catalog_and_travels_with_the_device(qt
     ws, repo, dev = window.workspace, window.repository, "nvidia-h100-sxm5"
     ws.select_devices([dev])
     ws.set_assumptions(precision="fp16", time_model="calibrated")
-    panel = window.findChild(FidelityPanel)
+    panel = window.panel(FidelityPanel)  # its tab never shown: built when asked for
     assert panel.chooser.import_file(TRACES / "torch_cuda_calibration_trace.json", "cluster A, 2026-11")
     assert [c.name for c in repo.calibrations(dev)] == ["cluster A, 2026-11"] and ws.calibrations.of(dev) == ()
     assert _items(panel.chooser.combo) == ["catalog", "cluster A, 2026-11"]

@@ -273,7 +273,7 @@ def test_in_the_main_window_a_system_added_in_the_dock_is_offered_by_the_systems
     monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.StandardButton.Discard)
     window = MainWindow(Workspace(lookup=device_lookup(repository), systems=system_lookup(repository)), repository)
     qtbot.addWidget(window)
-    panel = window.findChild(SystemsPanel)
+    panel = window.panel(SystemsPanel)  # its tab never shown: built when asked for
     combo = panel.controls.add_combo
     offered = {combo.itemData(i) for i in range(1, combo.count())}
     assert offered == set(repository.system_ids())  # the catalog database's systems

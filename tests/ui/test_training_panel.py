@@ -199,7 +199,7 @@ def test_a_project_round_trip_keeps_the_training_and_its_bars(qtbot, tmp_path, m
     ws.execute(SetSystem(SystemChoice(system_ids=(DGX,), nodes=2)))
     choice = TrainingChoice(tokens=1e12, global_batch=256, zero=3, recompute="full", layout=(8, 1, 2))
     ws.execute(SetTraining(choice))
-    panel = win.findChild(TrainingPanel)
+    panel = win.panel(TrainingPanel)  # its tab never shown: built when asked for
     panel.flush()
     widths = panel.step_bars.widths.copy()
     assert widths.shape == (1, len(STEP_PARTS)) and widths.sum() > 0

@@ -51,7 +51,7 @@ __all__ = [
     "simulate_point",
 ]
 
-_VALUES = NAMES[6:23]  # the columns a served configuration fills (ttft_p50_ms .. slo_met)
+_VALUES = NAMES[NAMES.index("ttft_p50_ms"):NAMES.index("slo_met") + 1]  # the columns a served configuration fills
 
 
 @dataclass(frozen=True)
@@ -107,11 +107,14 @@ class ServingSweepResult:
 
 def build_setups(model: Model, devices: Sequence[Device], grid: ServingGrid, workload: Workload,
                  policy: Policy, formats: TensorFormats | None = None, utilization: float = 0.9,
-                 block_size: int = 16, idle_w: float = 0.0, usd_per_s: float | None = None) -> tuple[Setup, ...]:
-    """One setup per (device, precision, batch cap), in grid order: :func:`device_setup` as ``serve`` builds it
-    (the surfaces are cached per device, so a device's precisions and caps share their work tables)."""
+                 block_size: int = 16, idle_w: float = 0.0, usd_per_s: float | None = None,
+                 time_model: str = "ideal") -> tuple[Setup, ...]:
+    """One setup per (device, precision, batch cap), in grid order: :func:`device_setup` as ``serve`` builds it,
+    its step times under ``time_model`` (the surfaces are cached per device, so a device's precisions and caps share
+    their work tables)."""
     return tuple(device_setup(model, d, workload, replace(policy, max_batch=b), precision=p, formats=formats,
-                              utilization=utilization, block_size=block_size, idle_w=idle_w, usd_per_s=usd_per_s)
+                              utilization=utilization, block_size=block_size, idle_w=idle_w, usd_per_s=usd_per_s,
+                              time_model=time_model)
                  for d in devices for p in grid.precisions for b in grid.max_batches)
 
 
@@ -160,7 +163,7 @@ def serving_sweep(model: Model, devices: Sequence[Device], grid: ServingGrid, wo
             if progress:
                 progress((k + 1) * n_rate, n)
     cols = _columns(devices, grid, values, fits, served, "simulation" if simulate else "analytic",
-                    requests if simulate else 0)
+                    requests if simulate else 0, [s.time_source for s in setups])
     untimed = {}
     for (d, p), t in zip([(d.id, p) for d in devices for p in grid.precisions for _ in grid.max_batches], timed):
         if not t:
@@ -177,7 +180,8 @@ def _timed(setup: Setup) -> bool:
                 and np.all(s.prefill_s > 0))
 
 
-def _columns(devices, grid: ServingGrid, values, fits, served, method: str, requests: int) -> dict:
+def _columns(devices, grid: ServingGrid, values, fits, served, method: str, requests: int,
+             sources: Sequence[str]) -> dict:
     keys = [(d.id, p, b, r) for d in devices for p in grid.precisions for b in grid.max_batches for r in grid.rates]
     fit_rows = np.repeat(np.asarray(fits, dtype=bool), len(grid.rates))
     blank = (math.nan,) * 14 + (0, False, False)
@@ -189,6 +193,7 @@ def _columns(devices, grid: ServingGrid, values, fits, served, method: str, requ
         "rate_per_s": np.array([k[3] for k in keys], dtype=float),
         "method": np.array([method] * len(keys), dtype=object),
         "requests": np.where(np.repeat(np.asarray(served, dtype=bool), len(grid.rates)), requests, 0).astype(int),
+        "time_source": np.repeat(np.array(sources, dtype=object), len(grid.rates)),
     }
     for c, name in enumerate(_VALUES):
         kind = bool if name in BOOLS else int if name in INTS else float

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+from shiboken6 import isValid
 
 from explorer.store.errors import CatalogError, ConflictError
 from explorer.ui.catalog.conflict import ConflictChoice
@@ -95,6 +96,20 @@ class CatalogBrowser:
         self.filter_bar.filter_changed.connect(self._on_filter_changed)
         table.selectionModel().currentRowChanged.connect(self._on_current_changed)
         return splitter
+
+    def _fill_when_open(self, name_column: int, widest: int) -> None:
+        """Read the rows and fit the columns (:meth:`_fit_columns`) now, or, when the repository is a catalog
+        opened on first use (``explorer.store.lazy.LazyCatalog``: the window is painted first), once it is open."""
+        def fill(_repository=None) -> None:
+            if isValid(self.table):  # the window may be gone before the catalog opens
+                self.refresh()
+                self._fit_columns(name_column, widest)
+
+        when_open = getattr(type(self.repository), "when_open", None)
+        if when_open is None:
+            fill()
+        else:
+            self.repository.when_open(fill)
 
     def _fit_columns(self, name_column: int, widest: int) -> None:
         """Columns to their contents, the name column at most ``widest`` px (long names elide; the tooltip and

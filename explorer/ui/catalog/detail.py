@@ -14,7 +14,7 @@ from PySide6.QtWidgets import QTextBrowser, QWidget
 from explorer.core.hardware.device import Cited, Device
 from explorer.core.precision import PRECISIONS
 from explorer.core.units import KINDS
-from explorer.store.query import origin_label
+from explorer.store.rows import origin_label
 
 DASH = "\u2014"
 PLACEHOLDER = "<p style='color:#666'>Select a device in the table to see every figure and its source.</p>"

@@ -13,6 +13,7 @@ tests can drive them.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QModelIndex
 from PySide6.QtWidgets import (
@@ -30,7 +31,6 @@ from explorer.core.session.commands import SelectDevices
 from explorer.core.session.workspace import Workspace
 from explorer.store.errors import CatalogError, ConflictError, DuplicateDeviceError, UnknownDeviceError
 from explorer.store.io import ImportFileError
-from explorer.store.repository import CatalogRepository
 from explorer.store.system_io import holds_systems
 from explorer.ui.catalog.browser import CatalogBrowser
 from explorer.ui.catalog.conflict import ConflictChoice, ConflictDialog
@@ -41,6 +41,9 @@ from explorer.ui.catalog.proxy import CatalogFilterProxy
 from explorer.ui.catalog.systems_browser import SystemsBrowser
 from explorer.ui.catalog.table_model import COLUMN_INDEX, ID_ROLE, CatalogTableModel
 from explorer.ui.catalog.transfer import FILE_FILTERS, ImportRejectedError, export_devices, import_devices
+
+if TYPE_CHECKING:  # imports SQLAlchemy, which the main window does not need to start
+    from explorer.store.repository import CatalogRepository
 
 SAVE_ERRORS = (CatalogError, DeviceFileError)
 TRANSFER_ERRORS = (*SAVE_ERRORS, ImportFileError, ImportRejectedError)
@@ -79,8 +82,7 @@ class CatalogDock(CatalogBrowser, QDockWidget):
 
         self.table.doubleClicked.connect(self._on_double_clicked)
         self.table.clicked.connect(self._on_clicked)
-        self.refresh()
-        self._fit_columns(COLUMN_INDEX["name"], 260)
+        self._fill_when_open(COLUMN_INDEX["name"], 260)
 
     # the tab's public names
     select_device = CatalogBrowser.select_item

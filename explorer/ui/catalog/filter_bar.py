@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QLineEdit, QVBoxLa
 
 from explorer.core.hardware.device import KINDS, TIERS
 from explorer.core.precision import PRECISIONS
-from explorer.store.query import DeviceFilter
+from explorer.store.rows import DeviceFilter
 
 
 def choices(box: QComboBox, everything: str, options: Sequence[str]) -> None:

@@ -1,6 +1,6 @@
 """CatalogFilterProxy: search and filters over the device table, and sorting with unknowns last.
 
-Filters are the store's own :class:`~explorer.store.query.DeviceFilter`, applied in memory by
+Filters are the store's own :class:`~explorer.store.rows.DeviceFilter`, applied in memory by
 :func:`row_matches` with the same meaning as ``CatalogRepository.rows(filter)`` (a test checks they
 agree). Filtering in the proxy over the rows already loaded beats re-querying the database per keystroke:
 at 10,000 devices (``bench/catalog_filter.py``, in-memory SQLite) the proxy takes 13-20 ms for any filter,
@@ -14,7 +14,7 @@ import math
 
 from PySide6.QtCore import QModelIndex, QObject, QPersistentModelIndex, QSortFilterProxyModel, Qt
 
-from explorer.store.query import DeviceFilter, DeviceRow
+from explorer.store.rows import DeviceFilter, DeviceRow
 from explorer.ui.catalog.table_model import SORT_ROLE, CatalogTableModel
 
 Index = QModelIndex | QPersistentModelIndex

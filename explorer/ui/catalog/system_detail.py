@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QWidget
 from explorer.core.hardware.device import Cited, Link
 from explorer.core.hardware.system import System
 from explorer.core.units import format_si
-from explorer.store.query import origin_label
+from explorer.store.rows import origin_label
 from explorer.ui.catalog.detail import DASH, DetailView, figure_row, page_head, page_tail
 
 PLACEHOLDER = "<p style='color:#666'>Select a system in the table to see every figure and its source.</p>"

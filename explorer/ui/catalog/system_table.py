@@ -23,8 +23,7 @@ from PySide6.QtCore import (
 from PySide6.QtWidgets import QComboBox, QWidget
 
 from explorer.core.hardware.system import SYSTEM_KINDS
-from explorer.store.query import origin_label
-from explorer.store.system_repository import SystemFilter, SystemRow
+from explorer.store.rows import SystemFilter, SystemRow, origin_label
 from explorer.ui.catalog.filter_bar import FilterBar, choices, one
 from explorer.ui.catalog.proxy import FilterProxy
 

@@ -79,8 +79,7 @@ class SystemsBrowser(CatalogBrowser, QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self._build(COLUMN_INDEX["vendor"], tips, extra=self.menu_button))
         self.table.doubleClicked.connect(lambda index: self.edit_system(index.data(ID_ROLE)))
-        self.refresh()
-        self._fit_columns(COLUMN_INDEX["name"], 240)
+        self._fill_when_open(COLUMN_INDEX["name"], 240)
 
     # the tab's public names
     select_system = CatalogBrowser.select_item

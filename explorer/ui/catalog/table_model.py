@@ -18,7 +18,7 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, QPersisten
 from explorer.core.hardware.capacity import format_capacity
 from explorer.core.session.commands import SelectDevices
 from explorer.core.session.workspace import Workspace
-from explorer.store.query import DeviceRow
+from explorer.store.rows import DeviceRow
 
 DASH = "\u2014"
 SORT_ROLE = Qt.ItemDataRole.UserRole  # raw value for sorting: float (NaN = unknown) or lower-case text

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from explorer.store import io as store_io
 from explorer.store import system_io
-from explorer.store.repository import CatalogRepository
+
+if TYPE_CHECKING:  # imports SQLAlchemy, which the main window does not need to start
+    from explorer.store.repository import CatalogRepository
 
 FILE_FILTERS = "YAML (*.yaml *.yml);;JSON (*.json);;CSV (*.csv);;All files (*)"
 Confirm = Callable[[str, str], bool]

@@ -14,7 +14,6 @@ import sys
 from collections.abc import Sequence
 
 import pyqtgraph as pg
-import pyqtgraph.exporters  # registers ImageExporter and SVGExporter
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QRectF
 from PySide6.QtGui import QImage, QPainter
 from PySide6.QtWidgets import (
@@ -66,6 +65,23 @@ def _close_paths_explicitly(node) -> None:
                 start = token[1:]
             out.append(token)
         path.setAttribute("d", " ".join(out))
+
+
+def time_caption(time_model: str, workspace, analysis=None) -> str:
+    """The caption of a panel whose ``time_model`` is "follows", "ideal", "both" or "none" (``AnalysisPanel``)."""
+    chosen = workspace.assumptions.time_model
+    if time_model == "none":
+        return ""  # no time shown (energy): the same in both models, so the title says nothing
+    if time_model == "both":
+        return "ideal vs calibrated"
+    if time_model == "ideal":
+        return "ideal model" if chosen == "ideal" else "ideal model (not calibrated here)"
+    return model_title(chosen, analysis)
+
+
+def titled(title: str, caption: str) -> str:
+    """A dock's title: the panel's, and its caption after a dash when it has one."""
+    return f"{title} \u2014 {caption}" if caption else title
 
 
 class AnalysisPanel(QWidget):
@@ -209,21 +225,24 @@ class AnalysisPanel(QWidget):
         else:
             self.redraw_focus(analysis)
 
+    @classmethod
+    def caption(cls, workspace, analysis=None) -> str:
+        """Which time model a panel of this class shows for ``workspace``, for its title (a class method: the
+        main window titles a tab whose panel is not built yet the same way)."""
+        return time_caption(cls.time_model, workspace, analysis)
+
+    @classmethod
+    def dock_title(cls, workspace, analysis=None) -> str:
+        """The dock's title: the panel's and the time model it shows."""
+        return titled(cls.title, cls.caption(workspace, analysis))
+
     def model_caption(self, analysis=None) -> str:
         """Which time model the panel shows, for its title."""
-        chosen = self.workspace.assumptions.time_model
-        if self.time_model == "none":
-            return ""  # no time shown (energy): the same in both models, so the title says nothing
-        if self.time_model == "both":
-            return "ideal vs calibrated"
-        if self.time_model == "ideal":
-            return "ideal model" if chosen == "ideal" else "ideal model (not calibrated here)"
-        return model_title(chosen, analysis)
+        return self.caption(self.workspace, analysis)
 
     def _show_model(self, analysis) -> None:
         """The dock's title: the panel's and the time model it shows."""
-        caption = self.model_caption(analysis)
-        self.shown_title = f"{self.title} \u2014 {caption}" if caption else self.title
+        self.shown_title = titled(self.title, self.model_caption(analysis))
         dock = self.parentWidget()
         while dock is not None and not isinstance(dock, QDockWidget):
             dock = dock.parentWidget()
@@ -271,6 +290,8 @@ class AnalysisPanel(QWidget):
         Rendered into an image of device pixel ratio 2, as on a high-density screen, rather than with pyqtgraph's
         ImageExporter, which scales the painter: text drawn at screen size (titles, legend, labels) ignores the
         painter's scale and came out at half size."""
+        import pyqtgraph.exporters  # noqa: F401 - ImageExporter; imported on the first export, not at start-up
+
         self._up_to_date()
         scene = self.graphics.scene()
         with self._uncached():
@@ -299,6 +320,8 @@ class AnalysisPanel(QWidget):
 
     def export_svg(self, path: str) -> None:
         """The charts as vector SVG (pyqtgraph's SVGExporter; Qt 6's closed paths made readable to it)."""
+        import pyqtgraph.exporters  # noqa: F401 - SVGExporter; imported on the first export, not at start-up
+
         module = sys.modules["pyqtgraph.exporters.SVGExporter"]
         original = module.correctCoordinates
 

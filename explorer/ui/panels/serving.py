@@ -41,13 +41,17 @@ class ServingPanel(AnalysisPanel):
     time_model = "follows"  # the Times switch: the step-time surfaces take the calibrated rows where a device has curves
     chart_min_height = 420
 
-    def model_caption(self, analysis=None) -> str:
-        """'ideal model', or 'calibrated model' and where the drawn answers' step times come from (spec, partly
-        calibrated, calibrated: docs/calibration.md)."""
-        if self.workspace.assumptions.time_model == "ideal":
+    @classmethod
+    def caption(cls, workspace, analysis=None, answers=()) -> str:
+        """'ideal model', or 'calibrated model' and where the drawn ``answers``' step times come from (spec, partly
+        calibrated, calibrated: docs/calibration.md); a class method: a tab not built yet has drawn none."""
+        if workspace.assumptions.time_model == "ideal":
             return "ideal model"
-        labels = sorted({a.setup.time_source for a in getattr(self, "answers", ())})
+        labels = sorted({a.setup.time_source for a in answers})
         return "calibrated model" + (f" ({', '.join(labels)})" if labels else "")
+
+    def model_caption(self, analysis=None) -> str:
+        return self.caption(self.workspace, analysis, getattr(self, "answers", ()))
 
     def build_header(self, header) -> None:
         self.controls = ServingControls(self.workspace, parent=self)

@@ -54,13 +54,14 @@ class SystemsPanel(AnalysisPanel):
     time_model = "follows"  # the system pass times with the chosen model (kernels and stored link fits)
     chart_min_height = 400  # two rows of charts
 
-    def model_caption(self, analysis=None) -> str:
+    @classmethod
+    def caption(cls, workspace, analysis=None) -> str:
         """'ideal model', or 'calibrated model' and where the chosen layouts' times come from (spec, partly
         calibrated, calibrated: docs/calibration.md)."""
-        if self.workspace.assumptions.time_model == "ideal":
+        if workspace.assumptions.time_model == "ideal":
             return "ideal model"
         try:
-            results = self.workspace.results.systems
+            results = workspace.results.systems
         except ValueError:
             results = ()
         labels = sorted({system_time_sources(r.analysis)[r.chosen] for r in results if r.analysis is not None})

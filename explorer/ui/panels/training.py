@@ -57,12 +57,13 @@ class TrainingPanel(AnalysisPanel):
     time_model = "follows"  # the Times switch: the system pass takes the calibrated rows where a device has curves
     chart_min_height = 400  # two rows of charts
 
-    def model_caption(self, analysis=None) -> str:
+    @classmethod
+    def caption(cls, workspace, analysis=None) -> str:
         """The time model of the training numbers: the switch's, said to be ideal where no chosen system's device
         is calibrated (the single-device analysis the base class reads is not what this panel shows)."""
-        if self.workspace.assumptions.time_model == "ideal":
+        if workspace.assumptions.time_model == "ideal":
             return "ideal model"
-        devices = [d for _, d in self.workspace.hardware]
+        devices = [d for _, d in workspace.hardware]
         if devices and not any(d.calibration is not None for d in devices):
             return "calibrated model (no system's device calibrated: ideal times)"
         return "calibrated model"
