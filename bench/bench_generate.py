@@ -1,7 +1,9 @@
 """The generate task and one prefill + decode analysis against LLM-Viewer (issue 22's targets), in one process:
 
 * Llama-2-7B prefill + decode at 1,024 tokens, batch 1, on the A100 80GB: LLM-Viewer's ``analyze(1024, 1)`` (both
-  phases in one call) against ours, ``evaluate`` of the prefill and of the decode context. Target: no slower.
+  phases in one call) against ours, :func:`explorer.core.analysis.phases.prefill_decode` (both contexts in one
+  stacked pass; before: ``evaluate`` of the prefill and of the decode context, timed against the peer in
+  ``bench_pass_cost.py``). Target: no slower.
 * the 1,024 + 128-token generate task: LLM-Viewer's ``analyze_generate_task(1024, 128, 1)`` (a prefill and 128
   ``analyze`` calls) against ours, :func:`explorer.core.analysis.generate.generate` (one pass). Target: >= 5x faster.
 
@@ -28,10 +30,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from _common import median_p95, report, samples
 
-from explorer.core.analysis.evaluate import evaluate
+from explorer.core.analysis import phases
 from explorer.core.analysis.generate import _stacked, generate
 from explorer.core.hardware.catalog_files import load_shipped_devices
-from explorer.core.workload.layers import Context
 from explorer.core.workload.model import build_table
 from explorer.core.workload.templates import get_template
 
@@ -46,14 +47,13 @@ def main() -> int:
     args = ap.parse_args()
     model = get_template("llama2-7b").build()
     device = [d for d in load_shipped_devices() if d.id == "nvidia-a100-sxm4-80gb"]
-    pre = Context(batch=BATCH, seq_len=SEQ, phase="prefill")
-    dec = Context(batch=BATCH, seq_len=SEQ, phase="decode")
 
     def analyze():
-        return evaluate(model, device, "fp16", pre), evaluate(model, device, "fp16", dec)
+        return phases.prefill_decode(model, device, "fp16", batch=BATCH, seq_len=SEQ)
 
     def analyze_cold():
         build_table.cache_clear()
+        phases._stacked.cache_clear()
         return analyze()
 
     def gen():

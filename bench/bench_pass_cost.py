@@ -1,7 +1,9 @@
 """The fixed and per-cell cost of the analysis pass (issue 22), before and after the plans, in one process:
 
-* (a) Llama-2-7B prefill + decode at 1,024 tokens, batch 1, on the A100 80GB: two ``evaluate`` calls (and one pass over
-  both contexts' rows stacked), against LLM-Viewer's ``analyze(1024, 1)``. Target: no slower.
+* (a) Llama-2-7B prefill + decode at 1,024 tokens, batch 1, on the A100 80GB: two ``evaluate`` calls, one ``evaluate``
+  over both contexts' rows stacked, and ``prefill_decode`` (analysis/phases.py: the stacked pass making only each
+  row's time, energy and bound, and each phase's totals), against LLM-Viewer's ``analyze(1024, 1)``. Target: no
+  slower.
 * (b) the 1,024 + 128-token generate task, cold (work tables, the generate task's stack and the pass's plans all
   emptied before each run) and warm, against LLM-Viewer's ``analyze_generate_task``. Target: >= 5x faster cold.
 * (d) the pass at 1,000 and 10,000 rows x 50 devices (bench_core.py's model and devices) against a numpy lower bound of
@@ -37,6 +39,7 @@ from explorer.core.analysis import plan
 from explorer.core.analysis.device_arrays import device_arrays
 from explorer.core.analysis.evaluate import evaluate
 from explorer.core.analysis.generate import _stacked, generate
+from explorer.core.analysis.phases import prefill_decode
 from explorer.core.hardware.catalog_files import load_shipped_devices
 from explorer.core.workload.context_axis import stack_contexts
 from explorer.core.workload.layers import Context
@@ -121,6 +124,7 @@ def main() -> int:
         "(a) analyze, 2 passes: before": lambda: (ref(model, device, "fp16", pre), ref(model, device, "fp16", dec)),
         "(a) analyze, 1 stacked pass: after": lambda: evaluate(both, device, "fp16", pre),
         "(a) analyze, 1 stacked pass: before": lambda: ref(both, device, "fp16", pre),
+        "(a) prefill_decode: after": lambda: prefill_decode(model, device, "fp16", batch=BATCH, seq_len=SEQ),
         "(b) generate cold: after": lambda: (cold(), generate(model, device, "fp16", batch=BATCH, input_tokens=SEQ,
                                                               output_tokens=GEN)),
         "(b) generate cold: before": lambda: (cold(), old_generate(ref, model, device)),
@@ -175,6 +179,8 @@ def main() -> int:
                unit="ratio")
         report("analyze_stacked_vs_llm_viewer", [med["(a) analyze, 1 stacked pass: after"] / med["LLM-Viewer analyze"]],
                1.0, unit="ratio")
+        report("prefill_decode_vs_llm_viewer", [med["(a) prefill_decode: after"] / med["LLM-Viewer analyze"]], 1.0,
+               unit="ratio")
         report("generate_cold_vs_llm_viewer", [med["(b) generate cold: after"] / med["LLM-Viewer generate"]], 0.2,
                unit="ratio")
     return 0
@@ -191,6 +197,9 @@ def show_ratios(med: dict[str, float]) -> None:
             line += (f"; LLM-Viewer / ours: before {ratio(peer, what + ': before'):.2f}x, "
                      f"after {ratio(peer, what + ': after'):.2f}x")
         print(line)
+    if "LLM-Viewer analyze" in med:
+        print(f"(a) prefill_decode: LLM-Viewer / ours {ratio('LLM-Viewer analyze', '(a) prefill_decode: after'):.2f}x; "
+              f"two evaluate calls / prefill_decode {ratio('(a) analyze, 2 passes: after', '(a) prefill_decode: after'):.2f}x")
     for n in ("1,000", "10,000"):
         k = f"(d) {n} layers x 50"
         print(f"{k}: before / after = {ratio(k + ': before', k + ': after'):.2f}x; pass / numpy lower bound: before "

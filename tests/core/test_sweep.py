@@ -126,18 +126,34 @@ def test_pareto_is_non_dominated_and_complete(rows):
 
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.tuples(*[st.one_of(st.integers(0, 4).map(float), st.just(math.nan))] * 4),
-                min_size=1, max_size=40), st.integers(1, 9))
-def test_pareto_in_blocks_equals_brute_force(rows, chunk):
-    """The block-wise front (used above ``CHUNK`` points, 20,000) is the same front, duplicates and NaN included."""
+                min_size=1, max_size=60), st.integers(1, 9),
+       st.lists(st.integers(1, 7), max_size=3), st.integers(1, 64))
+def test_pareto_in_blocks_equals_brute_force(rows, chunk, thin, pairs):
+    """The thinning passes (blocks of ``THIN`` points), the sort-and-sweep in blocks of ``CHUNK`` and the
+    comparison arrays cut at ``PAIRS`` give the same front as brute force, duplicates and NaN included."""
     from explorer.core.sweep import pareto
 
     values = np.array(rows, dtype=float)
-    saved, pareto.CHUNK = pareto.CHUNK, chunk
+    saved = pareto.CHUNK, pareto.THIN, pareto.PAIRS
+    pareto.CHUNK, pareto.THIN, pareto.PAIRS = chunk, tuple(thin), pairs
     try:
         mask = pareto_mask(values, MIN)
     finally:
-        pareto.CHUNK = saved
+        pareto.CHUNK, pareto.THIN, pareto.PAIRS = saved
     np.testing.assert_array_equal(mask, _brute_force(values, MIN))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(50, 400))
+def test_pareto_of_many_correlated_points_equals_brute_force(seed, n):
+    """Points like a sweep's (objectives that move together, ties, unknowns, 4 * THIN[0] points and more, so
+    the thinning passes run at their real sizes) against brute force."""
+    rng = np.random.default_rng(seed)
+    base = rng.integers(1, 20, size=(n, 1)).astype(float)
+    values = np.column_stack([base + rng.integers(0, 3, (n, 1)), 100 / base + rng.integers(0, 3, (n, 1)),
+                              base * rng.integers(1, 4, (n, 1)), rng.integers(0, 6, (n, 1))]).astype(float)
+    values[rng.random(values.shape) < 0.05] = math.nan
+    np.testing.assert_array_equal(pareto_mask(values, MIN), _brute_force(values, MIN))
 
 
 def test_sweep_front_only_fitting_points_and_non_dominated(devices):

@@ -122,8 +122,9 @@ def _traffic(tp: TablePlan, dp: DevicePlan, rp: RowPlan, attention: str, flash: 
         extra *= tp.tile_gc(attention)
         if tp.all_gemm:
             t += extra
-        else:
-            t[:, tp.g] += extra
+        else:  # the GEMM rows' bytes plus their re-reads, written by index (a scatter, without gathering t[:, g])
+            extra += rp.nbytes_g
+            t[:, tp.g] = extra
     if flash is not None:
         t += flash.transpose(2, 0, 1)
     t *= dp.present
@@ -201,11 +202,14 @@ def time_energy(table, dev: DeviceArrays, tp: TablePlan, dp: DevicePlan, rp: Row
     with np.errstate(invalid="ignore", divide="ignore"):
         eff = mapping_efficiency(tp, dp)
         traffic = _traffic(tp, dp, rp, attention, _flash(table, dev, dp, attention), tmp, tmp)
-        energy = np.multiply(rp.mac_equivalent, dp.mac_energy, out=_empty(ws, "energy", (tp.n_rows, dp.n_dev)))
-        if dp.n_levels:
-            e = np.multiply(traffic, dp.level_energy, out=tmp.take("level_energy", traffic.shape))
-            for j in range(dp.n_levels):
-                energy += e[j]
+        energy = _empty(ws, "energy", (tp.n_rows, dp.n_dev))
+        if dp.n_levels:  # [compute, level 0, level 1, ...] summed in that order by one reduce over the outer axis
+            e = tmp.take("level_energy", (dp.n_levels + 1, tp.n_rows, dp.n_dev))
+            np.multiply(rp.mac_equivalent, dp.mac_energy, out=e[0])
+            np.multiply(traffic, dp.level_energy, out=e[1:])
+            np.add.reduce(e, axis=0, out=energy)
+        else:
+            np.multiply(rp.mac_equivalent, dp.mac_energy, out=energy)
         time = _time(rp.F, eff, dp, traffic, None, rp.nbytes[:, None], tmp, _empty(ws, "time", (tp.n_rows, dp.n_dev)),
                      _sure(dp, rp, attention))
     return time, energy

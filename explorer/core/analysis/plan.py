@@ -76,6 +76,7 @@ class RowPlan:
     F: np.ndarray  # (L, 1) or (L, D): FLOPs with the device-side conversions
     mac_equivalent: np.ndarray  # (L, 1) or (L, D): MACs + half the other FLOPs (the compute energy's work)
     bpe4: np.ndarray  # (2, 1, G, 1) bytes per element of the GEMM rows' left operand (activations), right operand
+    nbytes_g: np.ndarray  # (1, G, 1) the GEMM rows' bytes (the traffic their re-reads are added to)
     nbytes_finite: bool  # every row's bytes finite
     bpe_finite: bool  # the GEMM operands' bytes per element finite
     summary_slot: list = field(default_factory=lambda: [None])
@@ -176,10 +177,11 @@ def _row_plan(table: LayerTable, dev: DeviceArrays, fm: TensorFormats, tp: Table
         tb=tb, fm=fm, flops=flops, nbytes=nbytes,
         F=flops[:, None] + tb.device_conversions, mac_equivalent=c["macs"][:, None] + 0.5 * other,
         bpe4=np.stack([np.full(len(tp.g), tb.a_bpe), tb.b_bpe[tp.g]])[:, None, :, None],
+        nbytes_g=nbytes[tp.g][None, :, None],
         nbytes_finite=bool(np.isfinite(nbytes).all()),
         bpe_finite=bool(np.isfinite(tb.b_bpe).all() and np.isfinite(tb.a_bpe)))
     _frozen(tb.weight, tb.activation, tb.kv, tb.conversions, tb.device_conversions, tb.b_bpe, flops, nbytes,
-            plan.F, plan.mac_equivalent, plan.bpe4)
+            plan.F, plan.mac_equivalent, plan.bpe4, plan.nbytes_g)
     return plan
 
 

@@ -7,6 +7,17 @@ NaN (an unknown figure, e.g. the cost of a device without a price) is handled ex
 than every known value* of its objective, and two unknowns tie. So a point with an unknown cost can still be on
 the front when it is the best on another objective, but its unknown cost never beats a known one; and a point
 never dominates another through an objective it does not know better. Exact duplicates are all kept.
+
+How (exact at every step; 10^6-point sweep, 476,000 fitting points, front of 673: ~2 s before):
+
+1. Thinning: the points in blocks of a few consecutive points (8, then 32, then 128 of those left), every pair of a
+   block compared at once (one (blocks, b, b) array per objective); a point that any point dominates is not on the
+   front, so dropping it loses nothing. A sweep's neighbours (the same context on other devices, the next batch)
+   dominate each other often: 476,000 points -> ~5,000.
+2. Sort and sweep: what is left sorted lexicographically (a point can only be dominated by a point before it), in
+   blocks of :data:`CHUNK`: a block's points checked against the front found so far, then against each other.
+   A point dominated by a point that is not on the front is dominated by a front point (transitivity), so checking
+   against the front alone is complete.
 """
 
 from __future__ import annotations
@@ -18,16 +29,13 @@ OBJECTIVES = (("latency_s", True), ("throughput_per_device_tok_s", False),
               ("cost_per_million_tokens_usd", True), ("energy_per_token_j", True))
 
 
-CHUNK = 20_000  # points per block of the divide-and-conquer step
+CHUNK = 256  # points per block of the sort-and-sweep step
+THIN = (8, 32, 128)  # block sizes of the thinning passes, in turn
+PAIRS = 1 << 22  # (point, point) pairs per comparison array (4 MB of booleans per objective)
 
 
 def pareto_mask(values: np.ndarray, minimize: tuple[bool, ...] | np.ndarray) -> np.ndarray:
-    """(N,) True for the non-dominated rows of ``values`` (N, K); ``minimize`` (K,) per objective.
-
-    Above :data:`CHUNK` points, the front of each block of points is taken first and then the front of their union:
-    a point its own block dominates is dominated in the whole set (dominance is transitive), so nothing on the
-    front is lost, and each elimination pass runs over a block (in cache) instead of every point (10^6 points:
-    5 s before)."""
+    """(N,) True for the non-dominated rows of ``values`` (N, K); ``minimize`` (K,) per objective."""
     values = np.asarray(values, dtype=float)
     if values.ndim != 2:
         raise ValueError(f"values: expected an (N, K) array, got shape {values.shape}")
@@ -36,27 +44,70 @@ def pareto_mask(values: np.ndarray, minimize: tuple[bool, ...] | np.ndarray) -> 
         raise ValueError(f"minimize: expected {values.shape[1]} directions, got {minimize.shape}")
     # every objective as "smaller is better", unknown as +inf (worse than any known value; two unknowns tie)
     costs = np.where(minimize[None, :], values, -values)
-    costs = np.where(np.isnan(costs), np.inf, costs)
+    costs[np.isnan(costs)] = np.inf
+    index = np.arange(len(costs))
+    for size in THIN:
+        if len(costs) <= 4 * size:
+            break
+        keep = ~_dominated_in_blocks(costs, size)
+        costs, index = costs[keep], index[keep]
     mask = np.zeros(len(values), dtype=bool)
-    if len(costs) > CHUNK:
-        keep = np.concatenate([start + _front(costs[start:start + CHUNK])
-                               for start in range(0, len(costs), CHUNK)])
-        mask[keep[_front(costs[keep])]] = True
-    else:
-        mask[_front(costs)] = True
+    mask[index[_front(costs)]] = True
     return mask
+
+
+def _dominated_in_blocks(costs: np.ndarray, size: int) -> np.ndarray:
+    """(N,) True where another point of the same block of ``size`` consecutive rows dominates the row; the blocks
+    compared :data:`PAIRS` pairs at a time (bounded memory)."""
+    n, k = costs.shape
+    blocks = -(-n // size)
+    x = np.full((k, blocks * size), np.inf)  # objective-major (contiguous); padding rows of +inf dominate nothing
+    x[:, :n] = costs.T
+    x = x.reshape(k, blocks, size)
+    out = np.empty(blocks * size, dtype=bool)
+    step = max(1, PAIRS // (size * size))
+    for a in range(0, blocks, step):
+        xs = x[:, a:a + step]
+        le, lt, tmp = (np.empty((xs.shape[1], size, size), dtype=bool) for _ in range(3))
+        for j in range(k):
+            q, p = xs[j, :, :, None], xs[j, :, None, :]  # [block, dominator, dominated]
+            if j == 0:
+                np.less_equal(q, p, out=le)
+                np.less(q, p, out=lt)
+            else:
+                le &= np.less_equal(q, p, out=tmp)
+                lt |= np.less(q, p, out=tmp)
+        out[a * size:(a + xs.shape[1]) * size] = np.any(np.logical_and(le, lt, out=le), axis=1).reshape(-1)
+    return out[:n]
+
+
+def _dominated_by(points: np.ndarray, by: np.ndarray) -> np.ndarray:
+    """(len(points),) True where a row of ``by`` dominates the row of ``points`` (both objective-major: (K, N))."""
+    out = np.zeros(points.shape[1], dtype=bool)
+    if not by.shape[1]:
+        return out
+    step = max(1, PAIRS // by.shape[1])
+    for a in range(0, points.shape[1], step):
+        p = points[:, a:a + step]
+        le = lt = None
+        for j in range(len(p)):
+            q, pj = by[j][None, :], p[j][:, None]
+            le = q <= pj if le is None else np.logical_and(le, q <= pj, out=le)
+            lt = q < pj if lt is None else np.logical_or(lt, q < pj, out=lt)
+        out[a:a + step] = np.any(np.logical_and(le, lt, out=le), axis=1)
+    return out
 
 
 def _front(costs: np.ndarray) -> np.ndarray:
     """Indices of the non-dominated rows of ``costs`` (every objective minimized, no NaN)."""
-    index = np.arange(len(costs))
-    # the best on the first objective first: it is on the front and removes many in one pass
-    order = np.lexsort(costs.T[::-1])
-    costs, index = costs[order], index[order]
-    i = 0
-    while i < len(costs):
-        # keep what costs[i] does not dominate: better somewhere, or equal everywhere (itself, duplicates)
-        keep = np.any(costs < costs[i], axis=1) | np.all(costs == costs[i], axis=1)
-        costs, index = costs[keep], index[keep]
-        i = int(np.count_nonzero(keep[:i])) + 1
-    return index
+    order = np.lexsort(costs.T[::-1])  # a point dominates only points after it in this order
+    costs = np.ascontiguousarray(costs[order].T)  # (K, N)
+    keep, front = [], costs[:, :0]
+    for start in range(0, costs.shape[1], CHUNK):
+        block = costs[:, start:start + CHUNK]
+        left = np.flatnonzero(~_dominated_by(block, front))
+        block = block[:, left]
+        new = ~_dominated_by(block, block)
+        keep.append(start + left[new])
+        front = np.concatenate([front, block[:, new]], axis=1)
+    return order[np.concatenate(keep)] if keep else order

@@ -233,11 +233,13 @@ def sweep(model: Model, devices: Sequence[Device], grid: Grid,
 def with_front(result: SweepResult) -> SweepResult:
     """``result`` with its ``pareto`` column computed over the points that fit (columns made read-only)."""
     cols = dict(result.columns)
-    objectives = np.column_stack([np.asarray(cols[name], dtype=float) for name, _ in OBJECTIVES])
     pareto = np.zeros(len(cols["device"]), dtype=bool)
     candidates = np.flatnonzero(np.asarray(cols["fits"], dtype=bool))
-    if len(candidates):
-        pareto[candidates] = pareto_mask(objectives[candidates], tuple(m for _, m in OBJECTIVES))
+    if len(candidates):  # the objectives of the fitting points only, one column at a time
+        objectives = np.empty((len(candidates), len(OBJECTIVES)))
+        for j, (name, _) in enumerate(OBJECTIVES):
+            np.take(np.asarray(cols[name], dtype=float), candidates, out=objectives[:, j])
+        pareto[candidates] = pareto_mask(objectives, tuple(m for _, m in OBJECTIVES))
     cols["pareto"] = pareto
     for a in cols.values():
         a.setflags(write=False)
