@@ -159,6 +159,20 @@ def test_fuzz_system_files(tmp_path, data):
     assert system is None or all(d.size >= 1 and system.devices % d.size == 0 for d in system.domains)
 
 
+@pytest.mark.parametrize("part", ["calibrations", "device_overrides"])
+@pytest.mark.parametrize("key", ["\x1e", "a\nb", "\u2028"])
+def test_a_project_key_with_a_line_break_is_one_line(tmp_path, part, key):
+    """Found by test_fuzz_project_files: a key holding a character str.splitlines breaks at (U+001E) split the
+    message of a project's calibrations or device overrides over two lines."""
+    doc = copy.deepcopy(PROJECT_DOC)
+    doc[part] = {key: 1}
+    path = tmp_path / "p.hwproj"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    with pytest.raises(ProjectError) as err:
+        load_project(path)
+    assert len(str(err.value).splitlines()) == 1 and part in str(err.value)
+
+
 def test_zz_print_counts():
     print("\nfuzz counts:", dict(sorted(COUNTS.items())))
 

@@ -86,7 +86,8 @@ class _SlowResults:
         from types import SimpleNamespace
 
         self.key, self.gate, self.log = key, gate, log
-        self.state = SimpleNamespace(model=key, assumptions=SimpleNamespace(precision="fp16", tensor_formats=None))
+        self.state = SimpleNamespace(model=key, assumptions=SimpleNamespace(precision="fp16", tensor_formats=None,
+                                                                               time_model="ideal"))
         self.devices, self.serving_choice = (), None
 
     def serving_ready(self, name="serving"):

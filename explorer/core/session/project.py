@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from explorer.core.analysis.procurement import Requirements
-from explorer.core.files import NestingError, atomic_write_text, names, parse_nested
+from explorer.core.files import NestingError, atomic_write_text, names, parse_nested, single_line
 from explorer.core.formats import TENSORS
 from explorer.core.traces.model import Trace, trace_from_dict, trace_to_dict
 from explorer.core.workload.model import Model, ModelError
@@ -229,9 +229,9 @@ class Project:
             links = LinkCalibrations.from_dict(data.get("link_calibrations", {}), "link_calibrations")
             calibrations = replace(calibrations, links=links)
         except ModelError as exc:
-            raise ProjectError(str(exc)) from None
-        except ValueError as exc:
-            raise ProjectError(f"{where}: {exc}") from None
+            raise ProjectError(single_line(str(exc))) from None
+        except ValueError as exc:  # a key of the file may hold a line break: the message stays one line
+            raise ProjectError(single_line(f"{where}: {exc}")) from None
         return cls(model, tuple(devices), assumptions, trace, requirements, system, training, serving, overrides,
                    calibrations)
 
