@@ -3,14 +3,15 @@
 Run from the repository root (Xvfb, ImageMagick's ``import`` needed):
 
     Xvfb :58 -screen 0 1600x1000x24 &
-    DISPLAY=:58 .venv/bin/python docs/screenshots/make_design_space_shot.py [NAME.png [X_COLUMN Y_COLUMN]]
+    DISPLAY=:58 .venv/bin/python docs/screenshots/make_design_space_shot.py [--calibrated] [NAME.png [X_COLUMN Y_COLUMN]]
 
 The app is built as ``python -m explorer`` builds it (a fresh catalog in a scratch data folder), 1600 x 1000. The
 workspace: the Llama-2-7B template on the shipped catalog's NVIDIA L4, A100 SXM4 80GB, H100 SXM5 and AMD MI300X; the
 Design-space panel's grid set to decode; batch 1, 2, 4 ... 256; sequence length 512 ... 32768; FP16 and FP8
 (126 points per device; the panel's default grid is smaller), its default axes (latency against throughput per device) unless two columns are given
 (e.g. ``latency_s cost_per_million_tokens_usd``). A point on the front (the H100 at FP8, batch 64, 2048 tokens) is
-clicked, so the red ring shows the app's configuration; the shot is taken once the sweep is drawn.
+clicked, so the red ring shows the app's configuration; the shot is taken once the sweep is drawn. ``--calibrated``:
+the toolbar's Times switch on calibrated first (the points' latencies under the calibrated model).
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ from explorer.ui.app import build_window, make_application
 from explorer.ui.panels import DesignSpacePanel
 from explorer.ui.panels.design_space import AXES
 
+CALIBRATED = "--calibrated" in sys.argv
+if CALIBRATED:
+    sys.argv.remove("--calibrated")
 DEVICES = ("nvidia-l4", "nvidia-a100-sxm4-80gb", "nvidia-h100-sxm5", "amd-mi300x")
 OUT = ROOT / "docs" / "screenshots" / (sys.argv[1] if len(sys.argv) > 1 else
                                        "design-space-llama2-7b-l4-a100-h100-mi300x.png")
@@ -42,6 +46,8 @@ def main() -> int:
     ws = window.workspace
     ws.execute(SetModel(get_template("llama2-7b").build()))
     ws.select_devices(DEVICES)
+    if CALIBRATED:
+        ws.set_assumptions(time_model="calibrated")
     panel = next(d.widget() for d in window.panel_docks if isinstance(d.widget(), DesignSpacePanel))
     dock = next(d for d in window.panel_docks if d.widget() is panel)
     window.resizeDocks([dock], [880], Qt.Orientation.Vertical)

@@ -48,6 +48,10 @@ def add_parser(sub) -> None:
                    help="prefill, decode or prefill,decode (default: the model's own phase)")
     p.add_argument("--attention", choices=ATTENTION, default="naive",
                    help="naive (default) or fused (FlashAttention); as in analyze")
+    p.add_argument("--time-model", choices=("ideal", "calibrated"), default="ideal",
+                   help="ideal (default) or calibrated: the devices' fitted kernel curves (and on --system the stored "
+                        "link fits) where they have them, as analyze --time-model; each point's time_source says "
+                        "which (spec, partly calibrated, calibrated)")
     p.add_argument("--out", "-o", required=True, metavar="FILE",
                    help="results.csv, or results.parquet (needs pyarrow: pip install 'hwexplorer[sweep]')")
     p.add_argument("--json", action="store_true",
@@ -124,11 +128,12 @@ def _f(x: float, scale: float = 1.0, digits: int = 4) -> str:
 def front_table(r: SweepResult) -> str:
     c = r.columns
     headers = ["device", "layout", "precision", "phase", "batch", "seq_len [tokens]", "latency [ms]",
-               "throughput [tokens/s/device]", "cost [USD/1M tokens]", "energy [mJ/token]", "memory [GB]"]
+               "throughput [tokens/s/device]", "cost [USD/1M tokens]", "energy [mJ/token]", "memory [GB]", "times"]
     rows = [[str(c["device"][i]), str(c["layout"][i]) or "\u2014", str(c["precision"][i]), str(c["phase"][i]), str(c["batch"][i]),
              str(c["seq_len"][i]), _f(c["latency_s"][i], 1e3), _f(c["throughput_per_device_tok_s"][i]),
              _f(c["cost_per_million_tokens_usd"][i]) + ("" if c["cost_source"][i] != "cloud price" else " (cloud)"),
-             _f(c["energy_per_token_j"][i], 1e3), _f(c["memory_bytes"][i], 1e-9)] for i in r.front]
+             _f(c["energy_per_token_j"][i], 1e3), _f(c["memory_bytes"][i], 1e-9), str(c["time_source"][i])]
+            for i in r.front]
     return text_table(headers, rows)
 
 
@@ -162,9 +167,10 @@ def run(args) -> int:
             raise CliError(f"--system: {', '.join(sorted({i for i in ids if ids.count(i) > 1}))} given more than once")
     devices, system_devices = _devices(args.device, db, tuple(s.device_id for s in systems))
     try:
-        parts = [sweep(model, devices, grid)] if devices else []
+        parts = [sweep(model, devices, grid, time_model=args.time_model)] if devices else []
         if systems:
-            parts.append(sweep_systems(model, [(s, system_devices[s.device_id]) for s in systems], grid))
+            parts.append(sweep_systems(model, [(s, system_devices[s.device_id]) for s in systems], grid,
+                                       time_model=args.time_model))
         result = parts[0] if len(parts) == 1 else combine(parts)
     except ValueError as exc:
         raise CliError(str(exc)) from None
@@ -183,6 +189,7 @@ def run(args) -> int:
             "columns": [{"name": n, "unit": u, "doc": d} for n, u, d in COLUMNS],
             "objectives": [{"name": n, "minimize": m} for n, m in OBJECTIVES],
             "notes": list(result.notes),
+            "time_model": args.time_model, "time_sources": _time_sources(result),
             "pareto": [{n: (_num(c[n][i]) if c[n].dtype.kind == "f" else c[n][i].item()
                             if hasattr(c[n][i], "item") else c[n][i]) for n, _, _ in COLUMNS} for i in result.front],
         })
@@ -192,8 +199,16 @@ def run(args) -> int:
           f"device(s) and {len(systems)} system(s)) in {result.passes} analysis pass(es), written to {args.out}")
     for note in result.notes:
         print(f"note: {note}")
+    print(f"-- times: {args.time_model} model; time_source of the points: "
+          + ", ".join(f"{k} {v:,}" for k, v in _time_sources(result).items()))
     n_fit = int(np.count_nonzero(result.columns["fits"]))
     print(f"Pareto front ({len(result.front)} of {n_fit} points that fit memory; minimizing latency, cost and "
           f"energy per token, maximizing throughput per device; unknown figures rank last):")
     print(front_table(result))
     return 0
+
+
+def _time_sources(result) -> dict[str, int]:
+    """How many points each time source labels (docs/calibration.md, "Where a time comes from")."""
+    labels, counts = np.unique(result.columns["time_source"].astype(str), return_counts=True)
+    return {str(k): int(v) for k, v in zip(labels, counts)}

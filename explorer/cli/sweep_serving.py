@@ -36,9 +36,6 @@ def add_args(p) -> None:
                    "simulations (default: the CPUs this process may use; 1: in process)")
     s.add_argument("--cluster", metavar="ADDRESS", default=None, help="run the simulations on a Dask distributed "
                    f"cluster, e.g. tcp://host:8786 (needs {EXTRA}; the workers need hardware-explorer too)")
-    s.add_argument("--time-model", choices=("ideal", "calibrated"), default="ideal", help="the step times' model, "
-                   "as serve --time-model (default ideal; calibrated: a device without a calibration keeps the ideal "
-                   "times and says spec)")
     s.add_argument("--idle-power", metavar="POWER", default=None, help="a device's power between steps, e.g. "
                    "90W (default 0, as serve)")
     s.add_argument("--hourly-price", metavar="USD/H", default=None, help="what one device costs per hour, e.g. "
@@ -86,9 +83,6 @@ def check_args(args) -> None:
 
 def check_not_serving(args) -> None:
     """A roofline sweep (no --rate) given a serving sweep's option: CliError naming it."""
-    if args.time_model != "ideal":
-        raise CliError("--time-model: the roofline sweep runs the ideal model (as the Design-space view); calibrated "
-                       "step times are a serving sweep's: give --rate too (e.g. --rate 2,5,10/s)")
     for opt, given in (("--simulate", args.simulate), ("--workers", args.workers is not None),
                        ("--cluster", args.cluster is not None)):
         if given:

@@ -169,3 +169,21 @@ def test_an_export_right_after_an_edit_holds_the_new_points(qtbot, panel, tmp_pa
     panel.export_points(str(path))
     assert set(table_io.read(path)["device"]) == {"nvidia-l4"}
     assert panel.csv_text().count("\n") == 1 + 24
+
+
+def test_the_points_follow_the_times_switch(qtbot, panel):
+    """Under the calibrated model the points are the sweep core's calibrated latencies, each with its time source
+    (the H100 has a catalog calibration, the L4 none: spec), and the title says the model; back to ideal, spec."""
+    ws = panel.workspace
+    ideal = panel.result.columns["latency_s"].copy()
+    assert set(panel.result.columns["time_source"]) == {"spec"}
+    ws.set_assumptions(time_model="calibrated")
+    qtbot.waitUntil(lambda: panel.shown is not None and panel.shown.time_model == "calibrated", timeout=20000)
+    swept(qtbot, panel)
+    core = sweep(ws.model, ws.devices, panel.shown.grid, cost_assumptions(ws.assumptions), time_model="calibrated")
+    c = panel.result.columns
+    np.testing.assert_allclose(c["latency_s"], core.columns["latency_s"], rtol=1e-12)
+    h100 = c["device"] == "nvidia-h100-sxm5"
+    assert set(c["time_source"][~h100]) == {"spec"} and "spec" not in set(c["time_source"][h100])
+    assert (c["latency_s"][h100] > ideal[h100]).all() and (c["latency_s"][~h100] == ideal[~h100]).all()
+    assert "calibrated model" in DesignSpacePanel.caption(ws)

@@ -77,7 +77,7 @@ def test_every_panel_title_names_the_model_and_the_roofline_times_follow(qtbot, 
                       "SystemsPanel": "Systems \u2014 calibrated model",  # no system chosen: no label yet
                       "FidelityPanel": "Fidelity \u2014 ideal vs calibrated",
                       "TrainingPanel": "Training \u2014 calibrated model",
-                      "DesignSpacePanel": "Design space \u2014 ideal model (not calibrated here)",
+                      "DesignSpacePanel": "Design space \u2014 calibrated model",  # its points follow the switch
                       # the serving surfaces follow the switch: the calibrated device's, the other's ideal (spec)
                       "ServingPanel": "Serving \u2014 calibrated model (calibrated, spec)"}
     # the roofline shows device 0 (calibrated): its per-row times are the calibrated model's, longer than ideal

@@ -39,8 +39,9 @@ from explorer.core.analysis.cost import (
     _checked,  # the cost panel's checks of the ownership assumptions
 )
 from explorer.core.analysis.device_arrays import device_arrays
-from explorer.core.analysis.evaluate import time_energy
+from explorer.core.analysis.evaluate import MODELS, evaluate, time_energy
 from explorer.core.analysis.kernel import Workspace
+from explorer.core.analysis.time_source import CALIBRATED, PARTLY, SPEC
 from explorer.core.analysis.tensor_bytes import formats_of, resident_bytes  # noqa: F401 (_footprints mirrors it)
 from explorer.core.formats import TensorFormats
 from explorer.core.hardware.device import Device
@@ -63,12 +64,17 @@ COLUMNS = (
     ("throughput_per_device_tok_s", "tokens/s", "tokens per second per device"),
     ("cost_per_million_tokens_usd", "USD per 10^6 tokens", "from the purchase price (TCO) or the cloud price"),
     ("cost_source", "", "'list price', 'cloud price', or '' when unknown"),
+    ("time_source", "", "where latency comes from: 'spec' (the ideal model, or no calibration), 'calibrated' or "
+                        "'partly calibrated' (docs/calibration.md)"),
     ("energy_per_token_j", "J/token", "energy of the step per token"),
     ("memory_bytes", "B", "weights + KV cache + peak activations"),
     ("fits", "", "the footprint fits the device memory"),
     ("pareto", "", "on the Pareto front (fitting points only)"),
 )
 NAMES = tuple(c[0] for c in COLUMNS)
+#: the columns of a roofline sweep file written before time_source (read as 'spec': the ideal model it ran)
+NAMES_V1 = tuple(n for n in NAMES if n != "time_source")
+TIME_SOURCES = np.array([SPEC, PARTLY, CALIBRATED], dtype=object)  # time_source by code
 DEFAULT_ASSUMPTIONS = CostAssumptions()
 # (row, device) cells per pass: its (level, row, device) buffers (~2 MB each per level) stay in the caches; at 10^6
 # points, passes of 65,536 cells took 1.8-2.3 s against 3.0-3.5 s for passes of 10^6 (4M: 1.3 GB peak; 1M: 0.56 GB)
@@ -136,11 +142,15 @@ def contexts_of(model: Model, grid: Grid) -> list[Context]:
 
 
 def sweep(model: Model, devices: Sequence[Device], grid: Grid,
-          assumptions: CostAssumptionsLike = DEFAULT_ASSUMPTIONS, formats: TensorFormats | None = None) -> SweepResult:
-    """Every point of ``grid`` on every device; raises ValueError (naming the context) where the model does not
-    take a context (a layer's shape error)."""
+          assumptions: CostAssumptionsLike = DEFAULT_ASSUMPTIONS, formats: TensorFormats | None = None,
+          time_model: str = "ideal") -> SweepResult:
+    """Every point of ``grid`` on every device, its latency under ``time_model`` (``calibrated``: the devices'
+    fitted curves where they have them, each point's ``time_source`` saying how much); raises ValueError (naming the
+    context) where the model does not take a context (a layer's shape error)."""
     if not devices:
         raise ValueError("devices: give at least one device")
+    if time_model not in MODELS:
+        raise ValueError(f"time_model: expected one of {', '.join(MODELS)}, got {time_model!r}")
     years, usd_per_kwh, pue, util = _checked(assumptions)
     contexts = contexts_of(model, grid)
     # a grid larger than build_table's cache would cycle through it, missing every time and evicting the tables
@@ -168,20 +178,27 @@ def sweep(model: Model, devices: Sequence[Device], grid: Grid,
     decode = np.array([c.phase == "decode" for c in contexts])
     tokens = np.where(decode | (default_seq is None), batch, batch * seq)[:, None]  # (C, 1) tokens per step
 
-    lat, energy, memory, fits, cost, source = [], [], [], [], [], []
+    lat, energy, memory, fits, cost, source, timed = [], [], [], [], [], [], []
     notes: dict[str, dict[str, None]] = {}  # reason -> the devices it holds for
     seconds = years * SECONDS_PER_YEAR
     work = Workspace()  # the passes' buffers, reused: each pass's time and energy are summed before the next one
     for precision in grid.precisions:
         dev = device_arrays(devices, precision, formats)
-        t_parts, e_parts, m_parts = [], [], []
+        t_parts, e_parts, m_parts, s_parts = [], [], [], []
         for stacked, starts in stacks:
-            row_t, row_e = time_energy(stacked, dev, grid.attention, work)  # evaluate()'s, in work's buffers
             count = stacked.columns["count"][:, None]
+            if time_model == "calibrated":  # the whole analysis: its calibrated times and where each row has a curve
+                a = evaluate(stacked, dev, ctx=Context(attention=grid.attention))
+                row_t, row_e = a.calibrated_time.copy(), a.energy.copy()
+                s_parts.append(_time_sources(a.calibrated, count > 0, starts))
+            else:
+                row_t, row_e = time_energy(stacked, dev, grid.attention, work)  # evaluate()'s, in work's buffers
+                s_parts.append(np.zeros((len(starts), n_dev), dtype=np.int8))
             t_parts.append(np.add.reduceat(np.multiply(count, row_t, out=row_t), starts, axis=0))  # (C, D) s per step
             e_parts.append(np.add.reduceat(np.multiply(count, row_e, out=row_e), starts, axis=0))  # (C, D) J
             m_parts.append(_footprints(stacked.columns, starts, formats_of(dev)))  # (C,)
         t_c, e_c, mem = np.concatenate(t_parts), np.concatenate(e_parts), np.concatenate(m_parts)
+        timed.append(np.concatenate(s_parts))
         with np.errstate(invalid="ignore", divide="ignore"):
             thr = tokens / t_c
             tco = dev.price + dev.tdp * util * pue * seconds / JOULES_PER_KWH * usd_per_kwh  # (D,)
@@ -219,6 +236,7 @@ def sweep(model: Model, devices: Sequence[Device], grid: Grid,
         "throughput_per_device_tok_s": None,
         "cost_per_million_tokens_usd": (cost := np.stack(cost).reshape(-1)),
         "cost_source": SOURCES[np.where(np.isfinite(cost), np.stack(source).reshape(-1), 0)],
+        "time_source": TIME_SOURCES[np.stack(timed).reshape(-1)],
         "energy_per_token_j": np.stack(energy).reshape(-1),
         "memory_bytes": np.stack(memory).reshape(-1).astype(float),
         "fits": np.stack(fits).reshape(-1),
@@ -228,6 +246,14 @@ def sweep(model: Model, devices: Sequence[Device], grid: Grid,
     cols["pareto"] = np.zeros(len(cols["device"]), dtype=bool)
     return with_front(SweepResult(model_name=model.name, columns=cols, passes=n_prec * len(stacks),
                                   notes=tuple(f"{why}: {', '.join(ids)}" for why, ids in notes.items())))
+
+
+def _time_sources(calibrated: np.ndarray, used: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Per context (block of rows from ``starts``) and device: 0 spec, 1 partly calibrated, 2 calibrated, as
+    :func:`explorer.core.analysis.time_source.device_time_sources` labels one analysis (the rows that run)."""
+    n_used = np.add.reduceat(np.broadcast_to(used, calibrated.shape).astype(np.int64), starts, axis=0)
+    n_cal = np.add.reduceat((calibrated & used).astype(np.int64), starts, axis=0)
+    return np.where(n_cal == 0, 0, np.where(n_cal == n_used, 2, 1)).astype(np.int8)
 
 
 def with_front(result: SweepResult) -> SweepResult:

@@ -25,7 +25,9 @@ from explorer.core.analysis.cost import CostAssumptions, CostAssumptionsLike
 from explorer.core.formats import TensorFormats
 from explorer.core.hardware.device import Device
 from explorer.core.hardware.system import System
+from explorer.core.analysis.time_source import SPEC, system_time_sources
 from explorer.core.parallel.compare import size_on_systems
+from explorer.core.parallel.system_pass import Options
 from explorer.core.workload.model import Model
 
 from .grid import Grid
@@ -36,8 +38,10 @@ DEFAULT_ASSUMPTIONS = CostAssumptions()
 
 def sweep_systems(model: Model, hardware: Sequence[tuple[System, Device]], grid: Grid,
                   assumptions: CostAssumptionsLike = DEFAULT_ASSUMPTIONS,
-                  formats: TensorFormats | None = None) -> SweepResult:
-    """Every point of ``grid`` on every (system, its device), each at its best layout."""
+                  formats: TensorFormats | None = None, time_model: str = "ideal") -> SweepResult:
+    """Every point of ``grid`` on every (system, its device), each at its best layout, timed by the system pass
+    under ``time_model`` (the device's curves and the system's stored link fits under ``calibrated``)."""
+    options = Options(time_model=time_model)
     rows: list[dict] = []
     notes: dict[str, dict[str, None]] = {}
     passes = 0
@@ -48,11 +52,12 @@ def sweep_systems(model: Model, hardware: Sequence[tuple[System, Device]], grid:
             per_token = 1 if ctx.phase == "decode" or default_seq is None else seq
             for system, device in hardware:
                 (res,) = size_on_systems(model, [(system, device)], precision, ctx, formats,
-                                         objective="throughput", costs=assumptions)
+                                         objective="throughput", options=options, costs=assumptions)
                 passes += 1
                 row = {"device": system.id, "precision": precision, "phase": ctx.phase, "batch": ctx.batch,
                        "seq_len": seq, "layout": "", "latency_s": math.nan, "throughput_per_device_tok_s": math.nan,
-                       "cost_per_million_tokens_usd": math.nan, "cost_source": "", "energy_per_token_j": math.nan,
+                       "cost_per_million_tokens_usd": math.nan, "cost_source": "", "time_source": SPEC,
+                       "energy_per_token_j": math.nan,
                        "memory_bytes": math.nan, "fits": False, "pareto": False}
                 if res.analysis is None:
                     notes.setdefault(f"no layout at {precision}", {})[
@@ -70,11 +75,13 @@ def sweep_systems(model: Model, hardware: Sequence[tuple[System, Device]], grid:
                            throughput_per_device_tok_s=float(r.throughput_per_device[k]) * per_token,
                            cost_per_million_tokens_usd=float(cost),
                            cost_source="list price" if math.isfinite(cost) else "",
+                           time_source=system_time_sources(r)[k],
                            energy_per_token_j=float(energy), memory_bytes=float(r.memory_bytes[k]),
                            fits=bool(r.fits[k]))
                 rows.append(row)
     cols = {n: np.array([row[n] for row in rows],
-                        dtype=object if n in ("device", "precision", "phase", "layout", "cost_source") else None)
+                        dtype=object if n in ("device", "precision", "phase", "layout", "cost_source", "time_source")
+                        else None)
             for n in NAMES}
     return with_front(SweepResult(model_name=model.name, columns=cols, passes=passes,
                                   notes=tuple(f"{why}: {', '.join(ids)}" for why, ids in notes.items())))

@@ -20,13 +20,14 @@ import numpy as np
 from explorer.core.files import spreadsheet_safe, spreadsheet_unsafe
 
 from . import serving_columns as serving
-from .run import COLUMNS, NAMES, SweepResult
+from .run import COLUMNS, NAMES, NAMES_V1, SweepResult
 
 SUFFIXES = (".csv", ".parquet")
-TEXT = {"device", "layout", "precision", "phase", "cost_source"} | serving.TEXT
+TEXT = {"device", "layout", "precision", "phase", "cost_source", "time_source"} | serving.TEXT
 INTS = {"batch", "seq_len"} | serving.INTS
 BOOLS = {"fits", "pareto"} | serving.BOOLS
-HEADERS = (NAMES, serving.NAMES)  # the two kinds of sweep file: roofline points, served configurations
+HEADERS = (NAMES, serving.NAMES, NAMES_V1)  # roofline points, served configurations, roofline points before
+# time_source (read with time_source 'spec': that version ran the ideal model only)
 CHUNK = 4096  # points per write (and per progress report)
 
 
@@ -124,7 +125,8 @@ def read(path: str | Path) -> dict[str, np.ndarray]:
         names = tuple(table.column_names)
         if names not in HEADERS:
             raise ValueError(f"{path}: columns: expected {', '.join(NAMES)} (or a serving sweep's)")
-        return {n: np.array(table.column(n).to_pylist(), dtype=object if n in TEXT else None) for n in names}
+        return _upgraded({n: np.array(table.column(n).to_pylist(), dtype=object if n in TEXT else None)
+                          for n in names})
     with open(path, encoding="utf-8", newline="") as f:
         rows = list(csv.reader(f))
     header, body = tuple(rows[0]) if rows else (), rows[1:]
@@ -141,7 +143,16 @@ def read(path: str | Path) -> dict[str, np.ndarray]:
             out[name] = np.array([int(c) for c in cells], dtype=int)
         else:
             out[name] = np.array([float(c) if c else math.nan for c in cells], dtype=float)
-    return out
+    return _upgraded(out)
+
+
+def _upgraded(columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """A roofline sweep file written before ``time_source`` existed, with it ('spec' on every row), in today's
+    column order; other files as they are."""
+    if tuple(columns) != NAMES_V1:
+        return columns
+    n = len(columns["device"])
+    return {name: columns[name] if name != "time_source" else np.array(["spec"] * n, dtype=object) for name in NAMES}
 
 
 def units_header() -> str:

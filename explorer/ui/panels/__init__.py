@@ -50,7 +50,7 @@ PANEL_SPECS = (
     PanelSpec("fidelity", "FidelityPanel", "Fidelity", "both"),
     PanelSpec("systems", "SystemsPanel", "Systems", own_caption=True),
     PanelSpec("training", "TrainingPanel", "Training", own_caption=True),
-    PanelSpec("design_space", "DesignSpacePanel", "Design space", "ideal"),
+    PanelSpec("design_space", "DesignSpacePanel", "Design space", "follows"),
     PanelSpec("serving", "ServingPanel", "Serving", own_caption=True),
 )
 _CLASSES = {spec.name: spec for spec in PANEL_SPECS} | {"AnalysisControls": PanelSpec("controls", "AnalysisControls", "")}

@@ -64,7 +64,7 @@ UNITS = {n: u for n, u, _ in COLUMNS}
 
 class DesignSpacePanel(AnalysisPanel):
     title = "Design space"
-    time_model = "ideal"
+    time_model = "follows"
     chart_min_height = 380
 
     def build_header(self, header) -> None:
@@ -177,7 +177,7 @@ class DesignSpacePanel(AnalysisPanel):
         if grid is None:
             self.grid_error = error
             grid = self.grid
-        return SweepInputs(ws.model, devices, grid, cost_assumptions(ws.assumptions))
+        return SweepInputs(ws.model, devices, grid, cost_assumptions(ws.assumptions), ws.assumptions.time_model)
 
     # -- the worker
     # a result from the worker is drawn as a light update (``redraw_focus``), not a full redraw: an edit stays one
@@ -358,7 +358,8 @@ class DesignSpacePanel(AnalysisPanel):
         wanted = self.inputs()
         if wanted is not None and not wanted.same(self.shown):
             try:
-                self._done(wanted, sweep(wanted.model, wanted.devices, wanted.grid, wanted.assumptions))
+                self._done(wanted, sweep(wanted.model, wanted.devices, wanted.grid, wanted.assumptions,
+                                         time_model=wanted.time_model))
             except ValueError as exc:
                 self._failed(wanted, str(exc))
             self.flush()

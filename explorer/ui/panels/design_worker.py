@@ -27,10 +27,12 @@ class SweepInputs:
     devices: tuple[Device, ...]
     grid: Grid
     assumptions: CostAssumptions
+    time_model: str = "ideal"  # the toolbar's Times switch: the points' latencies under it
 
     def same(self, other: SweepInputs | None) -> bool:
         return (other is not None and self.model is other.model and self.grid == other.grid
-                and self.assumptions == other.assumptions and len(self.devices) == len(other.devices)
+                and self.assumptions == other.assumptions and self.time_model == other.time_model
+                and len(self.devices) == len(other.devices)
                 and all(a is b for a, b in zip(self.devices, other.devices)))
 
 
@@ -47,7 +49,7 @@ class _Job(QRunnable):
     def run(self) -> None:
         i = self.inputs
         try:
-            result = sweep(i.model, i.devices, i.grid, i.assumptions)
+            result = sweep(i.model, i.devices, i.grid, i.assumptions, time_model=i.time_model)
         except ValueError as exc:  # a grid the model does not take: said in the panel
             self.signals.failed.emit(self.inputs, str(exc))
             return
