@@ -26,7 +26,7 @@ from ..core.workload.layers import Context
 from . import serve_disagg
 from .common import CliError, print_json, text_table
 from .progress import ProgressBar
-from .resolve import load_model_arg, project_devices, resolve_devices
+from .resolve import load_model_arg, project_devices
 from .serving_args import _slo, _workload, check_engine, policy_from_args
 from .serving_args import add_workload_args as add_serving_args
 from .system_cmd import add_system_args, layouts_from_args, options_from_args, options_json, project_system
@@ -194,7 +194,7 @@ def run(args) -> int:
         placed = getattr(args, "_placed", None)
         pools = None
         if args.decode_device:
-            device = resolve_devices([args.decode_device], getattr(args, "db", None))[0]
+            device = project_devices(args.model, [args.decode_device], getattr(args, "db", None))[0]
             decode = device_setup(model, device, workload, **_common(args))
         elif args.decode_system:
             decode, decode_placed = serve_disagg.decode_system_setup(args, model, workload, placed, _common(args))

@@ -145,3 +145,21 @@ def test_the_reports_systems_section_uses_the_projects_link_fit(setup, capsys, t
     assert float(col["step [s]"]) == pytest.approx(same["layouts"][0]["step_time_s"], rel=1e-12)
     if int(col["tp"]) > 1:  # a layout that communicates: the stated link would be faster than the fit
         assert comm > plain["layouts"][0]["comm_time_s"]
+
+
+def test_serve_and_plan_rate_take_the_projects_calibrations(setup, capsys):
+    _, project, node_file, _ = setup
+    served, err = cli(capsys, "serve", str(project), "-d", "lab-gpu", "--time-model", "calibrated")
+    assert "the project's calibration of lab-gpu is " + A.describe() in err
+    plain, _ = cli(capsys, "serve", "llama2-7b", "-d", "lab-gpu", "--time-model", "calibrated")
+    assert (served["time_source"], plain["time_source"]) == ("calibrated", "spec")
+    assert "calibration 'Cluster A, 2026-11' fitted to 15 kernels of trace.json" in served["time_label"]
+    assert served["estimate"]["tpot"]["mean_s"] > plain["estimate"]["tpot"]["mean_s"]
+    rate = ("--rate", "2/s", "--tpot-p90", "200ms", "--time-model", "calibrated")
+    planned, err = cli(capsys, "plan", str(project), "--system", str(node_file), *rate)
+    assert "the project's link calibration of lab-node scale-up is" in err
+    layouts = {x["label"]: x["time_source"] for x in planned["devices"][0]["layouts"]}
+    # kernels from the project's calibration and the scale-up link from its fit: every layout is calibrated
+    assert layouts and set(layouts.values()) == {"calibrated"} and "TP8 PP1" in layouts
+    plain, _ = cli(capsys, "plan", "llama2-7b", "--system", str(node_file), *rate)
+    assert {x["time_source"] for x in plain["devices"][0]["layouts"]} == {"spec"}
