@@ -163,3 +163,16 @@ def test_serve_and_plan_rate_take_the_projects_calibrations(setup, capsys):
     assert layouts and set(layouts.values()) == {"calibrated"} and "TP8 PP1" in layouts
     plain, _ = cli(capsys, "plan", "llama2-7b", "--system", str(node_file), *rate)
     assert {x["time_source"] for x in plain["devices"][0]["layouts"]} == {"spec"}
+
+
+def test_train_on_a_system_takes_the_projects_calibrations(setup, capsys):
+    _, project, node_file, link = setup
+    argv = ("--system", str(node_file), "--global-batch", "16", "--seq-len", "1024", "--tp", "8",
+            "--time-model", "calibrated")
+    trained, err = cli(capsys, "train", str(project), *argv)
+    assert "the project's link calibration of lab-node scale-up is " + link.describe() in err
+    assert "the project's calibration of lab-gpu is " + A.describe() in err
+    plain, _ = cli(capsys, "train", "llama2-7b", *argv)
+    # lab-gpu has no curve of its own: without the project the calibrated model is the ideal one (spec)
+    assert (trained["time_source"], plain["time_source"]) == ("partly calibrated", "spec")
+    assert trained["chosen"]["step_time_s"] > plain["chosen"]["step_time_s"]
