@@ -130,13 +130,11 @@ def stored_fit(fit: LinkFit, table, key: str):
 
 def with_fit(system, domain, fit: LinkFit, table, path: Path, name: str | None = None):
     """``system`` with ``domain``'s fitted link stored, citing the measurement file (URL, today's date)."""
-    from ..core.hardware.device import Source
+    from ..core.session.link_calibrations import link_source, with_link
 
     key, today = _source_key(path, "link", name), date.today().isoformat()
-    source = Source(key, f"collective times measured in {path.name}, fitted by 'hwexplorer calibrate link'",
-                    path.resolve().as_uri(), today)
-    domains = tuple(replace(d, calibration=stored_fit(fit, table, key)) if d is domain else d for d in system.domains)
-    return replace(system, domains=domains, sources={**system.sources, key: source})
+    source = link_source(key, path.name, path.resolve().as_uri(), today)  # the app's Save to catalog cites the same
+    return with_link(system, domain, stored_fit(fit, table, key), source)
 
 
 def _save_link(spec: str, system, domain, fit: LinkFit, table, path: Path, db_url, name=None) -> str:

@@ -20,7 +20,7 @@ from ..core.serving.system_fleet import size_system
 from ..core.serving.workload import SLO, Workload, WorkloadError
 from ..core.units import UnitError, format_bytes, parse_quantity
 from .common import CliError, parse_pairs, print_json, text_table
-from .resolve import load_model_arg, resolve_devices
+from .resolve import load_model_arg, project_devices
 from .serve_cmd import _workload_json
 from .serving_args import _slo, _workload, check_engine, policy_from_args
 from .system_cmd import options_json
@@ -90,7 +90,7 @@ def run_plan_serving(args) -> int:
     quotes = parse_pairs(args.price, "--quote", "money")
     rents = parse_pairs(args.cloud_price, "--rent", "money_rate")
     model, _ = load_model_arg(args.model)
-    devices = resolve_devices(args.device, getattr(args, "db", None)) if args.device else []
+    devices = project_devices(args.model, args.device, getattr(args, "db", None)) if args.device else []
     systems = _systems(args)
     options = _options(args)
     ids = {d.id for d in devices} | {d.id for _, d in systems}
@@ -160,10 +160,11 @@ def _systems(args) -> list:
     """(system, its device) per --system, in the order given."""
     if not args.system:
         return []
-    from .system_cmd import resolve_system
+    from .system_cmd import project_system
 
-    systems = [resolve_system(spec, args.nodes, getattr(args, "db", None)) for spec in dict.fromkeys(args.system)]
-    devs = {d.id: d for d in resolve_devices(sorted({s.device_id for s in systems}), getattr(args, "db", None))}
+    db = getattr(args, "db", None)  # a project's device overrides, calibrations and link fits (resolve.py)
+    systems = [project_system(args.model, spec, args.nodes, db) for spec in dict.fromkeys(args.system)]
+    devs = {d.id: d for d in project_devices(args.model, sorted({s.device_id for s in systems}), db)}
     return [(s, devs[s.device_id]) for s in systems]
 
 

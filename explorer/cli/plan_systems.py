@@ -17,8 +17,8 @@ from .tensor_args import formats_from_args
 
 def run_plan_systems(args) -> int:
     from .analyze_cmd import workload_from_args
-    from .resolve import resolve_devices
-    from .system_cmd import resolve_system
+    from .resolve import project_devices
+    from .system_cmd import project_system
 
     try:
         target, unit = parse_rate(args.target, "--target") if args.target is not None else (None, "tokens/s")
@@ -35,8 +35,9 @@ def run_plan_systems(args) -> int:
     if target is not None and unit != ("tokens/s" if ctx.phase == "decode" else "inferences/s"):
         raise CliError(f"--target: given in {unit} but the {ctx.phase} phase counts "
                        f"{'tokens/s' if ctx.phase == 'decode' else 'inferences/s'}")
-    systems = [resolve_system(spec, 1) for spec in dict.fromkeys(args.system)]
-    devices = {d.id: d for d in resolve_devices(sorted({s.device_id for s in systems}), getattr(args, "db", None))}
+    db = getattr(args, "db", None)  # a project's device overrides, calibrations and link fits (resolve.py)
+    systems = [project_system(args.model, spec, 1, db) for spec in dict.fromkeys(args.system)]
+    devices = {d.id: d for d in project_devices(args.model, sorted({s.device_id for s in systems}), db)}
     price = parse_pairs(args.price, "--quote", "money")
     unknown = sorted(set(price) - set(devices))
     if unknown:

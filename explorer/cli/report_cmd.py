@@ -51,19 +51,19 @@ def run(args) -> int:
     choice_from_args(args)  # bad serving options: refused before any work
     systems = []
     if args.system:
-        from .system_cmd import resolve_system
+        from .system_cmd import project_system
 
-        systems = [resolve_system(spec, 1) for spec in dict.fromkeys(args.system)]
+        systems = [project_system(args.model, spec, 1, None) for spec in dict.fromkeys(args.system)]
     trained = []
     if args.train:
-        from .system_cmd import resolve_system
+        from .system_cmd import project_system
 
-        trained = [resolve_system(spec, 1) for spec in dict.fromkeys(args.train)]
+        trained = [project_system(args.model, spec, 1, None) for spec in dict.fromkeys(args.train)]
     if not args.device and (systems or trained):
         args.device = list(dict.fromkeys(s.device_id for s in (*systems, *trained)))
     analysis, req, costs = prepare(args)
-    section = _systems_section(systems, analysis, req, args.time_model) if systems else None
-    training = training_section(trained, analysis, costs, _devices_of(trained, analysis), args) if trained else None
+    section = _systems_section(systems, analysis, req, args.time_model, args.model) if systems else None
+    training = training_section(trained, analysis, costs, _devices_of(trained, analysis, args.model), args) if trained else None
     serving = section_from_args(args, analysis)
     try:
         data = build_report(analysis, costs, req, title=args.title, time_model=args.time_model,
@@ -82,26 +82,26 @@ def run(args) -> int:
     return 0
 
 
-def _devices_of(systems, analysis) -> dict:
+def _devices_of(systems, analysis, model_arg: str = "") -> dict:
     """The devices of ``systems`` by id: those of the analysis, the others from the catalog."""
-    from .resolve import resolve_devices
+    from .resolve import project_devices
 
     devices = {d.id: d for d in analysis.devices.devices}
     missing = sorted({s.device_id for s in systems} - set(devices))
-    devices.update({d.id: d for d in resolve_devices(missing, None)} if missing else {})
+    devices.update({d.id: d for d in project_devices(model_arg, missing, None)} if missing else {})
     return devices
 
 
-def _systems_section(systems, analysis, req, time_model: str = "ideal"):
+def _systems_section(systems, analysis, req, time_model: str = "ideal", model_arg: str = ""):
     from ..core.parallel.compare import size_on_systems
     from ..core.parallel.sizing import size_fleet
     from ..core.parallel.system_pass import Options
     from ..report.systems_section import build_section
-    from .resolve import resolve_devices
+    from .resolve import project_devices
 
     devices = {d.id: d for d in analysis.devices.devices}
     missing = sorted({s.device_id for s in systems} - set(devices))
-    devices.update({d.id: d for d in resolve_devices(missing, None)} if missing else {})
+    devices.update({d.id: d for d in project_devices(model_arg, missing, None)} if missing else {})
     results = size_on_systems(analysis.model, [(s, devices[s.device_id]) for s in systems], analysis.precision,
                               analysis.ctx, analysis.devices.formats, options=Options(time_model=time_model))
     plans = size_fleet(results, req.target, req.latency, req.price) if req.target is not None else ()

@@ -94,3 +94,33 @@ def resolve_devices(specs: list[str], db_url: str | None):
     if duplicates:
         raise CliError(f"--device: {', '.join(duplicates)} given more than once")
     return devices
+
+
+def project_devices(model_arg: str, ids, db_url: str | None = None) -> list:
+    """The devices ``ids`` as a command on MODEL uses them: resolved (catalog or file), then, when MODEL is a
+    project, with its device overrides and chosen named calibrations (:func:`with_project_overrides`). Every
+    command that takes a project times its devices through this one helper, so ``plan``, ``report``, ``serve``
+    and ``analyze`` (``--device`` or ``--system``) apply a project alike."""
+    return with_project_overrides(model_arg, resolve_devices(list(ids), db_url), db_url)
+
+
+def with_project_links(model_arg: str, system):
+    """``system`` (one node) as a command on MODEL uses it: when MODEL is a project, the link fits the project uses
+    on its levels are stored on their domains (``link_calibrations``, the app's Systems panel "Links…":
+    :meth:`LinkCalibrations.apply`, as the app's workspace does before making the cluster), each named on stderr;
+    the calibrated time model then times those levels with them. ``system`` itself otherwise."""
+    import sys
+
+    path = Path(model_arg)
+    if path.suffix.lower() != PROJECT_SUFFIX or not path.exists():
+        return system
+    from explorer.core.parallel.link_fit import LEVELS
+    from explorer.core.session.link_calibrations import domain_of
+
+    links = load_project(path).calibrations.links  # already read once by MODEL: a bad file stopped there
+    for level in LEVELS:
+        used = links.used(system.id, level)
+        if used is not None and domain_of(system, level) is not None:
+            print(f"hwexplorer: the project's link calibration of {system.id} {level} is {used.describe()}",
+                  file=sys.stderr)
+    return links.apply(system)

@@ -26,10 +26,10 @@ from ..core.workload.layers import Context
 from . import serve_disagg
 from .common import CliError, print_json, text_table
 from .progress import ProgressBar
-from .resolve import load_model_arg, resolve_devices
+from .resolve import load_model_arg, project_devices
 from .serving_args import _slo, _workload, check_engine, policy_from_args
 from .serving_args import add_workload_args as add_serving_args
-from .system_cmd import add_system_args, layouts_from_args, options_from_args, options_json, resolve_system
+from .system_cmd import add_system_args, layouts_from_args, options_from_args, options_json, project_system
 from .tensor_args import add_format_args, formats_from_args
 
 
@@ -130,8 +130,8 @@ def _setup(args, model, workload: Workload) -> tuple[Setup, str]:
             from ..core.parallel.compare import choose
             from ..core.parallel.system_pass import analyze_system
 
-            system = resolve_system(args.system, args.nodes, getattr(args, "db", None))
-            device = resolve_devices([system.device_id], getattr(args, "db", None))[0]
+            system = project_system(args.model, args.system, args.nodes, getattr(args, "db", None))
+            device = project_devices(args.model, [system.device_id], getattr(args, "db", None))[0]
             i_mean, o_mean = workload.mean_lengths()
             ctx = Context(batch=system.devices * 16, seq_len=int(i_mean + o_mean / 2), phase="decode")
             layouts, objective = layouts_from_args(args, model, ctx, system)
@@ -151,7 +151,7 @@ def _setup(args, model, workload: Workload) -> tuple[Setup, str]:
                           f"{layout.tp * layout.pp} {device.id})")
         if not args.device:
             raise CliError("--device: give --device DEV or --system SYS")
-        device = resolve_devices([args.device], getattr(args, "db", None))[0]
+        device = project_devices(args.model, [args.device], getattr(args, "db", None))[0]
         common["spec"] = _with_draft(args, spec, device, workload, common)
         setup = device_setup(model, device, workload, replicas=args.replicas, **common)
         return setup, f"{device.id} ({args.replicas} replica{'s' * (args.replicas > 1)} x 1 device)"
@@ -194,7 +194,7 @@ def run(args) -> int:
         placed = getattr(args, "_placed", None)
         pools = None
         if args.decode_device:
-            device = resolve_devices([args.decode_device], getattr(args, "db", None))[0]
+            device = project_devices(args.model, [args.decode_device], getattr(args, "db", None))[0]
             decode = device_setup(model, device, workload, **_common(args))
         elif args.decode_system:
             decode, decode_placed = serve_disagg.decode_system_setup(args, model, workload, placed, _common(args))

@@ -80,14 +80,14 @@ def decode_system_setup(args, model, workload, placed, common: dict):
     from ..core.parallel.layout import LayoutError
     from ..core.serving.disagg_systems import decode_layouts, decode_setup
     from ..core.serving.serve import system_setup
-    from .resolve import resolve_devices
-    from .system_cmd import options_from_args, resolve_system
+    from .resolve import project_devices
+    from .system_cmd import options_from_args, project_system
 
-    try:
-        system = resolve_system(args.decode_system, 1, getattr(args, "db", None))
+    try:  # a project MODEL's device calibrations and link fits apply here too (resolve.py)
+        system = project_system(args.model, args.decode_system, 1, getattr(args, "db", None))
     except CliError as exc:
         raise CliError(str(exc).replace("--system", "--decode-system", 1)) from None
-    device = resolve_devices([system.device_id], getattr(args, "db", None))[0]
+    device = project_devices(args.model, [system.device_id], getattr(args, "db", None))[0]
     options = replace(options_from_args(args), time_model=getattr(args, "time_model", "ideal"))
     try:
         layouts = decode_layouts(model, system, workload, args.decode_tp, placed[2] if placed else None)

@@ -78,12 +78,15 @@ def options_json(options: Options) -> dict:
             "offload": options.offload, "collective_format": options.collective_format}
 
 
-def resolve_system(spec: str, nodes: int, db_url: str | None = None) -> System:
-    """A system file, or a system id of the catalog database (shipped or imported; ``--db``), times ``nodes``."""
+def resolve_system(spec: str, nodes: int, db_url: str | None = None, base: System | None = None) -> System:
+    """A system file, or a system id of the catalog database (shipped or imported; ``--db``), times ``nodes``
+    (``base``: that system, already read, times ``nodes``)."""
     if nodes < 1:
         raise CliError(f"--nodes: must be a positive whole number, got {nodes}")
     try:
-        if is_path(spec) or Path(spec).exists():
+        if base is not None:
+            system = base
+        elif is_path(spec) or Path(spec).exists():
             if not Path(spec).exists():
                 raise CliError(f"--system: no such file: {spec}")
             system = load_system_file(spec)
@@ -94,6 +97,17 @@ def resolve_system(spec: str, nodes: int, db_url: str | None = None) -> System:
         raise CliError(f"--system {spec}: {exc}") from None
     except ValueError as exc:
         raise CliError(f"--{exc!s}" if str(exc).startswith("nodes") else f"--system {spec}: {exc}") from None
+
+
+def project_system(model_arg: str, spec: str, nodes: int = 1, db_url: str | None = None) -> System:
+    """:func:`resolve_system`, with the link fits a project MODEL uses on the system's levels stored on their domains
+    before the cluster of ``nodes`` is made (``resolve.with_project_links``; the app applies them the same way)."""
+    from .resolve import with_project_links
+
+    system = with_project_links(model_arg, resolve_system(spec, 1, db_url))
+    if nodes == 1:
+        return system
+    return resolve_system(spec, nodes, db_url, base=system)
 
 
 def _from_catalog(spec: str, db_url: str | None) -> System:
@@ -138,10 +152,10 @@ def layouts_from_args(args, model, ctx, system: System) -> tuple[list[Layout], s
 
 
 def run_system(args, model, ctx, formats) -> int:
-    from .resolve import resolve_devices
+    from .resolve import project_devices
 
-    system = resolve_system(args.system, args.nodes, getattr(args, "db", None))
-    device = resolve_devices([system.device_id], getattr(args, "db", None))[0]
+    system = project_system(args.model, args.system, args.nodes, getattr(args, "db", None))  # a project's link fits
+    device = project_devices(args.model, [system.device_id], getattr(args, "db", None))[0]
     layouts, objective = layouts_from_args(args, model, ctx, system)
     options = Options(overlap=args.overlap, algorithm=args.collective, skew=args.skew, offload=args.offload,
                       collective_format=args.collective_format, time_model=getattr(args, "time_model", "ideal"))
@@ -249,7 +263,8 @@ def times_line(r: SystemAnalysis, k: int) -> str:
     label = system_time_sources(r)[k]
     if r.time_model == "ideal":
         return f"-- times: {heading(label)}"
-    links = ", ".join(r.calibrated_links) or "none"
+    fits = {d.name: d.calibration.alpha.source for d in r.system.domains if d.calibration is not None}
+    links = ", ".join(f"{n} ({fits[n]})" if fits.get(n) else n for n in r.calibrated_links) or "none"  # the fit's key
     return (f"-- times: {heading(label)}; calibrated model: kernels {r.kernel_source}, fitted links: {links}"
             " (other links at their stated figures)")
 

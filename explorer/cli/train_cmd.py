@@ -26,8 +26,8 @@ from ..core.units import format_bytes, format_si
 from ..core.workload.layers import Context
 from ..core.workload.model import build_table
 from .common import CliError, print_json, text_table
-from .resolve import load_model_arg, resolve_devices
-from .system_cmd import resolve_system
+from .resolve import load_model_arg, project_devices
+from .system_cmd import project_system
 
 DEGREES = ("tp", "pp", "dp", "cp", "ep")
 
@@ -135,8 +135,8 @@ def run(args) -> int:
         raise CliError(f"{option}: layer {i} ({model.layers[i].name or model.layers[i].kind}): {msg}")
     if not any(s.kind == "transformer_block" for s in model.layers):
         raise CliError("MODEL: training is modelled for transformer models; this one has no transformer_block")
-    system = resolve_system(args.system, args.nodes, getattr(args, "db", None))
-    device = resolve_devices([system.device_id], getattr(args, "db", None))[0]
+    system = project_system(args.model, args.system, args.nodes, getattr(args, "db", None))  # a project's link fits
+    device = project_devices(args.model, [system.device_id], getattr(args, "db", None))[0]
     layout = layout_from_args(args, training_shape(model, setup), system, setup)
     res = train_on_system(model, system, device, setup, tokens, layout, args.schedule, args.virtual_stages,
                           args.cp or 1, not args.no_sp)

@@ -106,3 +106,39 @@ def test_the_systems_panel_opens_it(qtbot, ws):
     assert panel.links_dialog is not None and panel.links_dialog.isVisible()
     assert panel.links_dialog.system_id == SYSTEM
     panel.links_dialog.close()
+
+
+
+def test_save_to_catalog_stores_the_chosen_fit_in_the_catalogs_system(qtbot, tmp_path):
+    """The window's Save to catalog: the chosen fit goes into the catalog database's system as
+    ``calibrate link --save --name`` stores it (tests/core/test_link_save_catalog.py: byte for byte); undoable."""
+    from explorer.store.engine import open_catalog
+    from tests.core.test_link_save_catalog import stored, workspace
+
+    repo = open_catalog(f"sqlite:///{tmp_path / 'c.sqlite3'}")
+    try:
+        ws = workspace(repo)
+        d = LinkCalibrationDialog(ws)
+        qtbot.addWidget(d)
+        shipped = stored(repo)
+        assert not d.save_button.isEnabled()  # no fit in use: nothing to save
+        assert d.import_file(NCCL, "MI300X run") and d.save_button.isEnabled()
+        d.save_button.click()
+        assert ws.stack.undo_text == "save link calibration 'MI300X run' to the catalog"
+        domain = repo.system_record(SYSTEM).system.scale_up
+        assert (domain.calibration.alpha.text, domain.calibration.bandwidth.text) == ("1.83626 us", "297.789 GB/s")
+        assert domain.calibration.alpha.source == "fit-mi300x-run"
+        ws.undo()
+        assert stored(repo) == shipped
+    finally:
+        repo.close()
+
+
+def test_save_to_catalog_is_off_without_a_catalog_database(dialog, ws, monkeypatch):
+    assert dialog.import_file(NCCL, "MI300X run")
+    assert not dialog.save_button.isEnabled()  # the workspace keeps no catalog database: nowhere to save
+    warned = []
+    monkeypatch.setattr(QMessageBox, "warning", lambda *a: warned.append(a[2]))
+    assert not dialog.save_chosen()  # said in one message, nothing changes
+    assert warned == ["link calibration: no catalog database to save the fit in"]
+    assert ws.stack.undo_text == "import link calibration 'MI300X run'"

@@ -40,6 +40,7 @@ def source_key(name: str) -> str:
 
 KEYS = ("name", "level", "file", "date", "op", "ranks", "dtype", "algorithm", "join", "min_size", "alpha",
         "bandwidth", "sharpness", "conditions", "mape", "mape_above", "size", "time")
+OPTIONAL = ("url",)  # added within format 9: a fit saved by an earlier build has none (its file name stands in)
 
 
 def _size(n: float) -> str:
@@ -103,6 +104,7 @@ class NamedLink:
     mape_above: float | None
     size: tuple[float, ...]
     time: tuple[float, ...]
+    url: str = ""  # the measurement file's file:// URL (what a fit saved in a system cites)
 
     @property
     def key(self) -> str:
@@ -139,18 +141,19 @@ class NamedLink:
                 f"{self.alpha}, {self.bandwidth} per direction; bus-bandwidth MAPE {self.mape * 100:.1f} %{above}")
 
     def to_dict(self) -> dict:
-        return {k: (list(getattr(self, k)) if k in ("size", "time") else getattr(self, k)) for k in KEYS}
+        out = {k: (list(getattr(self, k)) if k in ("size", "time") else getattr(self, k)) for k in KEYS}
+        return {**out, "url": self.url} if self.url else out
 
     @classmethod
     def from_dict(cls, data, where: str) -> NamedLink:
         if not isinstance(data, Mapping):
             raise ValueError(f"{where}: expected an object")  # noqa: TRY004 - one-line file error
-        unknown, missing = sorted(set(data) - set(KEYS)), sorted(set(KEYS) - set(data))
+        unknown, missing = sorted(set(data) - set(KEYS) - set(OPTIONAL)), sorted(set(KEYS) - set(data))
         if unknown or missing:
             raise ValueError(f"{where}: " + (f"unknown keys {', '.join(unknown)}" if unknown else
                                                f"missing keys {', '.join(missing)}"))
-        for k in ("name", "file", "date", "op", "dtype", "conditions", "alpha", "bandwidth"):
-            if not isinstance(data[k], str):
+        for k in ("name", "file", "date", "op", "dtype", "conditions", "alpha", "bandwidth", *OPTIONAL):
+            if k in data and not isinstance(data[k], str):
                 raise ValueError(f"{where}.{k}: expected text, got {data[k]!r:.40}")
         for k in ("size", "time"):
             v = data[k]
@@ -158,7 +161,8 @@ class NamedLink:
                 raise ValueError(f"{where}.{k}: expected a list of numbers > 0")
         if len(data["size"]) != len(data["time"]):
             raise ValueError(f"{where}.time: expected one time per size")
-        out = cls(**{k: (tuple(float(x) for x in data[k]) if k in ("size", "time") else data[k]) for k in KEYS})
+        out = cls(**{k: (tuple(float(x) for x in data[k]) if k in ("size", "time") else data[k]) for k in KEYS},
+                  url=data.get("url", ""))
         return out.checked(where)
 
     def checked(self, where: str = "link") -> NamedLink:
@@ -326,9 +330,47 @@ def import_link(path: str | Path, system: System, name: str, level: str | None =
                      fit.ranks, table.dtype, fit.algorithm, fit.join, float(min_size), alpha, bandwidth,
                      round(fit.sharpness, 4), link_conditions(fit, table.dtype), round(fit.mape, 4),
                      None if not math.isfinite(above) else round(above, 4),
-                     tuple(float(x) for x in table.size), tuple(float(x) for x in table.time))
+                     tuple(float(x) for x in table.size), tuple(float(x) for x in table.time),
+                     path.resolve().as_uri())
     return link.checked(), fit
 
 
-__all__ = ["ABOVE", "LinkCalibrations", "NamedLink", "import_link", "link_calibration", "link_conditions",
-           "stored_texts"]
+def link_source(key: str, file: str, url: str, day: str) -> Source:
+    """The source a fit saved in a system cites (``calibrate link --save`` and the app's Save to catalog alike)."""
+    return Source(key, f"collective times measured in {file}, fitted by 'hwexplorer calibrate link'", url, day)
+
+
+def with_link(system: System, domain: Domain, calibration: LinkCalibration, source: Source) -> System:
+    """``system`` with ``calibration`` stored on ``domain`` (its ``calibrated:`` entry), citing ``source``."""
+    domains = tuple(replace(d, calibration=calibration) if d is domain else d for d in system.domains)
+    return replace(system, domains=domains, sources={**system.sources, source.key: source})
+
+
+def saved_system(system: System, link: NamedLink) -> System:
+    """``system`` (as the catalog states it) with ``link`` saved on its level's domain exactly as ``hwexplorer
+    calibrate link FILE --system S --save --name NAME`` saves the same fit: the same stored alpha, bandwidth,
+    run and conditions, citing ``fit-<name>`` with the measurement file's URL and the fit's date."""
+    domain = domain_of(system, link.level)
+    if domain is None:
+        raise ValueError(f"level: {system.id} states no {link.level} domain")
+    return with_link(system, domain, link.calibration(), link_source(link.key, link.file, link.url or link.file,
+                                                                     link.date))
+
+
+@dataclass(frozen=True)
+class SystemEdit:
+    """A command's write of a system to the catalog database (the app's Save to catalog): ``after`` on do and redo,
+    ``before`` (the system as it was stored) on undo. ``store``: the catalog repository (``system_record``,
+    ``update_system``)."""
+
+    system_id: str
+    after: System
+    before: System
+    device_id: str = ""  # not a device's calibrations: nothing of the workspace's device cache to forget
+
+    def run(self, store, forward: bool = True) -> None:
+        store.update_system(self.after if forward else self.before, store.system_record(self.system_id).version)
+
+
+__all__ = ["ABOVE", "LinkCalibrations", "NamedLink", "SystemEdit", "import_link", "link_calibration",
+           "link_conditions", "link_source", "saved_system", "stored_texts", "with_link"]

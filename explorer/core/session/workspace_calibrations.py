@@ -130,6 +130,28 @@ class CalibrationEdits:
             self.execute(SetCalibrations(replace(cals, links=cals.links.remove(system_id, name)),
                                          text=f"remove link calibration '{name}'", changes=frozenset({"system"})))
 
+    def save_link_to_catalog(self, system_id: str, name: str) -> None:
+        """Store the fit named ``name`` of ``system_id`` in the catalog database's system, on its level's domain
+        (the ``calibrated:`` entry), exactly as ``hwexplorer calibrate link FILE --system S --save --name NAME``
+        stores it (:func:`~.link_calibrations.saved_system`): the catalog's system then carries it for every
+        project and the CLI. One undoable step: undo writes the system back as it was stored. A ValueError (one
+        line) when there is no such fit, no catalog database, or the catalog lacks the system."""
+        from .link_calibrations import SystemEdit, saved_system
+
+        link = self._state.calibrations.links.find(system_id, name)
+        if link is None:
+            raise ValueError(f"link calibration: no fit named {name!r} of {system_id}")
+        store = self._store
+        if store is None or not hasattr(store, "update_system"):
+            raise ValueError("link calibration: no catalog database to save the fit in")
+        try:
+            before = store.system_record(system_id).system
+        except LookupError as exc:
+            raise ValueError(f"link calibration: the catalog holds no system {system_id!r}") from exc
+        self.execute(SetCalibrations(self._state.calibrations, text=f"save link calibration '{link.name}' to the "
+                                     "catalog", changes=frozenset({"system"}),
+                                     store=(SystemEdit(system_id, saved_system(before, link), before),)))
+
     def _store_edits(self, command: Command, forward: bool) -> None:
         """Run the catalog writes of ``command`` (their inverse, last first, on undo)."""
         edits = getattr(command, "store", ())
@@ -137,5 +159,6 @@ class CalibrationEdits:
             return
         for edit in edits if forward else reversed(edits):
             edit.run(self._store, forward)
-            self._catalog_named.pop(edit.device_id, None)
+            if edit.device_id:
+                self._catalog_named.pop(edit.device_id, None)
         self._hardware = ((None,), ())

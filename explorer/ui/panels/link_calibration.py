@@ -87,8 +87,14 @@ class LinkCalibrationDialog(QDialog):
         self.remove_button = QPushButton("Remove")
         self.remove_button.setToolTip("Remove the chosen fit from the project (undoable): the stated figures apply")
         self.remove_button.clicked.connect(self.remove_chosen)
+        self.save_button = QPushButton("Save to catalog")
+        self.save_button.setToolTip("Store the chosen fit in the catalog's system, on this level's domain, as "
+                                    "'hwexplorer calibrate link --save --name' does: every project and the command "
+                                    "line then use it under the calibrated model (undoable; 'calibrate revert' "
+                                    "gives the shipped figures back)")
+        self.save_button.clicked.connect(lambda: self.save_chosen())
         for w in (QLabel("Fit messages:"), self.size_combo, QLabel("Model:"), self.join_combo, self.import_button,
-                  self.remove_button):
+                  self.remove_button, self.save_button):
             second.addWidget(w)
         second.addStretch(1)
         outer.addLayout(second)
@@ -159,6 +165,7 @@ class LinkCalibrationDialog(QDialog):
         self.fit_combo.setEnabled(system is not None)
         self.import_button.setEnabled(system is not None and bool(levels))
         self.remove_button.setEnabled(used is not None)
+        self.save_button.setEnabled(used is not None and hasattr(ws.calibration_store, "update_system"))
         self.draw(system, used)
 
     def draw(self, system, link) -> None:
@@ -199,6 +206,19 @@ class LinkCalibrationDialog(QDialog):
         name = self.fit_combo.currentData()
         if self.system_id and name is not None:
             self.workspace.remove_link_calibration(self.system_id, name)
+
+    def save_chosen(self) -> bool:
+        """Store the chosen fit in the catalog database's system (one undoable step); a failure is said in a
+        message box and nothing changes."""
+        name = self.fit_combo.currentData()
+        if not self.system_id or name is None:
+            return False
+        try:
+            self.workspace.save_link_to_catalog(self.system_id, name)
+        except ValueError as exc:
+            QMessageBox.warning(self, "Cannot save the fit", str(exc))
+            return False
+        return True
 
     def import_file(self, path: str | Path | None = None, name: str | None = None) -> bool:
         """Fit the chosen system's level to the nccl-tests output ``path`` and keep it as ``name`` (asked for when
