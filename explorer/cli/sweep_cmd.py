@@ -18,7 +18,7 @@ from ..core.sweep.table_io import OutputError, check_output, write
 from ..core.workload.layers import ATTENTION
 from . import sweep_serving
 from .common import CliError, is_path, print_json, text_table
-from .resolve import load_model_arg
+from .resolve import load_model_arg, with_project_overrides
 
 
 def add_parser(sub) -> None:
@@ -153,19 +153,23 @@ def run(args) -> int:
         except ValueError as exc:
             raise CliError(str(exc)) from None
         devices, _ = _devices(args.device, getattr(args, "db", None))
+        devices = with_project_overrides(args.model, devices, getattr(args, "db", None))
         return sweep_serving.run(args, model, devices, batches, precisions)
     sweep_serving.check_not_serving(args)
     grid = _grid(args, phase_default)
     db = getattr(args, "db", None)
     systems = []
     if args.system:
-        from .system_cmd import resolve_system
+        from .system_cmd import project_system
 
-        systems = [resolve_system(spec, 1, db) for spec in args.system]
+        systems = [project_system(args.model, spec, 1, db) for spec in args.system]  # a project's link fits on them
         ids = [s.id for s in systems]
         if len(set(ids)) < len(ids):
             raise CliError(f"--system: {', '.join(sorted({i for i in ids if ids.count(i) > 1}))} given more than once")
     devices, system_devices = _devices(args.device, db, tuple(s.device_id for s in systems))
+    # a project MODEL: its device overrides and chosen calibrations, as analyze and plan apply them
+    devices = with_project_overrides(args.model, devices, db)
+    system_devices = dict(zip(system_devices, with_project_overrides(args.model, list(system_devices.values()), db)))
     try:
         parts = [sweep(model, devices, grid, time_model=args.time_model)] if devices else []
         if systems:

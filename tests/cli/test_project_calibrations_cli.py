@@ -176,3 +176,21 @@ def test_train_on_a_system_takes_the_projects_calibrations(setup, capsys):
     # lab-gpu has no curve of its own: without the project the calibrated model is the ideal one (spec)
     assert (trained["time_source"], plain["time_source"]) == ("partly calibrated", "spec")
     assert trained["chosen"]["step_time_s"] > plain["chosen"]["step_time_s"]
+
+
+def test_sweep_applies_a_project_as_analyze_does(setup, capsys, tmp_path):
+    """sweep PROJECT: the project's named calibration on its device and its link fit on the node's level, so a
+    point's latency is analyze PROJECT's (device: calibrated_time_s; system: the step of the layout swept)."""
+    from explorer.core.sweep import table_io
+
+    _, project, node_file, _ = setup
+    grid = ("--batch", "8", "--seq-len", "1024", "--phase", "decode", "--time-model", "calibrated")
+    swept, err = cli(capsys, "sweep", str(project), "--device", "lab-gpu", *grid, "--out", str(tmp_path / "d.csv"))
+    assert "the project's calibration of lab-gpu is " + A.describe() in err
+    analyzed, _ = cli(capsys, "analyze", str(project), "--device", "lab-gpu", "--model", "calibrated", *WORK)
+    point = table_io.read(tmp_path / "d.csv")
+    assert point["latency_s"][0] == pytest.approx(analyzed["results"][0]["totals"]["calibrated_time_s"], rel=1e-12)
+    plain, _ = cli(capsys, "sweep", "llama2-7b", "--device", "lab-gpu", *grid, "--out", str(tmp_path / "p.csv"))
+    assert table_io.read(tmp_path / "p.csv")["latency_s"][0] != point["latency_s"][0]
+    _, err = cli(capsys, "sweep", str(project), "--system", str(node_file), *grid, "--out", str(tmp_path / "s.csv"))
+    assert "the project's link calibration of lab-node" in err
