@@ -1,12 +1,16 @@
-"""Step-time surfaces on devices (:func:`device_surface`), many at once: one stacked work table per (model,
-grid), one analysis pass over every device, both kept in small caches so an edit that does not touch them (a
-device checked, a rate, a service level) costs no work.
+"""Step-time surfaces on devices (:func:`device_surface`), many at once: every grid point's work table (one per
+model and grid, patched from the last model's after an edit), one analysis pass over every device per group of
+rows, each surface's times kept per segment of layers so that an edit passes only the segments it changed
+(:mod:`.surface_work`); all of it kept in small caches so an edit that does not touch them (a device checked, a
+rate, a service level) costs no work.
 
 The numbers are those of the earlier per-device algorithm (each device its own stacked table and pass), to 1e-12:
-the stacked table is the same and :func:`explorer.core.analysis.evaluate.evaluate` is element-wise per device
-column (``tests/core/serving/test_surface_fast.py`` keeps that algorithm as its reference). What used to cost
-the time: the work table of each of the ~155 grid points was built once per device (the work-table cache of 64
-entries is smaller than the grid, so it never hit); here it is built once per model and grid.
+the rows are the same and :func:`explorer.core.analysis.evaluate.evaluate` is element-wise per row and device
+column (``tests/core/serving/test_surface_fast.py`` keeps that algorithm as its reference;
+``tests/core/serving/test_surface_patch.py`` checks surfaces after random edits against it). What used to cost the
+time: the work table of each of the ~155 grid points was built once per device (the work-table cache of 64 entries
+is smaller than the grid, so it never hit); then once per model and grid, afresh, and the whole stack passed again
+after every edit (seconds at 2,000-10,000 layers).
 
 Only token models are served: a model whose input has no ``tokens`` (a CNN) raises ``ValueError`` ("not a token
 model") before any table is built.
