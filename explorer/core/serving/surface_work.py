@@ -101,7 +101,7 @@ def _patched(last: PointTables, model: Model) -> PointTables | None:
         return None
     tables, j = [], p
     for ctx, t_old in zip(last.points, last.tables):
-        t = patch_table(old.layers, t_old, model.layers, model.input_shape(ctx), ctx, MAX_CHANGED)
+        t = patch_table(old.layers, t_old, model.layers, model.input_shape(ctx), ctx, MAX_CHANGED, (p, q))
         if t is None:
             return None
         tables.append(t)
