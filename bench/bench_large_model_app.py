@@ -73,7 +73,7 @@ class GcWatch:
 
 
 def run(app, n_layers: int, n_devices: int, runs: int, watch: GcWatch, profile=None, freeze=True,
-        serving=True) -> None:
+        serving=True, serving_panel=False, wait_serving=False) -> None:
     from explorer.core.session.commands import ReplaceLayer
     from explorer.core.session.workspace import Assumptions
     from explorer.ui.app import build_window
@@ -89,8 +89,11 @@ def run(app, n_layers: int, n_devices: int, runs: int, watch: GcWatch, profile=N
     ids = [d.id for d in window.repository.devices()][:n_devices]
     ws.reset(big_model(n_layers), ids, Assumptions(precision="fp16"))
     ws.focus_layer(2)
-    window.panel_docks[0].raise_()
-    panels = [window.panel_docks[0].widget()]
+    dock = window.panel_docks[0]
+    if serving_panel:  # the Serving panel on screen instead of the roofline: its worker runs after every edit
+        dock = next(d for d in window.panel_docks if d.objectName() == "panel_ServingPanel")
+    dock.raise_()
+    panels = [dock.widget()]
     for _ in range(10):
         app.processEvents()
     if freeze:  # as run_app does after the first paint
@@ -128,21 +131,21 @@ def run(app, n_layers: int, n_devices: int, runs: int, watch: GcWatch, profile=N
 
     for _ in range(10):
         app.processEvents()
-    settle()
+    settle(background=wait_serving)
     assert len(ws.model.layers) == n_layers and len(ws.analysis.devices) == n_devices, (
         len(ws.model.layers), len(ws.analysis.devices))
     times, cpu, gc_passes = [], [], []
     for i in range(runs + 3):
         spec = ws.model.layers[2]
         command = ReplaceLayer(2, spec.with_params(name=f"down-edit-{i}", bias=not spec.params.get("bias", True)))
-        settle()
+        settle(background=wait_serving)
         watch.passes.clear()
         watch.active = True
         if profile is not None and i >= 3:
             profile.enable()
         t0, c0 = time.perf_counter(), time.thread_time()
         ws.execute(command)
-        settle(background=False)
+        settle(background=wait_serving)
         elapsed, used = time.perf_counter() - t0, time.thread_time() - c0
         if profile is not None:
             profile.disable()
@@ -154,7 +157,9 @@ def run(app, n_layers: int, n_devices: int, runs: int, watch: GcWatch, profile=N
     ms = [t * 1e3 for t in times]
     cpu_ms = [t * 1e3 for t in cpu]
     passes = [p for run_ in gc_passes for p in run_]
-    print(f"{'gc.freeze' if freeze else 'no freeze'}{'' if serving else ', no serving worker'}: {n_layers} layers ({len(ws.analysis.table)} operator rows) x {n_devices} devices, {runs} edits: "
+    print(f"{'gc.freeze' if freeze else 'no freeze'}{'' if serving else ', no serving worker'}"
+          f"{', Serving panel on screen' if serving_panel else ''}"
+          f"{', timed until its serving estimate is shown' if wait_serving else ''}: {n_layers} layers ({len(ws.analysis.table)} operator rows) x {n_devices} devices, {runs} edits: "
           f"wall median {statistics.median(ms):.1f} ms p95 {percentile(ms, 0.95):.1f} ms max {max(ms):.1f} ms | "
           f"UI-thread CPU median {statistics.median(cpu_ms):.1f} ms p95 {percentile(cpu_ms, 0.95):.1f} ms | "
           f"GC passes in edits: {len(passes)} (gen2: {sum(1 for g, _ in passes if g == 2)}), "
@@ -190,6 +195,13 @@ def main(argv=None) -> int:
                              "serving worker may hold the GIL before the UI thread gets it back")
     parser.add_argument("--no-serving", action="store_true",
                         help="never start the serving estimates' worker (the UI thread's own work per edit)")
+    parser.add_argument("--serving-panel", action="store_true",
+                        help="the Serving panel on screen instead of the roofline (its step-time surfaces are built "
+                             "on the worker after every edit; hidden tabs are built on first show, so without this "
+                             "no serving estimate runs)")
+    parser.add_argument("--wait-serving", action="store_true",
+                        help="with --serving-panel: time each edit until the serving estimates are done and shown "
+                             "(the edit-to-answer latency), each edit after the last one's")
     parser.add_argument("--profile", type=int, metavar="LAYERS", help="profile the edits at this size instead")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="hwexplorer-bench-") as home:
@@ -207,7 +219,8 @@ def main(argv=None) -> int:
             import pstats
 
             prof = cProfile.Profile()
-            run(app, args.profile, args.devices, args.runs, watch, prof, serving=not args.no_serving)
+            run(app, args.profile, args.devices, args.runs, watch, prof, serving=not args.no_serving,
+                serving_panel=args.serving_panel, wait_serving=args.wait_serving)
             pstats.Stats(prof).sort_stats("cumulative").print_stats(45)
             return 0
         for n in args.layers:
@@ -215,7 +228,8 @@ def main(argv=None) -> int:
                 sys.setswitchinterval(interval)
                 print(f"switch interval {interval * 1e3:g} ms", flush=True)
                 for freeze in (((True, False) if args.freeze_first else (False, True)) if args.compare_freeze else (True,)):
-                    run(app, n, args.devices, args.runs, watch, freeze=freeze, serving=not args.no_serving)
+                    run(app, n, args.devices, args.runs, watch, freeze=freeze, serving=not args.no_serving,
+                        serving_panel=args.serving_panel, wait_serving=args.wait_serving)
     return 0
 
 

@@ -1,12 +1,16 @@
-"""Step-time surfaces on devices (:func:`device_surface`), many at once: one stacked work table per (model,
-grid), one analysis pass over every device, both kept in small caches so an edit that does not touch them (a
-device checked, a rate, a service level) costs no work.
+"""Step-time surfaces on devices (:func:`device_surface`), many at once: every grid point's work table (one per
+model and grid, patched from the last model's after an edit), one analysis pass over every device per group of
+rows, each surface's times kept per segment of layers so that an edit passes only the segments it changed
+(:mod:`.surface_work`); all of it kept in small caches so an edit that does not touch them (a device checked, a
+rate, a service level) costs no work.
 
 The numbers are those of the earlier per-device algorithm (each device its own stacked table and pass), to 1e-12:
-the stacked table is the same and :func:`explorer.core.analysis.evaluate.evaluate` is element-wise per device
-column (``tests/core/serving/test_surface_fast.py`` keeps that algorithm as its reference). What used to cost
-the time: the work table of each of the ~155 grid points was built once per device (the work-table cache of 64
-entries is smaller than the grid, so it never hit); here it is built once per model and grid.
+the rows are the same and :func:`explorer.core.analysis.evaluate.evaluate` is element-wise per row and device
+column (``tests/core/serving/test_surface_fast.py`` keeps that algorithm as its reference;
+``tests/core/serving/test_surface_patch.py`` checks surfaces after random edits against it). What used to cost the
+time: the work table of each of the ~155 grid points was built once per device (the work-table cache of 64 entries
+is smaller than the grid, so it never hit); then once per model and grid, afresh, and the whole stack passed again
+after every edit (seconds at 2,000-10,000 layers).
 
 Only token models are served: a model whose input has no ``tokens`` (a CNN) raises ``ValueError`` ("not a token
 model") before any table is built.
@@ -22,15 +26,15 @@ from typing import Any
 
 import numpy as np
 
-from explorer.core.analysis.evaluate import MODELS, evaluate
-from explorer.core.analysis.time_source import device_time_sources
+from explorer.core.analysis.evaluate import MODELS
+from explorer.core.analysis.time_source import CALIBRATED, PARTLY, SPEC
 from explorer.core.formats import TensorFormats
 from explorer.core.hardware.device import Device
-from explorer.core.parallel.system_pass import _concat as concat_tables
 from explorer.core.workload.layers import Context
-from explorer.core.workload.model import LayerTable, Model, build_table
+from explorer.core.workload.model import Model
 
 from .surface import Grid, StepSurface, _contexts, _lengths, grid
+from .surface_work import PointTables, fresh_bounds, patch_bounds, point_tables, segment_sums
 
 WORK_ENTRIES = 4  # stacked work tables kept (one per model and grid: 0.3 MB for Llama-3-70B, 4 MB for 200 layers)
 SURFACE_ENTRIES = 64  # surfaces kept (one per model, device, grid, precision, formats, attention, time model)
@@ -75,6 +79,7 @@ class KeyedCache:
 
 WORK = KeyedCache(WORK_ENTRIES)
 SURFACES = KeyedCache(SURFACE_ENTRIES)
+LAST = KeyedCache(SURFACE_ENTRIES)  # per (device, grid, precision, ...): its last surface's sums per layer segment
 
 
 def require_token_model(model: Model) -> None:
@@ -88,20 +93,19 @@ def require_token_model(model: Model) -> None:
 
 @dataclass(frozen=True, eq=False)
 class SurfaceWork:
-    """The work of every grid point of a surface, as one table: decode points (batch x context, row-major) then
-    prefill points (prompts x length); ``starts`` the first row of each point."""
+    """The work of every grid point of a surface: decode points (batch x context, row-major) then prefill points
+    (prompts x length), each its own table (``tables``: :class:`~.surface_work.PointTables`, patched per edit)."""
 
     batch: np.ndarray
     context: np.ndarray
     prefill_batch: np.ndarray
     length: np.ndarray
     points: tuple[Context, ...]
-    table: LayerTable
-    starts: np.ndarray
+    tables: PointTables
 
 
 def surface_work(model: Model, g: Grid, attention: str = "fused") -> SurfaceWork:
-    """The stacked work table of a device surface's grid (cached per model, grid and attention kernel)."""
+    """The work tables of a device surface's grid (cached per model, grid and attention kernel)."""
     require_token_model(model)
     return WORK.get(("work", model, g, attention), lambda: _build_work(model, g, attention))
 
@@ -113,22 +117,35 @@ def _build_work(model: Model, g: Grid, attention: str) -> SurfaceWork:
               for b in batch for c in ctxs]
     points += [Context(batch=int(n), seq_len=int(L), phase="prefill", attention=attention)
                for n in pbatch for L in lengths]
-    tables = [build_table.__wrapped__(model, ctx) for ctx in points]  # each once: the lru cache would only churn
-    if not any(len(t) for t in tables):
-        raise ValueError("model: it has no layers to serve")
-    for t in tables:
-        if t.errors:
-            i, msg = t.errors[0]
-            raise ValueError(f"layer {i} ({model.layers[i].name or model.layers[i].kind}): {msg}")
-    starts = np.cumsum([0] + [len(t) for t in tables])[:-1]
-    return SurfaceWork(batch, ctxs, pbatch, lengths, tuple(points), concat_tables(tables), starts)
+    points = tuple(points)
+    return SurfaceWork(batch, ctxs, pbatch, lengths, points, point_tables(model, points, attention))
+
+
+@dataclass(frozen=True, eq=False)
+class _Last:
+    """A device's last surface sums (the base of the next edit's): its model, segment bounds, seconds (S, P),
+    calibrated / uncalibrated running rows per segment (S,), calibration status."""
+
+    model: Model
+    bounds: np.ndarray
+    seconds: np.ndarray
+    calibrated: np.ndarray
+    uncalibrated: np.ndarray
+    status: str
+
+
+def _label(last: _Last, time_model: str) -> str:
+    if time_model == "ideal" or not last.calibrated.any():
+        return SPEC
+    return PARTLY if last.uncalibrated.any() else CALIBRATED
 
 
 def device_surfaces(model: Model, devices: Sequence[Device], g: Grid, precision: str = "fp16",
                     formats: TensorFormats | None = None, attention: str = "fused",
                     time_model: str = "ideal") -> tuple[StepSurface, ...]:
-    """The surface of each device (in order): the ones not cached come from one :func:`evaluate` pass over the
-    stacked work table and all of them. ``time_model``: each row's time under the ideal or the calibrated model
+    """The surface of each device (in order): the ones not cached come from the analysis pass over every grid
+    point's rows, per segment of layers; after an edit only the segments it changed are passed again
+    (:mod:`.surface_work`). ``time_model``: each row's time under the ideal or the calibrated model
     (:meth:`~explorer.core.analysis.evaluate.ModelAnalysis.model_time`; rows a device has no curve for keep the
     ideal time), and the surface labelled with where its times come from."""
     if time_model not in MODELS:
@@ -136,18 +153,53 @@ def device_surfaces(model: Model, devices: Sequence[Device], g: Grid, precision:
     keys = [("surface", model, d, g, precision, formats, attention, time_model) for d in devices]
     found = [SURFACES.peek(k) for k in keys]
     todo = [i for i, s in enumerate(found) if s is None]
-    if todo:
-        w = surface_work(model, g, attention)
-        r = evaluate(w.table, [devices[i] for i in todo], precision, w.points[0], model, formats)
-        times, sources = r.model_time(time_model), device_time_sources(r, time_model)
-        n_dec = len(w.batch) * len(w.context)
-        for col, i in enumerate(todo):  # a point's time: the sum of its rows' count x time (as evaluate sums)
-            s = np.add.reduceat(r.count * np.ascontiguousarray(times[:, col]), w.starts)
-            found[i] = StepSurface(w.batch, w.context, s[:n_dec].reshape(len(w.batch), len(w.context)),
-                                   w.prefill_batch, w.length, s[n_dec:].reshape(len(w.prefill_batch), len(w.length)),
-                                   1, devices[i].id, time_model, sources[col],
-                                   r.calibration_status[col] if time_model == "calibrated" else "")
-            SURFACES.put(keys[i], found[i])
+    if not todo:
+        return tuple(found)
+    w = surface_work(model, g, attention)
+    pt = w.tables
+    n_layers = len(model.layers)
+    last_keys = {i: ("last", devices[i], g, precision, formats, attention, time_model) for i in todo}
+    groups: dict = {}  # how each device's sums are made: kept, patched from a base, or afresh
+    for i in todo:
+        last = LAST.peek(last_keys[i])
+        if last is not None and last.model is model:
+            groups.setdefault(("kept", id(last.bounds)), (last.bounds, []))[1].append(i)
+        elif last is not None and pt.parent is not None and last.model is pt.parent:
+            groups.setdefault(("patch", id(last.bounds)), (last.bounds, []))[1].append(i)
+        else:
+            groups.setdefault(("fresh",), (None, []))[1].append(i)
+    made: dict[int, _Last] = {}
+    for (how, *_), (bounds, members) in groups.items():
+        devs = [devices[i] for i in members]
+        if how == "kept":
+            made.update((i, LAST.peek(last_keys[i])) for i in members)
+            continue
+        if how == "fresh":
+            new = fresh_bounds(n_layers)
+            sums = segment_sums(pt, new, devs, precision, formats, attention, time_model)
+            for col, i in enumerate(members):
+                made[i] = _Last(model, new, sums.seconds[:, :, col], sums.calibrated[:, col],
+                                sums.uncalibrated[:, col], sums.status[col])
+            continue
+        new, s0, s1, n_mid = patch_bounds(bounds, pt.span, n_layers)
+        sums = segment_sums(pt, new[s0:s0 + n_mid + 1], devs, precision, formats, attention, time_model)
+        for col, i in enumerate(members):
+            old = LAST.peek(last_keys[i])
+            cat = np.concatenate
+            made[i] = _Last(model, new, cat([old.seconds[:s0], sums.seconds[:, :, col], old.seconds[s1:]]),
+                            cat([old.calibrated[:s0], sums.calibrated[:, col], old.calibrated[s1:]]),
+                            cat([old.uncalibrated[:s0], sums.uncalibrated[:, col], old.uncalibrated[s1:]]),
+                            sums.status[col] if n_mid else old.status)
+    n_dec = len(w.batch) * len(w.context)
+    for i in todo:
+        last = made[i]
+        LAST.put(last_keys[i], last)
+        s = last.seconds.sum(axis=0)  # a point's time: the sum of its rows' count x time, per segment then over them
+        found[i] = StepSurface(w.batch, w.context, s[:n_dec].reshape(len(w.batch), len(w.context)),
+                               w.prefill_batch, w.length, s[n_dec:].reshape(len(w.prefill_batch), len(w.length)),
+                               1, devices[i].id, time_model, _label(last, time_model),
+                               last.status if time_model == "calibrated" else "")
+        SURFACES.put(keys[i], found[i])
     return tuple(found)
 
 

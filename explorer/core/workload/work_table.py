@@ -163,12 +163,13 @@ def changed_span(old: Sequence, new: Sequence) -> tuple[int, int]:
 
 
 def patch_table(old_layers: Sequence, old: LayerTable, layers: Sequence, shape0: Shape, ctx: Context,
-                max_changed: float = 0.5) -> LayerTable | None:
+                max_changed: float = 0.5, span: tuple[int, int] | None = None) -> LayerTable | None:
     """The table of ``layers`` from ``old``, the table of ``old_layers`` built with the same input ``shape0`` and
     context, rebuilding only the layers an edit changed (module docstring); None when more than ``max_changed`` of
-    the layers would be rebuilt (a fresh build is then as fast)."""
+    the layers would be rebuilt (a fresh build is then as fast). ``span``: ``changed_span(old_layers, layers)``
+    where the caller has it (one model patched in many contexts finds it once)."""
     a, b = len(old_layers), len(layers)
-    p, q = changed_span(old_layers, layers)
+    p, q = changed_span(old_layers, layers) if span is None else span
     delta = b - a
     unnamed = [k for k in range(b - q, b) if not layers[k].name] if delta else []
     must = max(b - q, unnamed[-1] + 1 if unnamed else 0)  # rebuild at least layers p .. must - 1

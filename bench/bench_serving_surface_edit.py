@@ -1,0 +1,108 @@
+"""The serving surfaces' build per model edit, alone (issue 22, the app's edit path): what the Serving panel's and the
+planner's serving box's worker computes after each edit, on the app's default serving grid (``grid_for`` of the
+default serving choice: 155 points, decode batch x context then prefill prompts x length; the count is printed).
+
+The model is bench_large_model_app.py's (N top-level layers: N/4 x (dense up, GELU, dense down, layernorm) on 512
+tokens of width 768) on the first 20 shipped devices; each edit renames layer 2 to a name never used and toggles
+its bias (every edit a model not seen before), then ``device_surfaces`` is timed (the worker's call through
+``device_setups``), with the garbage collector's passes inside it counted. The first build (no earlier model) is
+timed apart.
+
+    .venv/bin/python bench/bench_serving_surface_edit.py [--layers 2000 10000] [--devices 20] [--edits 10]
+    .venv/bin/python bench/bench_serving_surface_edit.py --compare /work/main --rounds 2   # before/after, alternated
+
+``--compare PATH``: each size is run in subprocesses, alternately with PYTHONPATH=PATH (another checkout: the code
+before) and this checkout, ``--rounds`` times, and both printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def measure(n_layers: int, n_devices: int, edits: int) -> None:
+    import explorer  # first: bench_large_model_app puts this checkout first on the path (--compare runs another)
+    from explorer.core.hardware.catalog_files import load_shipped_devices
+    from explorer.core.serving import surfaces
+    from explorer.core.serving.serve import grid_for
+    from explorer.core.session.results import DEFAULT_SERVING as D
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    from bench_large_model_app import big_model
+
+    print(f"[{Path(explorer.__file__).parents[1]}] ", end="")
+
+    devices = load_shipped_devices()[:n_devices]
+    g = grid_for(D.workload, D.policy, None, D.block_size)
+    model = big_model(n_layers)
+    passes: list[float] = []
+    started = [0.0]
+
+    def watch(phase, info):
+        if phase == "start":
+            started[0] = time.perf_counter()
+        else:
+            passes.append(time.perf_counter() - started[0])
+
+    gc.callbacks.append(watch)
+    t0 = time.perf_counter()
+    first = surfaces.device_surfaces(model, devices, g)
+    first_s = time.perf_counter() - t0
+    times, gcs = [], []
+    for i in range(edits):
+        spec = model.layers[2]
+        layers = list(model.layers)
+        layers[2] = spec.with_params(name=f"down-edit-{i}", bias=not spec.params.get("bias", True))
+        model = type(model).make(model.name, model.input_dict, layers)
+        passes.clear()
+        t0 = time.perf_counter()
+        got = surfaces.device_surfaces(model, devices, g)
+        times.append(time.perf_counter() - t0)
+        gcs.append(list(passes))
+        assert len(got) == len(devices) and got[0].decode_s.shape == first[0].decode_s.shape
+    gc.callbacks.remove(watch)
+    ms = sorted(t * 1e3 for t in times)
+    p95 = ms[min(len(ms) - 1, round(0.95 * (len(ms) - 1)))]
+    all_passes = [p for run in gcs for p in run]
+    points = first[0].decode_s.size + first[0].prefill_s.size
+    print(f"{n_layers} layers x {len(devices)} devices, {points} grid points: first build {first_s * 1e3:,.0f} ms; "
+          f"per edit ({edits}): median {statistics.median(ms):,.1f} ms p95 {p95:,.1f} ms max {ms[-1]:,.1f} ms; "
+          f"collector passes in the edits {len(all_passes)}, longest {max(all_passes, default=0) * 1e3:.1f} ms",
+          flush=True)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--layers", type=int, nargs="+", default=[2000, 10000])
+    parser.add_argument("--devices", type=int, default=20)
+    parser.add_argument("--edits", type=int, default=10)
+    parser.add_argument("--compare", metavar="PATH", help="another checkout to run alternately (the code before)")
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--before-edits", type=int, help="edits in the --compare checkout (default --edits)")
+    args = parser.parse_args(argv)
+    if not args.compare:
+        for n in args.layers:
+            measure(n, args.devices, args.edits)
+        return 0
+    for n in args.layers:
+        for r in range(args.rounds):
+            for label, path, edits in (("before", args.compare, args.before_edits or args.edits),
+                                       ("after", str(ROOT), args.edits)):
+                print(f"round {r + 1}, {label} ({path}): ", end="", flush=True)
+                env = dict(os.environ, PYTHONPATH=path)
+                subprocess.run([sys.executable, __file__, "--layers", str(n), "--devices", str(args.devices),
+                                "--edits", str(edits)], env=env, check=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
