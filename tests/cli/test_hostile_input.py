@@ -173,6 +173,20 @@ def test_a_project_key_with_a_line_break_is_one_line(tmp_path, part, key):
     assert len(str(err.value).splitlines()) == 1 and part in str(err.value)
 
 
+@pytest.mark.parametrize("value", [1e20, 1e300, 2**53 + 2])
+def test_a_dimension_beyond_2_53_is_one_line(tmp_path, capsys, value):
+    """Found by the project fuzz: a whole-number dimension too large for a float (1e300) crashed the work table
+    (OverflowError converting it); every whole-number parameter is now at most 2^53 (exact in a float)."""
+    doc = copy.deepcopy(PROJECT_DOC)
+    layer = next(x for x in doc["model"]["layers"] if x["kind"] == "embedding")
+    layer["embedding_dim"] = value
+    path = tmp_path / "p.hwproj"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    assert main(["analyze", str(path), "--device", "nvidia-h100-sxm5", "--json"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "embedding_dim: must be at most 2^53" in err[0]
+
+
 def test_zz_print_counts():
     print("\nfuzz counts:", dict(sorted(COUNTS.items())))
 

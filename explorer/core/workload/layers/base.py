@@ -130,6 +130,10 @@ class LayerKind:
         return out
 
 
+#: the largest whole-number parameter taken: 2^53, the last integer every float holds exactly
+MAX_WHOLE = 2**53
+
+
 def _coerce(p: Param, value: Any, where: str) -> Any:
     if p.type is bool:
         if not isinstance(value, bool):
@@ -147,6 +151,8 @@ def _coerce(p: Param, value: Any, where: str) -> Any:
         if value != int(value):
             raise ParamError(f"{where}: expected a whole number, got {value!r}")
         value = int(value)
+        if abs(value) > MAX_WHOLE:  # beyond it floats lose whole numbers, and products of such overflow
+            raise ParamError(f"{where}: must be at most 2^53 = {MAX_WHOLE:,}, got {value:.3g}")
     if p.minimum is not None and value < p.minimum:
         raise ParamError(f"{where}: must be at least {p.minimum:g}, got {value!r}")
     return value
