@@ -21,13 +21,13 @@ from ..core.serving.workload import (
     Workload,
     WorkloadError,
 )
-from ..core.units import UnitError, format_bytes, parse_si
+from ..core.units import format_bytes, parse_si
 from ..core.workload.layers import Context
 from . import serve_disagg
 from .common import CliError, print_json, text_table
 from .progress import ProgressBar
 from .resolve import load_model_arg, project_devices
-from .serving_args import _slo, _workload, check_engine, policy_from_args
+from .serving_args import _slo, _workload, check_engine, policy_from_args, power_price
 from .serving_args import add_workload_args as add_serving_args
 from .system_cmd import add_system_args, layouts_from_args, options_from_args, options_json, project_system
 from .tensor_args import add_format_args, formats_from_args
@@ -86,14 +86,7 @@ def _check_counts(args) -> None:
 
 def _common(args) -> dict:
     """The setup's keyword arguments shared by every replica: formats, memory, power and price."""
-    try:
-        idle = parse_si(args.idle_power, "power", "--idle-power") if args.idle_power is not None else 0.0
-        price = (parse_si(args.hourly_price, "money_rate", "--hourly-price") if args.hourly_price is not None
-                 else None)
-    except UnitError as exc:
-        raise CliError(str(exc)) from None
-    if idle < 0 or (price is not None and price < 0):
-        raise CliError(f"--{'idle-power' if idle < 0 else 'hourly-price'}: must be >= 0")
+    idle, price = power_price(args)
     return {"idle_w": idle, "usd_per_s": price, "precision": args.precision, "formats": formats_from_args(args),
             "utilization": args.memory_utilization, "block_size": args.block_size,
             "policy": policy_from_args(args), "time_model": args.time_model}

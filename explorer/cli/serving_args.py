@@ -17,7 +17,7 @@ from ..core.serving.workload import (
     read_histogram,
     read_trace,
 )
-from ..core.units import UnitError, parse_quantity
+from ..core.units import UnitError, parse_quantity, parse_si
 from .common import CliError
 
 METRICS = ("ttft", "tpot", "e2e")
@@ -90,6 +90,19 @@ def check_engine(args) -> None:
             raise CliError(f"--{name.replace('_', '-')}: must be a whole number >= 1, got {getattr(args, name)}")
     if not 0 < args.memory_utilization <= 1:
         raise CliError(f"--memory-utilization: must be in (0, 1], got {args.memory_utilization}")
+
+
+def power_price(args) -> tuple[float, float | None]:
+    """(--idle-power in W, --hourly-price in USD/s or None: the catalog's cloud price); CliError naming the option."""
+    try:
+        idle = parse_si(args.idle_power, "power", "--idle-power") if args.idle_power is not None else 0.0
+        price = (parse_si(args.hourly_price, "money_rate", "--hourly-price") if args.hourly_price is not None
+                 else None)
+    except UnitError as exc:
+        raise CliError(str(exc)) from None
+    if idle < 0 or (price is not None and price < 0):
+        raise CliError(f"--{'idle-power' if idle < 0 else 'hourly-price'}: must be >= 0")
+    return idle, price
 
 
 def policy_from_args(args) -> Policy:

@@ -13,10 +13,17 @@ import numpy as np
 from ..core.pmap import EXTRA, PoolError, check_workers
 from ..core.serving.workload import WorkloadError
 from ..core.sweep.serving_columns import COLUMNS, OBJECTIVES
-from ..core.units import UnitError, parse_si
 from .common import CliError, print_json, text_table
 from .progress import ProgressBar
-from .serving_args import _rate, _slo, _workload, add_workload_args, check_engine, policy_from_args
+from .serving_args import (
+    _rate,
+    _slo,
+    _workload,
+    add_workload_args,
+    check_engine,
+    policy_from_args,
+    power_price,
+)
 
 RATE_HELP = ("serving sweep: arrival rates in requests/s, a comma list such as 2,5,10/s (a unit on the last "
              "applies to bare numbers); switches sweep to serving: rows of TTFT, TPOT, goodput per configuration")
@@ -89,18 +96,6 @@ def check_not_serving(args) -> None:
             raise CliError(f"{opt}: simulations are of a serving sweep; give --rate too (e.g. --rate 2,5,10/s)")
 
 
-def _power_price(args) -> tuple[float, float | None]:
-    try:
-        idle = parse_si(args.idle_power, "power", "--idle-power") if args.idle_power is not None else 0.0
-        price = (parse_si(args.hourly_price, "money_rate", "--hourly-price") if args.hourly_price is not None
-                 else None)
-    except UnitError as exc:
-        raise CliError(str(exc)) from None
-    if idle < 0 or (price is not None and price < 0):
-        raise CliError(f"--{'idle-power' if idle < 0 else 'hourly-price'}: must be >= 0")
-    return idle, price
-
-
 def run(args, model, devices, batches: tuple[int, ...] | None, precisions: tuple[str, ...]) -> int:
     """The serving sweep of ``model`` on ``devices``; ``batches``: the --batch list (the engine's batch caps), None
     for --max-batch alone."""
@@ -111,7 +106,7 @@ def run(args, model, devices, batches: tuple[int, ...] | None, precisions: tuple
     check_args(args)
     rates = parse_rates(args.rate)
     slo, workload = _slo(args), _workload(args)
-    idle, price = _power_price(args)
+    idle, price = power_price(args)
     policy = policy_from_args(args)
     try:
         grid = ServingGrid(precisions, batches or (args.max_batch,), rates)
