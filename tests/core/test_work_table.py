@@ -221,3 +221,17 @@ def test_repeated_layers_are_expanded_once_per_context(monkeypatch):
     assert len(calls) == 8  # another context: expanded again, once per kind of layer
     monkeypatch.setattr(layer_memo, "expand_layer", real)
     assert_same(table, fresh(model, Context(batch=2)))
+
+
+def test_a_layer_name_that_is_not_text_is_named_as_the_layer_by_layer_expansion_names_it():
+    """Found by the ONNX fuzz: an importer's layer name that is bytes (a node name protobuf did not decode) made the
+    memo's row names ``name + suffix`` raise TypeError; the rows are named as the layer's expansion names them, fresh
+    and patched alike."""
+    spec = LayerSpec("dense", b"\xff", (("in_features", 8), ("out_features", 4)))
+    model = Model("bytes", (("tokens", 3), ("hidden", 8)), (spec,))
+    fresh = build_table.__wrapped__(model, Context())
+    assert list(fresh.names) == [b"\xff"] and not fresh.errors
+    edited = Model("bytes", (("tokens", 3), ("hidden", 8)), (spec, LayerSpec("dense", b"x", (("in_features", 4), ("out_features", 2)))))
+    build_table(model, Context())
+    patched = build_table(edited, Context())
+    assert list(patched.names) == list(build_table.__wrapped__(edited, Context()).names) == [b"\xff", b"x"]

@@ -133,7 +133,8 @@ class Assembler:
         if entry is not None:
             ids, suffixes, out, error, seen = entry
             self.ids.extend(ids)
-            self.names.extend([name + s for s in suffixes])
+            # as the layer's expansion names its rows (an importer's name may not be text: bytes kept as given)
+            self.names.extend([f"{name}{s}" if s else name for s in suffixes])
             self.layers.append(i)
             self.counts.append(len(ids))
             return seen, out, error.replace(PLACEHOLDER, name) if error else None, len(ids)
