@@ -92,7 +92,7 @@ class LayerSpec:
             raise ModelError(f"{where}.name: expected text")
         repeat = data.get("repeat", 1)
         if isinstance(repeat, bool) or not isinstance(repeat, int) or not 1 <= repeat <= 2**53:
-            raise ModelError(f"{where}.repeat: expected a whole number from 1 to 2^53, got {repeat!r}")
+            raise ModelError(f"{where}.repeat: expected a whole number >= 1 and at most 2^53, got {repeat!r}")
         items = tuple((k, _hashable(v)) for k, v in data.items() if k not in ("kind", "name", "repeat"))
         spec = cls(kind, name, items, repeat)
         try:
@@ -154,7 +154,7 @@ class Model:
             raise ModelError(f"{where}: input: expected one of {forms}, got {inp!r}")
         for k, v in inp.items():
             if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 2**53:
-                raise ModelError(f"{where}: input.{k}: expected a whole number from 1 to 2^53, got {v!r}")
+                raise ModelError(f"{where}: input.{k}: expected a whole number >= 1 and at most 2^53, got {v!r}")
         layers = data.get("layers")
         if not isinstance(layers, list):
             raise ModelError(f"{where}: layers: expected a list")
