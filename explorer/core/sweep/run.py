@@ -41,8 +41,8 @@ from explorer.core.analysis.cost import (
 from explorer.core.analysis.device_arrays import device_arrays
 from explorer.core.analysis.evaluate import MODELS, evaluate, time_energy
 from explorer.core.analysis.kernel import Workspace
-from explorer.core.analysis.time_source import CALIBRATED, PARTLY, SPEC
 from explorer.core.analysis.tensor_bytes import formats_of, resident_bytes  # noqa: F401 (_footprints mirrors it)
+from explorer.core.analysis.time_source import CALIBRATED, PARTLY, SPEC
 from explorer.core.formats import TensorFormats
 from explorer.core.hardware.device import Device
 from explorer.core.workload.context_axis import ContextError, stack_contexts, stack_tables
@@ -64,8 +64,8 @@ COLUMNS = (
     ("throughput_per_device_tok_s", "tokens/s", "tokens per second per device"),
     ("cost_per_million_tokens_usd", "USD per 10^6 tokens", "from the purchase price (TCO) or the cloud price"),
     ("cost_source", "", "'list price', 'cloud price', or '' when unknown"),
-    ("time_source", "", "where latency comes from: 'spec' (the ideal model, or no calibration), 'calibrated' or "
-                        "'partly calibrated' (docs/calibration.md)"),
+    ("time_source", "", ("where latency comes from: 'spec' (the ideal model, or no calibration), 'calibrated' or "
+                         "'partly calibrated' (docs/calibration.md)")),
     ("energy_per_token_j", "J/token", "energy of the step per token"),
     ("memory_bytes", "B", "weights + KV cache + peak activations"),
     ("fits", "", "the footprint fits the device memory"),
@@ -189,7 +189,7 @@ def sweep(model: Model, devices: Sequence[Device], grid: Grid,
             count = stacked.columns["count"][:, None]
             if time_model == "calibrated":  # the whole analysis: its calibrated times and where each row has a curve
                 a = evaluate(stacked, dev, ctx=Context(attention=grid.attention))
-                row_t, row_e = a.calibrated_time.copy(), a.energy.copy()
+                row_t, row_e = a.calibrated_time, a.energy  # fresh arrays of this analysis, not kept
                 s_parts.append(_time_sources(a.calibrated, count > 0, starts))
             else:
                 row_t, row_e = time_energy(stacked, dev, grid.attention, work)  # evaluate()'s, in work's buffers

@@ -11,8 +11,9 @@ COLUMNS = (
     ("rate_per_s", "requests/s", "offered arrival rate"),
     ("method", "", "'simulation' (the discrete-event simulation) or 'analytic' (the estimate)"),
     ("requests", "requests", "requests simulated (0 for the analytic estimate)"),
-    ("time_source", "", "where the step times come from: 'spec' (the ideal model, or a device without a calibration "
-                        "under --time-model calibrated), 'calibrated' or 'partly calibrated' (docs/calibration.md)"),
+    ("time_source", "", ("where the step times come from: 'spec' (the ideal model, or a device without a "
+                         "calibration under --time-model calibrated), 'calibrated' or 'partly calibrated' "
+                         "(docs/calibration.md)")),
     ("ttft_p50_ms", "ms", "time to first token, P50"),
     ("ttft_p90_ms", "ms", "time to first token, P90"),
     ("ttft_p99_ms", "ms", "time to first token, P99"),

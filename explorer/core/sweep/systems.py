@@ -22,10 +22,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from explorer.core.analysis.cost import CostAssumptions, CostAssumptionsLike
+from explorer.core.analysis.time_source import SPEC, system_time_sources
 from explorer.core.formats import TensorFormats
 from explorer.core.hardware.device import Device
 from explorer.core.hardware.system import System
-from explorer.core.analysis.time_source import SPEC, system_time_sources
 from explorer.core.parallel.compare import size_on_systems
 from explorer.core.parallel.system_pass import Options
 from explorer.core.workload.model import Model

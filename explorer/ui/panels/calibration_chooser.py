@@ -30,6 +30,24 @@ from explorer.core.session.named_calibrations import catalog_calibration_text, i
 
 from ..binding import bind_many
 
+
+def ask_file_and_name(parent, path, name, file_title: str, file_filter: str, name_title: str,
+                      name_label: str) -> tuple[Path, str] | None:
+    """``(path, name)`` of a measurement file to import and the name to keep its fit under: each asked for when not
+    given (the name proposed from the file's stem and today's date); None when the user cancels either."""
+    if path is None:
+        path, _ = QFileDialog.getOpenFileName(parent, file_title, "", file_filter)
+        if not path:
+            return None
+    path = Path(path)
+    if name is None:
+        name, ok = QInputDialog.getText(parent, name_title, name_label,
+                                        text=f"{path.stem}, {date.today().isoformat()}")
+        if not ok:
+            return None
+    return path, name
+
+
 FILTER = "Measured kernels (*.csv *.json);;Kernel CSV or Nsight Compute CSV (*.csv);;PyTorch profiler trace (*.json)"
 TIP = Qt.ItemDataRole.ToolTipRole
 
@@ -106,17 +124,11 @@ class CalibrationChooser(QWidget):
         base = ws.catalog_device(dev) if dev else None
         if base is None:
             return False
-        if path is None:
-            path, _ = QFileDialog.getOpenFileName(self, f"Import measured kernels of {base.name}", "", FILTER)
-            if not path:
-                return False
-        path = Path(path)
-        if name is None:
-            name, ok = QInputDialog.getText(self, "Name the calibration",
-                                            f"A name for this calibration of {base.name}:",
-                                            text=f"{path.stem}, {date.today().isoformat()}")
-            if not ok:
-                return False
+        asked = ask_file_and_name(self, path, name, f"Import measured kernels of {base.name}", FILTER,
+                                  "Name the calibration", f"A name for this calibration of {base.name}:")
+        if asked is None:
+            return False
+        path, name = asked
         try:
             cal = import_calibration(path, base, ws.assumptions.precision, name)
         except (ValueError, OSError) as exc:

@@ -12,7 +12,6 @@ bandwidth (what a ring's bus bandwidth reaches at full speed). The view only map
 
 from __future__ import annotations
 
-from datetime import date
 from pathlib import Path
 
 import numpy as np
@@ -21,9 +20,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
-    QFileDialog,
     QHBoxLayout,
-    QInputDialog,
     QLabel,
     QMessageBox,
     QPushButton,
@@ -34,6 +31,7 @@ from explorer.core.parallel.link_fit import LEVELS
 from explorer.core.session.link_calibrations import domain_of, import_link
 
 from ..binding import bind_many
+from .calibration_chooser import ask_file_and_name
 from .plotting import new_plot
 
 FILTER = "nccl-tests or rccl-tests output (*.txt *.log *.out);;All files (*)"
@@ -226,16 +224,11 @@ class LinkCalibrationDialog(QDialog):
         system = self.system()
         if system is None:
             return False
-        if path is None:
-            path, _ = QFileDialog.getOpenFileName(self, f"Import an nccl-tests output for {system.name}", "", FILTER)
-            if not path:
-                return False
-        path = Path(path)
-        if name is None:
-            name, ok = QInputDialog.getText(self, "Name the fit", f"A name for this fit of {system.name}'s "
-                                            f"{self.level} link:", text=f"{path.stem}, {date.today().isoformat()}")
-            if not ok:
-                return False
+        asked = ask_file_and_name(self, path, name, f"Import an nccl-tests output for {system.name}", FILTER,
+                                  "Name the fit", f"A name for this fit of {system.name}'s {self.level} link:")
+        if asked is None:
+            return False
+        path, name = asked
         try:
             link, _fit = import_link(path, system, name, self.level, min_size=self.size_combo.currentData(),
                                      join=self.join_combo.currentData())
