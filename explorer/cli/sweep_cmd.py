@@ -168,8 +168,8 @@ def run(args) -> int:
             raise CliError(f"--system: {', '.join(sorted({i for i in ids if ids.count(i) > 1}))} given more than once")
     devices, system_devices = _devices(args.device, db, tuple(s.device_id for s in systems))
     # a project MODEL: its device overrides and chosen calibrations, as analyze and plan apply them
-    devices = with_project_overrides(args.model, devices, db)
-    system_devices = dict(zip(system_devices, with_project_overrides(args.model, list(system_devices.values()), db)))
+    both = with_project_overrides(args.model, [*devices, *system_devices.values()], db)  # one pass, each named once
+    devices, system_devices = both[:len(devices)], dict(zip(system_devices, both[len(devices):]))
     try:
         parts = [sweep(model, devices, grid, time_model=args.time_model)] if devices else []
         if systems:
