@@ -16,6 +16,7 @@ expands its layers past the bound as before) and ``MAX_CONTEXTS`` contexts (a se
 
 from __future__ import annotations
 
+import operator
 import threading
 from collections import OrderedDict
 from dataclasses import replace
@@ -23,6 +24,7 @@ from dataclasses import replace
 import numpy as np
 
 from explorer.core.workload.layers import REGISTRY, Context, ParamError, Row, Shape, ShapeError, format_shape
+from explorer.core.workload.layers.base import clear_checked
 
 #: the numbers of a row, in the matrix's order: the numeric columns, then GEMM (M, N, K) and the GEMM count
 NUMERIC = ("macs", "other_flops", "params", "active_params", "weight_elems", "input_elems", "output_elems",
@@ -62,8 +64,12 @@ def expand_layer(i: int, spec, shape: Shape, ctx: Context) -> tuple[Shape, list[
     return out, rows, error, shape
 
 
+_NUMBERS = operator.attrgetter(*NUMERIC, "gemm", "gemm_count")  # one C call per row
+
+
 def row_numbers(r: Row) -> tuple[float, ...]:
-    return (*(getattr(r, c) for c in NUMERIC), *r.gemm, r.gemm_count)
+    *numbers, gemm, gemm_count = _NUMBERS(r)
+    return (*numbers, *gemm, gemm_count)
 
 
 class _Memo:
@@ -104,8 +110,10 @@ def memo_for(ctx: Context) -> _Memo:
 
 
 def clear() -> None:
+    """Forget every context's expansions and the parameter sets checked (a first build pays all of them again)."""
     with _MEMOS_LOCK:
         _MEMOS.clear()
+    clear_checked()
 
 
 class Assembler:

@@ -116,7 +116,23 @@ class LayerKind:
     is_block: bool = False
 
     def check(self, raw: dict, where: str) -> dict:
-        """Validate and complete parameters; raise ParamError naming ``where.param``."""
+        """Validate and complete parameters; raise ParamError naming ``where.param``. A set of parameters that
+        passed is remembered (:func:`_checked_key`): the same set is checked once, not once per context a work
+        table is built in and per block a sub-layer runs in (a new dict each call: callers may keep or change it)."""
+        key = _checked_key(self.kind, raw)
+        if key is not None:
+            got = _CHECKED.get(key)
+            if got is not None:
+                return dict(got)
+        out = self._check(raw, where)
+        if key is not None:
+            if len(_CHECKED) >= MAX_CHECKED:
+                _CHECKED.clear()
+            _CHECKED[key] = out
+            return dict(out)
+        return out
+
+    def _check(self, raw: dict, where: str) -> dict:
         known = {p.name for p in self.params} | {"kind", "name", "repeat", "input_shape"}
         unknown = sorted(set(raw) - known)
         if unknown:
@@ -128,6 +144,32 @@ class LayerKind:
                 raise ParamError(f"{where}.{p.name}: is required for '{self.kind}'")
             out[p.name] = _coerce(p, value, f"{where}.{p.name}")
         return out
+
+
+#: parameter sets that passed :meth:`LayerKind.check`, by :func:`_checked_key` -> the completed parameters
+_CHECKED: dict[tuple, dict] = {}
+MAX_CHECKED = 4096  # emptied when full (a model of many distinct layers: each is checked as before)
+
+
+def _checked_key(kind: str, raw: dict) -> tuple | None:
+    """What a check's outcome depends on: the kind, the names and values, and the values' types (``True == 1`` and
+    ``1 == 1.0``, yet a bool is not a number and an int stays an int). None where it cannot be a key: a value that
+    is not hashable (a list), or a float zero (``-0.0 == 0.0`` but its sign is kept)."""
+    values = tuple(raw.values())
+    types = tuple(map(type, values))
+    if float in types and any(type(v) is float and v == 0.0 for v in values):
+        return None
+    try:
+        key = (kind, tuple(raw), values, types)
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def clear_checked() -> None:
+    """Forget the parameter sets checked (with the work tables' caches: a first build pays every check)."""
+    _CHECKED.clear()
 
 
 #: the largest whole-number parameter taken: 2^53, the last integer every float holds exactly

@@ -1,0 +1,63 @@
+"""The cold path of the work table (issue 22's cold generate task): the parameter checks remembered per parameter
+set (``LayerKind.check``) give what a fresh check gives, for every value's type, and tables built cold equal the
+layer-by-layer expansion."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from explorer.core.workload import layer_memo
+from explorer.core.workload.layers import REGISTRY, LayerKind, Param, ParamError
+from explorer.core.workload.layers import base as layer_base
+
+
+def _kind() -> LayerKind:
+    return LayerKind("test_cold_kind", "other", (Param("n", int, 2), Param("x", float, 1.0, minimum=None),
+                                                  Param("flag", bool, False)), lambda p, s, c, n: (s, []))
+
+
+def test_a_bool_is_not_a_number_after_a_number_passed():
+    kind = _kind()
+    assert kind.check({"n": 1}, "a") == {"n": 1, "x": 1.0, "flag": False}
+    with pytest.raises(ParamError, match=r"^b\.n: expected a number, got True$"):
+        kind.check({"n": True}, "b")  # True == 1 and hash(True) == hash(1): the memo must not answer
+    assert kind.check({"flag": False}, "c")["flag"] is False
+    with pytest.raises(ParamError, match=r"^d\.flag: expected true or false, got 0$"):
+        kind.check({"flag": 0}, "d")
+
+
+def test_value_types_and_the_sign_of_zero_kept():
+    kind = _kind()
+    assert type(kind.check({"x": 2}, "a")["x"]) is int  # a float parameter keeps the number as given
+    assert type(kind.check({"x": 2.0}, "a")["x"]) is float
+    assert type(kind.check({"n": 3.0}, "a")["n"]) is int  # a whole float becomes an int
+    assert math.copysign(1.0, kind.check({"x": 0.0}, "a")["x"]) == 1.0
+    assert math.copysign(1.0, kind.check({"x": -0.0}, "a")["x"]) == -1.0
+    assert math.copysign(1.0, kind.check({"x": 0.0}, "a")["x"]) == 1.0
+
+
+def test_errors_name_each_callers_place_and_results_are_fresh_dicts():
+    dense = REGISTRY["dense"]
+    raw = {"in_features": 8, "out_features": 4}
+    first = dense.check(raw, "one")
+    first["in_features"] = -5  # a caller changing its dict does not change the next answer
+    assert dense.check(raw, "two") == {**first, "in_features": 8}
+    for where in ("l1", "l2"):
+        with pytest.raises(ParamError, match=rf"^{where}\.in_features: must be at least 1, got 0$"):
+            dense.check({"in_features": 0, "out_features": 4}, where)
+
+
+def test_unhashable_values_checked_without_the_memo():
+    kind = _kind()
+    with pytest.raises(ParamError, match=r"^a\.n: expected a number, got \[1\]$"):
+        kind.check({"n": [1]}, "a")
+    assert layer_base._checked_key("k", {"n": [1]}) is None
+
+
+def test_memo_emptied_with_the_work_tables():
+    _kind().check({"n": 7}, "a")
+    assert layer_base._CHECKED
+    layer_memo.clear()
+    assert not layer_base._CHECKED
