@@ -61,3 +61,17 @@ def test_memo_emptied_with_the_work_tables():
     assert layer_base._CHECKED
     layer_memo.clear()
     assert not layer_base._CHECKED
+
+
+def test_decode_contexts_equal_constructed_ones():
+    from explorer.core.analysis.generate import _with_lengths
+    from explorer.core.workload.layers import Context
+
+    first = Context(batch=3, seq_len=9, phase="decode", attention="fused", lm_head="all")
+    made = _with_lengths(first, range(10, 14))
+    want = [Context(batch=3, seq_len=s, phase="decode", attention="fused", lm_head="all") for s in range(10, 14)]
+    assert made == want and [hash(c) for c in made] == [hash(c) for c in want]
+    assert all(type(c) is Context for c in made) and first.seq_len == 9
+    with pytest.raises(AttributeError):  # still frozen
+        made[0].seq_len = 1
+    assert {made[1]: 1}[want[1]] == 1

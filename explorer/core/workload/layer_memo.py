@@ -67,6 +67,9 @@ def expand_layer(i: int, spec, shape: Shape, ctx: Context) -> tuple[Shape, list[
 _NUMBERS = operator.attrgetter(*NUMERIC, "gemm", "gemm_count")  # one C call per row
 
 
+_KIND, _OUT_SHAPE, _ATTENTION = (operator.attrgetter(a) for a in ("kind", "out_shape", "attention"))
+
+
 def row_numbers(r: Row) -> tuple[float, ...]:
     *numbers, gemm, gemm_count = _NUMBERS(r)
     return (*numbers, *gemm, gemm_count)
@@ -168,11 +171,10 @@ class Assembler:
             if key in memo.entries:  # another thread learnt it meanwhile
                 return memo.entries[key]
             start = len(memo.numbers)
-            for r in rows:
-                memo.numbers.append(row_numbers(r))
-                memo.kinds.append(r.kind)
-                memo.out_shapes.append(r.out_shape)
-                memo.attention.append(r.attention)
+            memo.numbers.extend(map(row_numbers, rows))
+            memo.kinds.extend(map(_KIND, rows))
+            memo.out_shapes.extend(map(_OUT_SHAPE, rows))
+            memo.attention.extend(map(_ATTENTION, rows))
             entry = (tuple(range(start, start + len(rows))), tuple(r.name[1:] for r in rows), out, error, seen)
             memo.entries[key] = entry
         return entry
@@ -214,6 +216,8 @@ class _Lookup:
 
     def _pick(self, values: list, attr: str, ids: list[int]) -> list:
         own = self.own
+        if not own:  # every row from the memo (ids >= 0): looked up in C
+            return list(map(values.__getitem__, ids))
         return [values[k] if k >= 0 else getattr(own[-1 - k], attr) for k in ids]
 
     def kinds(self, ids):
