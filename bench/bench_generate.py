@@ -7,7 +7,9 @@
 * the 1,024 + 128-token generate task: LLM-Viewer's ``analyze_generate_task(1024, 128, 1)`` (a prefill and 128
   ``analyze`` calls) against ours, :func:`explorer.core.analysis.generate.generate` (one pass). Target: >= 5x faster.
 
-Interleaved (each run times every case in turn). Ours is timed "cold" (the work-table cache emptied before every run: what a first analysis of a model pays) and
+Interleaved (each run times every case in turn). Ours is timed "cold" (the work tables, the layer memo and the checked
+parameters, the stacked table, the plans and the kept device arrays emptied before every run: what a first analysis of a
+model pays) and
 "warm" (tables cached: an unchanged model analyzed again, as the app and a loop over devices do). The peer has no
 cache: every call is cold. Both sides: FP16, no FlashAttention, the A100 (ours: the catalog's, 2.039 TB/s;
 LLM-Viewer's table: 2.039 TB/s).
@@ -30,7 +32,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from _common import median_p95, report, samples
 
-from explorer.core.analysis import phases
+from explorer.core.analysis import phases, plan
 from explorer.core.analysis.generate import _stacked, generate
 from explorer.core.hardware.catalog_files import load_shipped_devices
 from explorer.core.workload.model import build_table
@@ -52,8 +54,9 @@ def main() -> int:
         return phases.prefill_decode(model, device, "fp16", batch=BATCH, seq_len=SEQ)
 
     def analyze_cold():
-        build_table.cache_clear()
+        build_table.cache_clear()  # the work tables, the layer memo and the parameters checked
         phases._stacked.cache_clear()
+        plan.clear()  # the table, row and device plans and the kept device arrays
         return analyze()
 
     def gen():
@@ -62,6 +65,7 @@ def main() -> int:
     def gen_cold():
         build_table.cache_clear()
         _stacked.cache_clear()
+        plan.clear()
         return gen()
 
     runs = {"ours analyze cold": analyze_cold, "ours analyze warm": analyze,
