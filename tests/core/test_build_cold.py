@@ -75,3 +75,10 @@ def test_decode_contexts_equal_constructed_ones():
     with pytest.raises(AttributeError):  # still frozen
         made[0].seq_len = 1
     assert {made[1]: 1}[want[1]] == 1
+
+
+def test_memo_bounded():
+    kind = _kind()
+    for n in range(1, layer_base.MAX_CHECKED + 50):
+        assert kind.check({"n": n}, "a")["n"] == n
+    assert 0 < len(layer_base._CHECKED) <= layer_base.MAX_CHECKED

@@ -148,7 +148,7 @@ class LayerKind:
 
 #: parameter sets that passed :meth:`LayerKind.check`, by :func:`_checked_key` -> the completed parameters
 _CHECKED: dict[tuple, dict] = {}
-MAX_CHECKED = 4096  # emptied when full (a model of many distinct layers: each is checked as before)
+MAX_CHECKED = 1024  # emptied when full (a model of many distinct layers: each is checked as before); ~1 MB at most
 
 
 def _checked_key(kind: str, raw: dict) -> tuple | None:
