@@ -262,6 +262,9 @@ class DevicePlan:
     every_device_timed: bool  # each device has a level with a known, positive bandwidth
 
 
+_BLOCK_SCALES = np.array([[1.0], [0.5]])  # a tensor-core device's thread-block tile, and its half
+
+
 def _unknown_as_zero(x: np.ndarray) -> np.ndarray:
     """``np.nan_to_num(x, nan=0.0)`` (a copy, NaN as 0), in two calls where nothing is infinite (its own pass makes
     ten)."""
@@ -274,8 +277,9 @@ def _device_plan(dev: DeviceArrays) -> DevicePlan:
     n_dev, n_levels = len(dev), dev.level_bw.shape[1]
     bpe = dev.bytes_per_element
     present = np.arange(n_levels) < np.array([len(names) for names in dev.level_names], dtype=int)[:, None]
-    engine_m = np.where(dev.engine == 1, dev.rows, np.where(dev.engine == 2, dev.block_m, np.inf))
-    engine_n = np.where(dev.engine == 1, dev.cols, np.where(dev.engine == 2, dev.block_n, np.inf))
+    is_sa, is_tc = dev.engine == 1, dev.engine == 2  # systolic array, tensor core
+    engine_m = np.where(is_sa, dev.rows, np.where(is_tc, dev.block_m, np.inf))
+    engine_n = np.where(is_sa, dev.cols, np.where(is_tc, dev.block_n, np.inf))
     with np.errstate(invalid="ignore", divide="ignore"):
         # every level at once: the square tile of the next inner level's capacity; where unknown, the off-chip level
         # (feeding the first on-chip one, capacity unknown) reuses ideally, the others feed the matrix engine's tile
@@ -284,11 +288,11 @@ def _device_plan(dev: DeviceArrays) -> DevicePlan:
         fill = np.empty((2, n_dev, n_levels))
         fill[0], fill[1] = engine_m[:, None], engine_n[:, None]
         fill[:, :, :1] = np.inf
-        tile_m, tile_n = np.where(known, square, fill)
+        tiles = np.where(known, square, fill)  # (2, D, V): the tile's M, N
         level_bw_eta = dev.level_bw * dev.eta_m[:, None]
     groups = []
-    for code in (1, 2):
-        cols = np.flatnonzero(dev.engine == code)
+    for code, members in ((1, is_sa), (2, is_tc)):
+        cols = np.flatnonzero(members)
         if not len(cols):
             groups.append(None)
             continue
@@ -297,9 +301,9 @@ def _device_plan(dev: DeviceArrays) -> DevicePlan:
             params = (df == "os", df == "is", dev.rows[cols], dev.cols[cols], dev.rows[cols] * dev.cols[cols],
                       dev.units[cols])
         else:  # both block tiles (the device's and its half) side by side: (2 x D_tc,)
-            bm = np.concatenate([np.maximum(np.floor(dev.block_m[cols] * s), 1) for s in (1.0, 0.5)])
-            bn = np.concatenate([np.maximum(np.floor(dev.block_n[cols] * s), 1) for s in (1.0, 0.5)])
-            params = (bm, bn, np.concatenate([dev.sm_count[cols]] * 2), max(1.0, 16.0 / bpe))
+            bm = np.maximum(np.floor(dev.block_m[cols] * _BLOCK_SCALES), 1).ravel()
+            bn = np.maximum(np.floor(dev.block_n[cols] * _BLOCK_SCALES), 1).ravel()
+            params = (bm, bn, np.tile(dev.sm_count[cols], 2), max(1.0, 16.0 / bpe))
         _frozen(cols, *params)
         groups.append(EngineGroup(cols=cols, whole=len(cols) == n_dev, params=params))
     curves = device_curves(dev)
@@ -307,12 +311,12 @@ def _device_plan(dev: DeviceArrays) -> DevicePlan:
         n_dev=n_dev, n_levels=n_levels, peak=dev.peak[None, :], bw=dev.bandwidth[None, :],
         eta_c=dev.eta_c[None, :], eta_m=dev.eta_m[None, :], peak_eta_c=(dev.peak * dev.eta_c)[None, :],
         ridge=(dev.peak[None, :] / dev.bandwidth[None, :]) if n_dev else np.zeros((1, 0)),
-        mac_energy=dev.mac_energy[None, :], tiles4=np.stack([tile_n.T, tile_m.T])[:, :, None, :],
+        mac_energy=dev.mac_energy[None, :], tiles4=np.ascontiguousarray(tiles[::-1].transpose(0, 2, 1))[:, :, None, :],
         present=present.T.astype(float)[:, None, :], level_energy=_unknown_as_zero(dev.level_energy).T[:, None, :],
         level_bw_eta=level_bw_eta.T[:, None, :], systolic=groups[0], tensor_core=groups[1], curves=curves,
         calibrated_any=bool((curves[0].present | curves[1].present).any()), status=calibration_status(dev),
         row_key=(formats_of(dev), dev.computes, len(dev) if dev.computes else 0),
-        tiles_ok=bool(((tile_m >= 1) | (tile_m == np.inf)).all() and ((tile_n >= 1) | (tile_n == np.inf)).all()),
+        tiles_ok=bool(((tiles >= 1) | (tiles == np.inf)).all()),
         every_device_timed=bool((present & np.isfinite(level_bw_eta) & (level_bw_eta > 0)).any(axis=1).all()))
     _frozen(plan.peak, plan.bw, plan.eta_c, plan.eta_m, plan.peak_eta_c, plan.ridge, plan.mac_energy, plan.tiles4,
             plan.present, plan.level_energy, plan.level_bw_eta)
