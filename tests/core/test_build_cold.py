@@ -82,3 +82,11 @@ def test_memo_bounded():
     for n in range(1, layer_base.MAX_CHECKED + 50):
         assert kind.check({"n": n}, "a")["n"] == n
     assert 0 < len(layer_base._CHECKED) <= layer_base.MAX_CHECKED
+
+
+def test_two_kinds_of_one_name_keep_their_own_schemas():
+    a = _kind()
+    b = LayerKind("test_cold_kind", "other", (Param("n", int, 2, minimum=5),), lambda p, s, c, n: (s, []))
+    assert a.check({"n": 3}, "a") == {"n": 3, "x": 1.0, "flag": False}
+    with pytest.raises(ParamError, match=r"^b\.n: must be at least 5, got 3$"):
+        b.check({"n": 3}, "b")

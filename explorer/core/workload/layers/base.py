@@ -119,16 +119,16 @@ class LayerKind:
         """Validate and complete parameters; raise ParamError naming ``where.param``. A set of parameters that
         passed is remembered (:func:`_checked_key`): the same set is checked once, not once per context a work
         table is built in and per block a sub-layer runs in (a new dict each call: callers may keep or change it)."""
-        key = _checked_key(self.kind, raw)
+        key = _checked_key(id(self), raw)
         if key is not None:
             got = _CHECKED.get(key)
-            if got is not None:
-                return dict(got)
+            if got is not None and got[0] is self:
+                return dict(got[1])
         out = self._check(raw, where)
         if key is not None:
             if len(_CHECKED) >= MAX_CHECKED:
                 _CHECKED.clear()
-            _CHECKED[key] = out
+            _CHECKED[key] = (self, out)  # the kind itself kept: its id is not reused while the entry lives
             return dict(out)
         return out
 
@@ -146,15 +146,16 @@ class LayerKind:
         return out
 
 
-#: parameter sets that passed :meth:`LayerKind.check`, by :func:`_checked_key` -> the completed parameters
-_CHECKED: dict[tuple, dict] = {}
+#: parameter sets that passed :meth:`LayerKind.check`, by :func:`_checked_key` -> (the kind, the completed parameters)
+_CHECKED: dict[tuple, tuple[LayerKind, dict]] = {}
 MAX_CHECKED = 1024  # emptied when full (a model of many distinct layers: each is checked as before); ~1 MB at most
 
 
-def _checked_key(kind: str, raw: dict) -> tuple | None:
-    """What a check's outcome depends on: the kind, the names and values, and the values' types (``True == 1`` and
-    ``1 == 1.0``, yet a bool is not a number and an int stays an int). None where it cannot be a key: a value that
-    is not hashable (a list), or a float zero (``-0.0 == 0.0`` but its sign is kept)."""
+def _checked_key(kind: object, raw: dict) -> tuple | None:
+    """What a check's outcome depends on: the kind (its object's id: two kinds may share a name), the names and
+    values, and the values' types (``True == 1`` and ``1 == 1.0``, yet a bool is not a number and an int stays an
+    int). None where it cannot be a key: a value that is not hashable (a list), or a float zero (``-0.0 == 0.0`` but
+    its sign is kept)."""
     values = tuple(raw.values())
     types = tuple(map(type, values))
     if float in types and any(type(v) is float and v == 0.0 for v in values):
