@@ -53,7 +53,9 @@ def test_unhashable_values_checked_without_the_memo():
     kind = _kind()
     with pytest.raises(ParamError, match=r"^a\.n: expected a number, got \[1\]$"):
         kind.check({"n": [1]}, "a")
-    assert layer_base._checked_key("k", {"n": [1]}) is None
+    kept = len(layer_base._CHECKED)
+    assert kind.check({"n": 4, "input_shape": [8, 2]}, "b") == {"n": 4, "x": 1.0, "flag": False}
+    assert len(layer_base._CHECKED) == kept  # passed, but a list cannot be a key: not kept
 
 
 def test_memo_emptied_with_the_work_tables():

@@ -121,7 +121,10 @@ class LayerKind:
         table is built in and per block a sub-layer runs in (a new dict each call: callers may keep or change it)."""
         key = _checked_key(id(self), raw)
         if key is not None:
-            got = _CHECKED.get(key)
+            try:
+                got = _CHECKED.get(key)
+            except TypeError:  # a value that cannot be a key (a list): checked as it is
+                got = key = None
             if got is not None and got[0] is self:
                 return dict(got[1])
         out = self._check(raw, where)
@@ -154,18 +157,13 @@ MAX_CHECKED = 1024  # emptied when full (a model of many distinct layers: each i
 def _checked_key(kind: object, raw: dict) -> tuple | None:
     """What a check's outcome depends on: the kind (its object's id: two kinds may share a name), the names and
     values, and the values' types (``True == 1`` and ``1 == 1.0``, yet a bool is not a number and an int stays an
-    int). None where it cannot be a key: a value that is not hashable (a list), or a float zero (``-0.0 == 0.0`` but
-    its sign is kept)."""
+    int). None for a float zero (``-0.0 == 0.0`` but its sign is kept); a value that is not hashable (a list) makes
+    a key the memo cannot hold, and the check runs as it is."""
     values = tuple(raw.values())
     types = tuple(map(type, values))
     if float in types and any(type(v) is float and v == 0.0 for v in values):
         return None
-    try:
-        key = (kind, tuple(raw), values, types)
-        hash(key)
-    except TypeError:
-        return None
-    return key
+    return kind, tuple(raw), values, types
 
 
 def clear_checked() -> None:
