@@ -175,14 +175,16 @@ def _analysis(model, table, dev, ctx, tp, dp, rp, x: dict) -> ModelAnalysis:
     time, eff, energy = x["time"], x["mapping_efficiency"], x["energy"]
     count = tp.count
     n_dev, n_sum = dp.n_dev, len(SUMMED)
-    # every row sum in one call: ideal time, time, energy, compute energy, each level's energy (K, D)
-    sums = np.einsum("l,kld->kd", count, x["summed"])
-    ideal_total, t_total, e_total, compute_total = sums[:n_sum]
+    cal_time = x["calibrated_time"]
     if dp.calibrated_any:
-        cal_time, calibrated = calibrated_times(rp.F, rp.nbytes, table.gemm_count > 0, eff, time, dev, curves=dp.curves)
-        cal_total = _row_sum(count, cal_time)
-    else:  # no device has a curve: every row keeps the ideal model's time (so do the sums: the same floats)
-        cal_time, calibrated, cal_total = time.copy(), np.zeros(time.shape, dtype=bool), t_total.copy()
+        cal, calibrated = calibrated_times(rp.F, rp.nbytes, table.gemm_count > 0, eff, time, dev, curves=dp.curves)
+        cal_time[...] = cal
+    else:  # no device has a curve: every row keeps the ideal model's time
+        np.copyto(cal_time, time)
+        calibrated = np.zeros(time.shape, dtype=bool)
+    # every row sum in one call: ideal time, time, energy, compute energy, calibrated time, each level's energy (K, D)
+    sums = np.einsum("l,kld->kd", count, x["summed"])
+    ideal_total, t_total, e_total, compute_total, cal_total = sums[:n_sum]
     decode = ctx.phase == "decode"
     f_total = rs.flops_total
     footprint = rs.weight_bytes + rs.kv_cache_bytes + rs.activation_peak_bytes

@@ -46,7 +46,7 @@ def _empty(ws: Workspace | None, name: str, shape: tuple[int, ...]) -> np.ndarra
 
 _LOCAL = threading.local()
 #: the (L, D) arrays of :func:`cross`'s block, in order, then each memory level's energy (V of them)
-SUMMED = ("ideal_time", "time", "energy", "compute_energy")
+SUMMED = ("ideal_time", "time", "energy", "compute_energy", "calibrated_time")
 
 
 def scratch() -> Workspace:
@@ -164,7 +164,8 @@ def cross(table, dev: DeviceArrays, tp: TablePlan, dp: DevicePlan, rp: RowPlan, 
     return {"compute_time": compute_time, "memory_time": memory_time, "attainable": attainable,
             "memory_bound": memory_bound, "ideal_time": ideal_time, "mapping_efficiency": eff,
             "level_traffic": traffic.transpose(1, 2, 0), "level_energy": level_energy.transpose(1, 2, 0),
-            "compute_energy": compute_energy, "energy": energy, "time": time, "summed": block}
+            "compute_energy": compute_energy, "energy": energy, "time": time, "calibrated_time": block[4],
+            "summed": block}
 
 
 def _time(F, eff, dp: DevicePlan, traffic: np.ndarray, memory_time, B, tmp: Workspace,
