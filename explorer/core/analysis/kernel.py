@@ -22,7 +22,8 @@ import numpy as np
 from .device_arrays import DeviceArrays
 from .flash import kv_rereads
 from .gemm_rows import GemmShapes, efficiency_table, gemm_shapes, rereads, roof
-from .plan import DevicePlan, RowPlan, TablePlan
+from .plan import DevicePlan, RowPlan, TablePlan, table_plan
+from .row_classes import row_classes
 
 
 @dataclass(eq=False)
@@ -45,8 +46,9 @@ def _empty(ws: Workspace | None, name: str, shape: tuple[int, ...]) -> np.ndarra
 
 
 _LOCAL = threading.local()
-#: the (L, D) arrays of :func:`cross`'s block, in order, then each memory level's energy (V of them)
-SUMMED = ("ideal_time", "time", "energy", "compute_energy", "calibrated_time")
+#: the (L, D) arrays of :func:`cross`'s block, in order, then each memory level's energy (V of them), then the
+#: calibrated time
+SUMMED = ("ideal_time", "time", "energy", "compute_energy")
 
 
 def scratch() -> Workspace:
@@ -132,27 +134,59 @@ def _flash(table, dev: DeviceArrays, dp: DevicePlan, attention: str):
 
 
 def cross(table, dev: DeviceArrays, tp: TablePlan, dp: DevicePlan, rp: RowPlan, attention: str) -> dict:
-    """Every (L, D) and (L, D, V) field of the analysis but the calibrated model's, fresh arrays. Call under
-    ``np.errstate(invalid="ignore", divide="ignore")``."""
+    """Every (L, D) and (L, D, V) field of the analysis, fresh arrays; the calibrated time's (the block's last) left to
+    the caller. Where the table's rows repeat (:mod:`.row_classes`), computed on its distinct rows and gathered. Call
+    under ``np.errstate(invalid="ignore", divide="ignore")``."""
+    cls = row_classes(table, tp, dp.n_dev, attention)
+    if cls is None:
+        return _cross_rows(table, dev, tp, dp, rp, attention)
+    sub = cls.table
+    stp = table_plan(sub)
+    small = _cross_rows(sub, dev, stp, dp, stp.rows(sub, dev, dp), attention)
+    inv, n_rows, n_dev = cls.inv, tp.n_rows, dp.n_dev
+    sb = small["summed"]
+    block = np.empty((sb.shape[0], n_rows, n_dev))
+    np.take(sb[:-1], inv, axis=1, out=block[:-1], mode="clip")
+    traffic = np.take(small["traffic"], inv, axis=1)
+    x = {name: np.take(small[name], inv, axis=0) for name in GATHERED}
+    x.update(_fields(block, traffic))
+    return x
+
+
+#: the fields :func:`cross` gathers one by one (the others are in its block, or the traffic)
+GATHERED = ("compute_time", "memory_time", "attainable", "memory_bound", "mapping_efficiency")
+
+
+def _fields(block: np.ndarray, traffic: np.ndarray) -> dict:
+    n_levels = len(traffic)
+    return {"ideal_time": block[0], "time": block[1], "energy": block[2], "compute_energy": block[3],
+            "level_energy": block[len(SUMMED):len(SUMMED) + n_levels].transpose(1, 2, 0), "calibrated_time": block[-1],
+            "level_traffic": traffic.transpose(1, 2, 0), "traffic": traffic, "summed": block}
+
+
+def _cross_rows(table, dev: DeviceArrays, tp: TablePlan, dp: DevicePlan, rp: RowPlan, attention: str) -> dict:
+    """:func:`cross` on every row."""
     F, B, I = rp.F, rp.nbytes[:, None], rp.summary(table).intensity[:, None]
     tmp = scratch()
     n_rows, n_dev, n_levels = tp.n_rows, dp.n_dev, dp.n_levels
-    # the arrays the totals sum over rows, in one block so that one call sums them all (:data:`SUMMED`)
-    block = np.empty((len(SUMMED) + n_levels, n_rows, n_dev))
+    # the arrays the totals sum over rows, in one block so that one call sums them all (:data:`SUMMED`, each level's
+    # energy, the calibrated time); one allocation of this size also keeps glibc's heap from being trimmed after
+    # every pass (with the calibrated time apart: ~5,800 page faults a pass at 10,000 x 50)
+    block = np.empty((len(SUMMED) + n_levels + 1, n_rows, n_dev))
     compute_time = np.divide(F, dp.peak)
     memory_time = np.divide(B, dp.bw)
     attainable = np.multiply(I, dp.bw)
     attainable *= dp.eta_m
     np.minimum(dp.peak_eta_c, attainable, out=attainable)
     memory_bound = np.less(I, dp.ridge)
-    ideal_time = np.maximum(compute_time, memory_time, out=block[0])
+    np.maximum(compute_time, memory_time, out=block[0])  # the ideal time
     gs = gemm_shapes(tp, rp)
     ext = efficiency_table(gs, dp)
     eff = ext[1:] if tp.all_gemm and gs.inv is None else np.take(ext, gs.rows, axis=0)
     traffic = np.empty((n_levels, n_rows, n_dev))
     time = block[1]
     _core(tp, dp, rp, attention, _flash(table, dev, dp, attention), tmp, traffic, time, eff, memory_time, ext, gs)
-    level_energy = np.multiply(traffic, dp.level_energy, out=block[len(SUMMED):])
+    level_energy = np.multiply(traffic, dp.level_energy, out=block[len(SUMMED):-1])
     compute_energy = np.multiply(rp.mac_equivalent, dp.mac_energy, out=block[3])
     energy = block[2]
     if n_levels:  # (compute + level 0) + level 1 + ...
@@ -162,10 +196,7 @@ def cross(table, dev: DeviceArrays, tp: TablePlan, dp: DevicePlan, rp: RowPlan, 
     else:
         np.copyto(energy, compute_energy)
     return {"compute_time": compute_time, "memory_time": memory_time, "attainable": attainable,
-            "memory_bound": memory_bound, "ideal_time": ideal_time, "mapping_efficiency": eff,
-            "level_traffic": traffic.transpose(1, 2, 0), "level_energy": level_energy.transpose(1, 2, 0),
-            "compute_energy": compute_energy, "energy": energy, "time": time, "calibrated_time": block[4],
-            "summed": block}
+            "memory_bound": memory_bound, "mapping_efficiency": eff, **_fields(block, traffic)}
 
 
 def _time(F, eff, dp: DevicePlan, traffic: np.ndarray, memory_time, B, tmp: Workspace,
@@ -192,6 +223,20 @@ def time_energy(table, dev: DeviceArrays, tp: TablePlan, dp: DevicePlan, rp: Row
                 ws: Workspace | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Only ``time`` and ``energy`` (L, D), equal to :func:`cross`'s; in ``ws``'s buffers when given (see the module
     docstring for who may keep them)."""
+    cls = row_classes(table, tp, dp.n_dev, attention)
+    if cls is None:
+        return _time_energy_rows(table, dev, tp, dp, rp, attention, ws)
+    sub = cls.table
+    stp = table_plan(sub)
+    t, e = _time_energy_rows(sub, dev, stp, dp, stp.rows(sub, dev, dp), attention, None)
+    shape = (tp.n_rows, dp.n_dev)
+    return (np.take(t, cls.inv, axis=0, out=_empty(ws, "time", shape), mode="clip"),
+            np.take(e, cls.inv, axis=0, out=_empty(ws, "energy", shape), mode="clip"))
+
+
+def _time_energy_rows(table, dev: DeviceArrays, tp: TablePlan, dp: DevicePlan, rp: RowPlan, attention: str,
+                      ws: Workspace | None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`time_energy` on every row."""
     tmp = ws if ws is not None else scratch()  # the traffic and the other temporaries: never returned
     n_rows, n_dev, n_levels = tp.n_rows, dp.n_dev, dp.n_levels
     with np.errstate(invalid="ignore", divide="ignore"):
