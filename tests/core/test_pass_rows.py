@@ -112,3 +112,20 @@ def test_the_roofline_rows_shortcut_holds_only_where_it_gives_the_same_floats():
     unknown = device_plan(device_arrays([level_device("c", ["2 TB/s", None])], "fp16"))
     assert gemm_rows.roof(unknown).ok  # an on-chip level of unknown bandwidth has no time: the HBM's is the slowest
 
+
+
+def test_what_the_pass_keeps_of_a_table_goes_with_it(grouped_always):
+    import gc
+
+    from explorer.core.analysis import plan
+
+    model = repeated_model([0, 1, 4], 6, [5])
+    dev = device_arrays(CATALOG[:4], "fp16")
+    gc.collect()
+    before = (len(plan._TABLES), len(gemm_rows._SHAPES), len(row_classes._CLASSES))
+    table = build_table.__wrapped__(model, Context(batch=2, seq_len=32))
+    evaluate(table, dev, ctx=Context(batch=2, seq_len=32))
+    assert len(row_classes._CLASSES) == before[2] + 1 and len(gemm_rows._SHAPES) > before[1]
+    del table
+    gc.collect()
+    assert (len(plan._TABLES), len(gemm_rows._SHAPES), len(row_classes._CLASSES)) == before

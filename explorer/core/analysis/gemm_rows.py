@@ -55,23 +55,22 @@ class GemmShapes:
     bytes_plain: bool  # every row's bytes finite and >= 0 (what the roofline rows' shortcut needs)
     shapes_finite: bool
     first: np.ndarray | None  # (U,) a GEMM row (its place in the GEMM rows) of each shape; None with ``inv``
-    tp: TablePlan
-    by_key: dict = field(default_factory=dict)
+    by_key: dict = field(default_factory=dict)  # (no reference to the plans: they hold the key of its cache)
 
-    def tile_gc(self, attention: str) -> np.ndarray:
-        """(1, U, 1) :meth:`TablePlan.tile_gc` per shape."""
+    def tile_gc(self, tp: TablePlan, attention: str) -> np.ndarray:
+        """(1, U, 1) :meth:`TablePlan.tile_gc` per shape (``tp``: the table plan the shapes were found in)."""
         got = self.by_key.get(("tile_gc", attention))
         if got is None:
-            full = self.tp.tile_gc(attention)
+            full = tp.tile_gc(attention)
             got = full if self.first is None else np.ascontiguousarray(full[:, self.first])
             _frozen(got)
             with _LOCK:
                 got = self.by_key.setdefault(("tile_gc", attention), got)
         return got
 
-    def align_efficiency(self, align: float) -> np.ndarray:
+    def align_efficiency(self, tp: TablePlan, align: float) -> np.ndarray:
         """(U, 1) :meth:`TablePlan.align_efficiency` per shape."""
-        full = self.tp.align_efficiency(align)
+        full = tp.align_efficiency(align)
         if self.first is None:
             return full
         got = self.by_key.get(("align", align))
@@ -124,7 +123,7 @@ def _shapes(tp: TablePlan, rp: RowPlan) -> GemmShapes:
         n_shapes=n_gemm if first is None else len(first), inv=inv, rows=rows, m=m, n=n, k=k, gc=gc,
         mn=tp.mn if first is None else m * n, dims4=pick(tp.dims4, 2), sizes4=pick(tp.sizes4, 2),
         bpe4=pick(rp.bpe4, 2), F_g=F_g, nbytes_g=rp.nbytes_g,
-        bytes_plain=bool(rp.nbytes_finite and not np.any(nb < 0)), shapes_finite=tp.shapes_finite, first=first, tp=tp)
+        bytes_plain=bool(rp.nbytes_finite and not np.any(nb < 0)), shapes_finite=tp.shapes_finite, first=first)
     _frozen(rows, m, n, k, gc, out.mn, out.dims4, out.sizes4, out.bpe4, F_g, *(() if inv is None else (inv,)))
     return out
 
@@ -142,7 +141,7 @@ def gemm_shapes(tp: TablePlan, rp: RowPlan) -> GemmShapes:
     return got
 
 
-def efficiency_table(gs: GemmShapes, dp: DevicePlan) -> np.ndarray:
+def efficiency_table(gs: GemmShapes, tp: TablePlan, dp: DevicePlan) -> np.ndarray:
     """(1 + U, D): 1 (a row without GEMMs), then each shape's tile (x wave x alignment) efficiency on each device's
     matrix engine (1 where the device has none). Call under ``np.errstate(invalid="ignore", divide="ignore")``."""
     ext = np.ones((1 + gs.n_shapes, dp.n_dev))
@@ -152,13 +151,13 @@ def efficiency_table(gs: GemmShapes, dp: DevicePlan) -> np.ndarray:
         if group is None:
             continue
         if group.whole:
-            ext[1:] = fn(gs, group.params)
+            ext[1:] = fn(gs, tp, group.params)
         else:
-            ext[1:, group.cols] = fn(gs, group.params)
+            ext[1:, group.cols] = fn(gs, tp, group.params)
     return ext
 
 
-def _systolic(gs: GemmShapes, params) -> np.ndarray:
+def _systolic(gs: GemmShapes, tp: TablePlan, params) -> np.ndarray:
     """:func:`.tiling.systolic_arrays` (without cycles): folds of the array, rounds over its units."""
     is_os, is_is, rows, cols, rows_cols, units = params
     m, n, k, count = gs.m, gs.n, gs.k, gs.gc
@@ -169,7 +168,7 @@ def _systolic(gs: GemmShapes, params) -> np.ndarray:
     return (sr * sc / rows_cols) * count / (rounds * units)
 
 
-def _tensor_core(gs: GemmShapes, params) -> np.ndarray:
+def _tensor_core(gs: GemmShapes, tp: TablePlan, params) -> np.ndarray:
     """:func:`.tiling.tensor_core_arrays`, the block tile and its half in one (U, 2 x D) array."""
     bm, bn, sm, align = params
     m, n, count = gs.m, gs.n, gs.gc
@@ -179,10 +178,11 @@ def _tensor_core(gs: GemmShapes, params) -> np.ndarray:
     waves = np.ceil(tiles_count / sm)
     eff = tile_eff * (tiles_count / (waves * sm))
     half = len(bm) // 2
-    return np.fmax(eff[:, :half], eff[:, half:]) * gs.align_efficiency(align)
+    return np.fmax(eff[:, :half], eff[:, half:]) * gs.align_efficiency(tp, align)
 
 
-def rereads(gs: GemmShapes, dp: DevicePlan, bpe_finite: bool, attention: str, out: np.ndarray) -> np.ndarray:
+def rereads(gs: GemmShapes, tp: TablePlan, dp: DevicePlan, bpe_finite: bool, attention: str,
+            out: np.ndarray) -> np.ndarray:
     """(V, U, D) each shape's square-tile re-reads crossing each level, in ``out`` (2, V, U, D) (its first half):
     both operands' in one array, [0] the left operand's (N over the tile's N), [1] the right one's (M over the tile's
     M), each max(ceil(dim / tile) - 1, 0) x its size x its bytes per element; x the GEMMs they count for."""
@@ -195,7 +195,7 @@ def rereads(gs: GemmShapes, dp: DevicePlan, bpe_finite: bool, attention: str, ou
     extra = np.add(x[0], x[1], out=x[0])
     if not (dp.tiles_ok and bpe_finite and gs.shapes_finite):  # else every re-read is finite (tiles >= 1)
         np.nan_to_num(extra, copy=False, nan=0.0)
-    extra *= gs.tile_gc(attention)
+    extra *= gs.tile_gc(tp, attention)
     return extra
 
 
