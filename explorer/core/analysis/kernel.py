@@ -2,8 +2,11 @@
 table plan and a device plan (:mod:`.plan`). The formulas are :mod:`.evaluate`'s (its docstring); this module only
 computes them with fewer numpy calls: every memory level in one (L, D, V) array instead of one (L, D) slice per
 level, both thread-block tiles of the tensor cores side by side, the per-side constants taken from the plans. The
-operations and their order are the same as before, so the numbers are the same floats
-(``tests/core/test_evaluate_fast.py`` compares with the pass as it was).
+GEMM rows' efficiency and re-reads are made once per distinct GEMM shape and the other rows' time as the roofline of
+the slowest level (:mod:`.gemm_rows`); on a large pass over a table whose rows repeat, every term once per distinct
+row, gathered by row (:mod:`.row_classes`). Each cell's operations and their order are the same as before, so the
+numbers are the same floats (``tests/core/test_evaluate_fast.py`` compares with the pass as it was,
+``tests/core/test_pass_rows.py`` the grouped pass with the pass over every row).
 
 :func:`cross` makes every field of an analysis, in fresh arrays the caller owns. :func:`time_energy` makes only the
 time and energy per row and device (what a sweep or the generate task sums per context), in the buffers of a
