@@ -129,3 +129,17 @@ def test_what_the_pass_keeps_of_a_table_goes_with_it(grouped_always):
     del table
     gc.collect()
     assert (len(plan._TABLES), len(gemm_rows._SHAPES), len(row_classes._CLASSES)) == before
+
+
+def test_devices_without_a_known_bandwidth_take_the_roofline_memory_time_on_the_fast_path():
+    # ten catalog devices (Groq's LPU, Cerebras WSE-3, edge NPUs, ...) state no bandwidth: their memory time is
+    # (bytes / bandwidth) / eta_m, NaN, on every row, as in the pass as it was; the other devices keep the shortcut
+    dev = device_arrays(CATALOG, "fp16")
+    r = gemm_rows.roof(device_plan(dev))
+    no_bw = [j for j in range(len(CATALOG)) if not np.any(np.isfinite(dev.level_bw[j]))]
+    assert r.ok and no_bw and list(r.fallback) == no_bw
+    model = repeated_model([0, 1, 4, 5], 3, [])
+    ctx = Context(batch=4, seq_len=32)
+    got = evaluate(model, CATALOG, "fp16", ctx)
+    assert_same(got, reference_evaluate(model, CATALOG, "fp16", ctx))
+    assert np.all(np.isnan(got.time[:, no_bw]))

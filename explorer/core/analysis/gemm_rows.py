@@ -204,10 +204,13 @@ class Roof:
     """A device set's levels as the rows without re-reads see them. With ``ok``, every device's level times of bytes
     ``b`` (finite, >= 0) are ``b / bw_j`` over the levels it has of known bandwidth x eta_m ``bw_j`` (finite, > 0; the
     others give NaN, which the slowest-level max skips), and their max is ``b / min_j bw_j`` (``bw``, (1, D)): the same
-    float, as division rounds monotonically. ``all_present``: every device has every level (traffic x 1 is skipped)."""
+    float, as division rounds monotonically. The devices in ``fallback`` have no such level: every level time is NaN
+    and the pass takes the roofline's memory time at eta_m there, ``(b / bandwidth) / eta_m`` (unknown: NaN), for the
+    GEMM rows too. ``all_present``: every device has every level (traffic x 1 is skipped)."""
 
     ok: bool
     bw: np.ndarray
+    fallback: np.ndarray  # (K,) columns
     all_present: bool
 
 
@@ -221,10 +224,19 @@ def roof(dp: DevicePlan) -> Roof:
         lbe, present = dp.level_bw_eta[:, 0, :], dp.present[:, 0, :] > 0  # (V, D)
         with np.errstate(invalid="ignore"):
             usable = present & np.isfinite(lbe) & (lbe > 0)
-            ok = bool(dp.n_levels and np.all(usable.any(axis=0)) and not np.any(present & ~usable & ~np.isnan(lbe)))
+            ok = bool(dp.n_levels and not np.any(present & ~usable & ~np.isnan(lbe)))
             bw = np.min(np.where(usable, lbe, np.inf), axis=0, initial=np.inf)[None, :]
-        _frozen(bw)
-        got = Roof(ok=ok, bw=bw, all_present=bool(np.all(present)))
+        fallback = np.flatnonzero(~usable.any(axis=0))
+        _frozen(bw, fallback)
+        got = Roof(ok=ok, bw=bw, fallback=fallback, all_present=bool(np.all(present)))
         with _LOCK:
             got = _ROOFS.setdefault(dp, got)
     return got
+
+
+def fallback_memory_time(mem: np.ndarray, nbytes: np.ndarray, dp: DevicePlan, cols: np.ndarray,
+                         memory_time: np.ndarray | None = None) -> None:
+    """``mem[:, cols] = (nbytes / bandwidth) / eta_m`` (the roofline's memory time at eta_m, as the pass takes it where
+    no level gives a time); ``nbytes`` (R, 1), ``memory_time`` the rows' ``nbytes / bandwidth`` (R, D) when made."""
+    t = memory_time[:, cols] if memory_time is not None else nbytes / dp.bw[:, cols]
+    mem[:, cols] = t / dp.eta_m[:, cols]

@@ -24,7 +24,7 @@ import numpy as np
 
 from .device_arrays import DeviceArrays
 from .flash import kv_rereads
-from .gemm_rows import GemmShapes, efficiency_table, gemm_shapes, rereads, roof
+from .gemm_rows import GemmShapes, efficiency_table, fallback_memory_time, gemm_shapes, rereads, roof
 from .plan import DevicePlan, RowPlan, TablePlan, table_plan
 from .row_classes import row_classes
 
@@ -106,12 +106,16 @@ def _core(tp: TablePlan, dp: DevicePlan, rp: RowPlan, attention: str, flash: np.
         else:
             np.multiply(B3, dp.present, out=traffic)
         np.divide(rp.F, dp.peak_eta_c, out=time)
-        np.maximum(time, np.divide(rp.nbytes[:, None], rf.bw, out=tmp.take("memory_level_time", time.shape)),
-                   out=time)
+        mem = np.divide(rp.nbytes[:, None], rf.bw, out=tmp.take("memory_level_time", time.shape))
+        if len(rf.fallback):
+            fallback_memory_time(mem, rp.nbytes[:, None], dp, rf.fallback, memory_time)
+        np.maximum(time, mem, out=time)
     if not n_gemm:
         return
     lt = np.divide(tg, dp.level_bw_eta, out=tmp.take("level_time", tg.shape))
     mem = np.fmax.reduce(lt, axis=0, out=tmp.take("memory_g", (n_gemm, n_dev)))
+    if len(rf.fallback):
+        fallback_memory_time(mem, gs.nbytes_g[0], dp, rf.fallback, None if memory_time is None else memory_time[g])
     tgt = time if tp.all_gemm else tmp.take("time_g", (n_gemm, n_dev))
     if gs.inv is None:
         np.multiply(dp.peak_eta_c, ext[1:], out=tgt)
