@@ -50,7 +50,7 @@ class GemmShapes:
     dims4: np.ndarray  # (2, 1, U, 1) as TablePlan.dims4
     sizes4: np.ndarray  # (2, 1, U, 1) as TablePlan.sizes4
     bpe4: np.ndarray  # (2, 1, U, 1) as RowPlan.bpe4
-    F_g: np.ndarray  # (G, 1) or (G, D): the GEMM rows' FLOPs with the device-side conversions (RowPlan.F)
+    F_g: np.ndarray | None  # (G, 1) the GEMM rows' FLOPs (RowPlan.F); None where F is (L, D): taken per pass
     nbytes_g: np.ndarray  # (1, G, 1) the GEMM rows' bytes (RowPlan.nbytes_g)
     bytes_plain: bool  # every row's bytes finite and >= 0 (what the roofline rows' shortcut needs)
     shapes_finite: bool
@@ -117,14 +117,15 @@ def _shapes(tp: TablePlan, rp: RowPlan) -> GemmShapes:
         return a if first is None else np.ascontiguousarray(np.take(a, first, axis=axis))
 
     m, n, k, gc = (pick(a, 0) for a in (tp.m, tp.n, tp.k, tp.gc))
-    F_g = rp.F[g]
+    F_g = rp.F[g] if rp.F.shape[1] == 1 else None  # a (G, D) copy kept per table would add up in a sweep
     nb = rp.nbytes
     out = GemmShapes(
         n_shapes=n_gemm if first is None else len(first), inv=inv, rows=rows, m=m, n=n, k=k, gc=gc,
         mn=tp.mn if first is None else m * n, dims4=pick(tp.dims4, 2), sizes4=pick(tp.sizes4, 2),
         bpe4=pick(rp.bpe4, 2), F_g=F_g, nbytes_g=rp.nbytes_g,
         bytes_plain=bool(rp.nbytes_finite and not np.any(nb < 0)), shapes_finite=tp.shapes_finite, first=first)
-    _frozen(rows, m, n, k, gc, out.mn, out.dims4, out.sizes4, out.bpe4, F_g, *(() if inv is None else (inv,)))
+    _frozen(rows, m, n, k, gc, out.mn, out.dims4, out.sizes4, out.bpe4, *(() if F_g is None else (F_g,)),
+            *(() if inv is None else (inv,)))
     return out
 
 

@@ -121,7 +121,8 @@ def _core(tp: TablePlan, dp: DevicePlan, rp: RowPlan, attention: str, flash: np.
         np.multiply(dp.peak_eta_c, ext[1:], out=tgt)
     else:
         np.take(np.multiply(dp.peak_eta_c, ext[1:]), gs.inv, axis=0, out=tgt, mode="clip")
-    np.divide(gs.F_g, tgt, out=tgt)
+    F_g = gs.F_g if gs.F_g is not None else np.take(rp.F, g, axis=0, out=tmp.take("F_g", tgt.shape), mode="clip")
+    np.divide(F_g, tgt, out=tgt)
     np.maximum(tgt, mem, out=tgt)
     if not tp.all_gemm:
         traffic[:, g] = tg
