@@ -10,7 +10,7 @@
   the same element-wise work: one broadcasting numpy operation writing each (rows x devices) and (rows x devices x
   levels) array the pass returns (compute and memory time, attainable, bound, ideal time, mapping efficiency, time,
   calibrated time and flag, compute energy, energy; traffic and energy per level), from operands already in memory.
-  Target: within 3x. bench_core.py's model repeats 4 layers, so the pass computes 3 distinct rows and copies them
+  Target: within 3x. bench_core.py's model repeats 4 layers, so the pass computes 4 distinct rows and copies them
   (analysis/row_classes.py); "distinct rows" is the same size with every row different (dense layers of growing
   width): the pass's worst case, every row computed.
 * (e) ``evaluate`` alone at 2,000 and 10,000 rows x 20 devices (the app's large models), on a table whose plans are
