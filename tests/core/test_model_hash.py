@@ -12,6 +12,7 @@ from explorer.core.session.commands import AddLayers, MoveLayers, RemoveLayers, 
 from explorer.core.session.state import State
 from explorer.core.workload import model as model_module
 from explorer.core.workload.model import LayerSpec, Model, build_table
+from explorer.core.workload.seq_diff import changed_span
 
 KINDS = ("dense", "gelu", "layernorm", "conv2d")
 
@@ -96,3 +97,17 @@ def test_the_hash_of_an_edited_model_is_the_hash_of_its_value(n, kinds, steps):
         hash(m)
         assert list(model_module._layer_hashes(m.layers)) == layer_hashes_from_scratch(m)
     assert [hash(m) for m in models] == [hash(rebuilt(m)) for m in models]
+
+
+@settings(max_examples=200, deadline=None)
+@given(old=st.lists(st.integers(0, 3), max_size=30), new=st.lists(st.integers(0, 3), max_size=30))
+def test_the_changed_span_is_the_longest_common_prefix_then_suffix(old, new):
+    """Against a plain loop: items compared by equality (equal ints here are often not identical objects)."""
+    old, new = tuple(old), tuple(new)
+    start, stop_new, stop_old = changed_span(old, new)
+    prefix = next((i for i, (a, b) in enumerate(zip(old, new)) if a != b), min(len(old), len(new)))
+    rest = min(len(old), len(new)) - prefix
+    suffix = next((i for i, (a, b) in enumerate(zip(reversed(old), reversed(new))) if a != b or i == rest), rest)
+    assert (start, stop_new, stop_old) == (prefix, len(new) - suffix, len(old) - suffix)
+    assert new[:start] + new[start:stop_new] + new[stop_new:] == new
+    assert old[:start] == new[:start] and old[stop_old:] == new[stop_new:]

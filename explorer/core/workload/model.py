@@ -22,6 +22,7 @@ import numpy as np
 from explorer.core.files import NestingError, atomic_write_text, parse_nested
 from explorer.core.workload import layer_memo
 from explorer.core.workload.layers import REGISTRY, Context, ParamError, Shape
+from explorer.core.workload.seq_diff import changed_span
 from explorer.core.workload.train_step import train_step_table
 from explorer.core.workload.work_table import (  # noqa: F401 - LayerStatus, LayerTable, NUMERIC: read from here too
     NUMERIC,
@@ -193,46 +194,13 @@ def _hash_all(layers) -> np.ndarray:
     return np.fromiter(map(hash, layers), dtype=np.int64, count=len(layers))
 
 
-def _prefix(a: tuple, b: tuple, k: int) -> int:
-    """How many of the first ``k`` items of ``a`` and ``b`` are equal (tuple comparisons in C, which take an
-    identical object as equal without calling its ``__eq__``: an edit keeps every other layer's object)."""
-    if a[:k] == b[:k]:
-        return k
-    lo, hi = 0, k  # a[:lo] == b[:lo], a[:hi] != b[:hi]
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if a[lo:mid] == b[lo:mid]:
-            lo = mid
-        else:
-            hi = mid
-    return lo
-
-
-def _suffix(a: tuple, b: tuple, k: int) -> int:
-    """How many of the last ``k`` items of ``a`` and ``b`` are equal."""
-    n, m = len(a), len(b)
-    if a[n - k:] == b[m - k:]:
-        return k
-    lo, hi = 0, k
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if a[n - mid:n - lo] == b[m - mid:m - lo]:
-            lo = mid
-        else:
-            hi = mid
-    return lo
-
-
 def _from_base(layers: tuple, base: tuple, hashes: np.ndarray) -> np.ndarray | None:
     """``layers``' hashes from ``base``'s when the two differ in one run of at most a quarter of the layers (the
     common prefix and suffix kept, the run between them hashed); None otherwise."""
-    n, m = len(layers), len(base)
-    prefix = _prefix(layers, base, min(n, m))
-    suffix = _suffix(layers, base, min(n, m) - prefix)
-    if n - prefix - suffix > n // 4 + 1:
+    start, stop, stop_base = changed_span(base, layers)
+    if stop - start > len(layers) // 4 + 1:
         return None
-    middle = _hash_all(layers[prefix:n - suffix])
-    return np.concatenate((hashes[:prefix], middle, hashes[m - suffix:]))
+    return np.concatenate((hashes[:start], _hash_all(layers[start:stop]), hashes[stop_base:]))
 
 
 def _layer_hashes(layers: tuple[LayerSpec, ...]) -> np.ndarray:

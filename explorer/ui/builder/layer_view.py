@@ -52,7 +52,7 @@ class LayerStackView(QTreeView):
         # fit columns to the rows on screen: measuring all of them (thousands of cells on a large model, each a
         # call into Python) on every edit took tens of milliseconds
         header.setResizeContentsPrecision(0)
-        fit = QHeaderView.ResizeMode.ResizeToContents
+        fit = QHeaderView.ResizeMode.ResizeToContents  # the model's FIT_COLUMNS (it tells which cells change size)
         for col, mode in ((COL_NAME, QHeaderView.ResizeMode.Interactive), (COL_KIND, fit), (COL_REPEAT, fit),
                           (COL_PARAMS, QHeaderView.ResizeMode.Stretch), (COL_SHAPE, QHeaderView.ResizeMode.Interactive),
                           (COL_MACS, fit), (COL_COUNT, fit)):
@@ -139,7 +139,7 @@ class LayerStackView(QTreeView):
     # -- keep expansion and select what a drop placed across model resets
     def _key(self, index: QModelIndex) -> str:
         layer = self.stack_model.layer_of(index)
-        return self.stack_model.data(self.stack_model.index(layer, 0)) if layer >= 0 else ""
+        return self.stack_model.layer_key(layer) if layer >= 0 else ""
 
     def _remember(self) -> None:
         self._pending_selection = tuple(self._key(self.stack_model.index(i, 0)) for i in self.selected_layers())
