@@ -134,3 +134,21 @@ def test_the_kept_cells_are_bounded(view, monkeypatch):
     model = view.stack_model
     assert shown(model, range(len(view.ws.model.layers))) == fresh(model, range(len(view.ws.model.layers)))
     assert len(model._cells) <= 50
+
+
+def test_the_kept_size_hints_measure_as_the_delegate_does(view):
+    """The view keeps each layer cell's size hint while the model keeps its cell: Qt's measuring of the columns
+    sized to their contents reads them (a few ``data`` calls instead of eight a cell) and finds the same widths."""
+    ws = view.ws
+    widths = [view.sizeHintForColumn(c) for c in sorted(FIT_COLUMNS)]
+    CountingModel.calls = 0
+    ws.execute(ReplaceLayer(2, ws.model.layers[2].with_params(bias=False)))  # the count's text changes: measured
+    assert 0 < CountingModel.calls <= 8 * 3  # the changed cell's size hint, not every visible row's (~350 calls)
+    kept = [view.sizeHintForColumn(c) for c in sorted(FIT_COLUMNS)]
+    view.sizes.clear()
+    assert kept == [view.sizeHintForColumn(c) for c in sorted(FIT_COLUMNS)]
+    assert kept[-1] >= widths[-1] - 20  # still a sensible width
+    font = view.font()
+    font.setPointSize(font.pointSize() + 6)
+    view.setFont(font)  # forgets the sizes: measured again with the larger font
+    assert view.sizeHintForColumn(max(FIT_COLUMNS)) > kept[-1]

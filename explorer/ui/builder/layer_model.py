@@ -127,6 +127,7 @@ class LayerStackModel(QAbstractItemModel):
                     if old is not None:
                         roles += [r for r in old if r not in self._cells[i * 8 + col]]
                         if not roles:
+                            self._cells[i * 8 + col] = old  # the same object: the view's size hint for it holds
                             continue
                     if col in FIT_COLUMNS and (roles is None or SIZE_ROLES.intersection(roles)):
                         sized.append((i, col))
@@ -235,6 +236,10 @@ class LayerStackModel(QAbstractItemModel):
             cell = self._cells.get(row * 8 + col)
             return (self._cell(row, col) if cell is None else cell).get(role)
         return self._operator_data(index.internalId() - 1, index.row(), index.column(), role)
+
+    def shown_cell(self, row: int, col: int) -> dict[int, object] | None:
+        """Layer ``row``'s cell ``col`` as kept (a new object once it changes), None when not kept."""
+        return self._cells.get(row * 8 + col)
 
     def _cell(self, i: int, col: int) -> dict[int, object]:
         """What layer ``i``'s cell ``col`` shows, by role, kept until the row changes."""
