@@ -127,6 +127,8 @@ def test_the_shown_cells_follow_random_edits_undo_and_redo(view):
         shown(model, range(0, n, 3))
         step()
         assert shown(model, range(n)) == fresh(model, range(n))
+        first, count = ws.table.layer_rows  # the rows the model kept or took are the table's
+        assert model._first.tolist() == first.tolist() and model._n_rows.tolist() == count.tolist()
 
 
 def test_the_kept_cells_are_bounded(view, monkeypatch):

@@ -68,10 +68,10 @@ class LayerStackModel(QAbstractItemModel):
         bind(self, self.ws.changed, self._on_changed)
 
     # -- cache of what the rows show
-    def _refresh_cache(self) -> None:
+    def _refresh_cache(self, rows: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         self._layers = self.ws.model.layers
         self._table = self.ws.table
-        self._first, self._n_rows = self._rows_of(self._table)
+        self._first, self._n_rows = self._rows_of(self._table) if rows is None else rows
         count = self._table.columns["count"]
         self._row_macs = self._table.columns["macs"] * count
         self._row_params = self._table.columns["params"] * count
@@ -89,15 +89,25 @@ class LayerStackModel(QAbstractItemModel):
             self._reset()
             return
         edited = self._edited(old_layers, self.ws.model.layers)
-        new_first, new_n = self._rows_of(new_table) if len(edited) <= 1 else (None, None)
-        if len(edited) > 1 or not (np.array_equal(old_first, new_first) and np.array_equal(old_n, new_n)):
-            self._reset()  # moved, several layers or the rows of a layer changed: the structure is rebuilt
+        if len(edited) > 1:
+            self._reset()  # moved or several layers: the structure is rebuilt
             return
-        self._refresh_cache()
+        status = new_table.status
+        # the layers whose status differs (a patched table keeps the other layers' status objects)
+        restated = self._edited(old_status, status)
+        if len(restated) <= DIFF_ROWS:  # the others' rows are where they were: check these layers' only
+            rows = (old_first, old_n)
+            same = all(status[i].first_row == old_first[i] and status[i].n_rows == old_n[i] for i in restated)
+        else:
+            rows = self._rows_of(new_table)
+            same = np.array_equal(old_first, rows[0]) and np.array_equal(old_n, rows[1])
+        if not same:
+            self._reset()  # the rows of a layer changed: the structure is rebuilt
+            return
+        self._refresh_cache(rows)
         # only the rows whose figures changed (one edited layer repaints one row, a new batch all of them): the
-        # spec, the fit and shapes (a patched table keeps the other layers' status objects), the summed work
-        status = self._table.status
-        changed = set(edited) | {i for i in self._edited(old_status, status)
+        # spec, the fit and shapes, the summed work
+        changed = set(edited) | {i for i in restated
                                  if (old_status[i].error, old_status[i].in_shape, old_status[i].out_shape)
                                  != (status[i].error, status[i].in_shape, status[i].out_shape)}
         changed.update(np.flatnonzero((old_sums[0] != self._sums[0]) | (old_sums[1] != self._sums[1])).tolist())
