@@ -111,7 +111,8 @@ class GcWatch:
 
 
 def run(app, n_layers: int, n_devices: int, runs: int, watch: GcWatch, profile=None, freeze=True,
-        serving=True, serving_panel=False, wait_serving=False, parts: dict | None = None) -> None:
+        serving=True, serving_panel=False, wait_serving=False, parts: dict | None = None, idle_gc=True,
+        pause: float = 0.0) -> None:
     from explorer.core.session.commands import ReplaceLayer
     from explorer.core.session.workspace import Assumptions
     from explorer.ui.app import build_window
@@ -140,6 +141,10 @@ def run(app, n_layers: int, n_devices: int, runs: int, watch: GcWatch, profile=N
         freeze_startup_objects()
     else:
         gc.unfreeze()
+    if idle_gc:  # as run_app does after the first paint (explorer/ui/idle_gc.py)
+        from explorer.ui.idle_gc import collect_when_idle
+
+        collect_when_idle(window)
 
     def busy() -> bool:
         return bool(serving_worker._RUNNING) or any(
@@ -177,6 +182,10 @@ def run(app, n_layers: int, n_devices: int, runs: int, watch: GcWatch, profile=N
         spec = ws.model.layers[2]
         command = ReplaceLayer(2, spec.with_params(name=f"down-edit-{i}", bias=not spec.params.get("bias", True)))
         settle(background=wait_serving)
+        until = time.perf_counter() + pause  # a user's pause between edits: the idle collector may run in it
+        while time.perf_counter() < until:
+            app.processEvents()
+            time.sleep(0.002)
         watch.passes.clear()
         if parts is not None:
             parts.clear()
@@ -199,13 +208,16 @@ def run(app, n_layers: int, n_devices: int, runs: int, watch: GcWatch, profile=N
     ms = [t * 1e3 for t in times]
     cpu_ms = [t * 1e3 for t in cpu]
     passes = [p for run_ in gc_passes for p in run_]
-    print(f"{'gc.freeze' if freeze else 'no freeze'}{'' if serving else ', no serving worker'}"
+    print(f"{'gc.freeze' if freeze else 'no freeze'}{'' if idle_gc else ', no idle collector'}"
+          f"{'' if serving else ', no serving worker'}"
           f"{', Serving panel on screen' if serving_panel else ''}"
           f"{', timed until its serving estimate is shown' if wait_serving else ''}: {n_layers} layers ({len(ws.analysis.table)} operator rows) x {n_devices} devices, {runs} edits: "
           f"wall median {statistics.median(ms):.1f} ms p95 {percentile(ms, 0.95):.1f} ms max {max(ms):.1f} ms | "
           f"UI-thread CPU median {statistics.median(cpu_ms):.1f} ms p95 {percentile(cpu_ms, 0.95):.1f} ms | "
           f"GC passes in edits: {len(passes)} (gen2: {sum(1 for g, _ in passes if g == 2)}), "
-          f"longest {max((t for _, t in passes), default=0) * 1e3:.1f} ms", flush=True)
+          f"longest {max((t for _, t in passes), default=0) * 1e3:.1f} ms"
+          + (f" | idle collections between edits: {len(window.idle_collector.passes)}" if idle_gc else "")
+          + (f" | {pause * 1e3:.0f} ms pause between edits" if pause else ""), flush=True)
     if shares:
         print("  per edit, median (min) of each part, ms:", flush=True)
         for _owner, _attr, label in PARTS:
@@ -250,6 +262,10 @@ def main(argv=None) -> int:
                         help="with --serving-panel: time each edit until the serving estimates are done and shown "
                              "(the edit-to-answer latency), each edit after the last one's")
     parser.add_argument("--profile", type=int, metavar="LAYERS", help="profile the edits at this size instead")
+    parser.add_argument("--no-idle-gc", action="store_true",
+                        help="without the app's idle collector (Python's own young-generation schedule in the edits)")
+    parser.add_argument("--pause", type=float, default=0.0, metavar="S",
+                        help="seconds of an idle event loop between edits, as a user's (the idle collector's time)")
     parser.add_argument("--parts", action="store_true",
                         help="time the main parts of each edit (PARTS; a few microseconds of timers each)")
     parser.add_argument("--sort", default="cumulative", help="with --profile: pstats order (tottime: own time)")
@@ -274,7 +290,7 @@ def main(argv=None) -> int:
 
             prof = cProfile.Profile()
             run(app, args.profile, args.devices, args.runs, watch, prof, serving=not args.no_serving,
-                serving_panel=args.serving_panel, wait_serving=args.wait_serving)
+                serving_panel=args.serving_panel, wait_serving=args.wait_serving, idle_gc=not args.no_idle_gc)
             pstats.Stats(prof).sort_stats(args.sort).print_stats(args.top)
             return 0
         for n in args.layers:
@@ -283,7 +299,8 @@ def main(argv=None) -> int:
                 print(f"switch interval {interval * 1e3:g} ms", flush=True)
                 for freeze in (((True, False) if args.freeze_first else (False, True)) if args.compare_freeze else (True,)):
                     run(app, n, args.devices, args.runs, watch, freeze=freeze, serving=not args.no_serving,
-                        serving_panel=args.serving_panel, wait_serving=args.wait_serving, parts=parts)
+                        serving_panel=args.serving_panel, wait_serving=args.wait_serving, parts=parts,
+                        idle_gc=not args.no_idle_gc, pause=args.pause)
     return 0
 
 
