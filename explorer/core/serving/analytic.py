@@ -273,22 +273,24 @@ def results_at(workload: Workload, setup: Setup, slo: SLO, rates: np.ndarray, fi
         tpot = t / e / np.maximum(1 - rho, 1e-9)
     out = []
     lengths = workload.lengths
+    prompts = []  # per quantile: its prompt tokens computed and (prefill steps) its prefill step's seconds
+    for name, q in [("mean", 0.5), *_Q.items()]:
+        pq = (lengths.input_quantile(q) if workload.trace is None else float(
+            np.quantile(workload.trace.input, q))) - (i_mean - p)
+        if name == "mean":
+            pq = p
+        prompts.append((name, q, pq, None if pol.chunked else float(setup.surface.prefill(1, max(pq, 1)))))
     for j, r in enumerate(rates):
         ttft = {}
-        for name, q in [("mean", 0.5), *_Q.items()]:
-            pq = (lengths.input_quantile(q) if workload.trace is None else float(
-                np.quantile(workload.trace.input, q))) - (i_mean - p)
-            if name == "mean":
-                pq = p
+        for name, q, pq, tp in prompts:
             rj = rho[j]
             if pol.chunked:  # the step running on arrival, then one chunk step per chunk of the prompt
                 room = max(pol.chunk - b[j] * setup.decoder_tokens, 1.0)
                 full, last = divmod(max(pq, 1.0), room)
                 tp = full * float(setup.mixed(b[j], c, room)) + (float(setup.mixed(b[j], c, last)) if last else 0.0)
                 lead = q * t[j]
-            else:  # the decode step running on arrival (when one is), then the prompt's own prefill step
-                tp = float(setup.surface.prefill(1, max(pq, 1)))
-                lead = q * t[j] * (1 - math.exp(-b[j]))
+            else:  # the decode step running on arrival (when one is), then the prompt's own prefill step (the same
+                lead = q * t[j] * (1 - math.exp(-b[j]))  # at every rate: computed once per quantile, above)
             # the wait for the prompts ahead (an M/D/1 queue of prefill work at utilization rho)
             w_mean = rj * tp / (2 * (1 - rj)) if rj < 1 else math.inf
             if name == "mean":

@@ -24,7 +24,7 @@ import numpy as np
 from explorer.core.parallel.layout_cost import JOULES_PER_KWH, device_price
 
 from .analytic import Setup, bisect, capacity, estimate
-from .stack import capacities
+from .stack import slo_rates
 from .surfaces import KeyedCache
 from .workload import SLO, Workload
 
@@ -135,8 +135,9 @@ def size_fleet(workload: Workload, setups, devices, slo: SLO, quotes=None, years
         todo = [s for s in setups if SLO_RATES.peek(("slo_rate", workload, s, slo, 48)) is None]
     except TypeError:  # a workload with a trace: nothing kept
         todo = setups
-    if len(todo) > 1:  # their capacities searched together first (the same floats: :func:`~.stack.capacities`)
-        capacities(workload, todo)
+    if len(todo) > 1:  # their rates searched together first (the same floats: :func:`~.stack.slo_rates`)
+        for s, found in zip(todo, slo_rates(workload, todo, slo)):
+            SLO_RATES.put(("slo_rate", workload, s, slo, 48), found)
     rows = [fleet_row(workload, setup, device, slo, quotes, years, usd_per_kwh, pue)
             for setup, device in zip(setups, devices)]
     return tuple(sorted(rows, key=rank_key))

@@ -26,6 +26,7 @@ from .analytic import (
     Setup,
     _fixed_point,
     _prompt,
+    bisect_rows,
     capacity,
     curve_of,
     curve_rates,
@@ -133,3 +134,60 @@ def answers(workload: Workload, setups: Sequence[Setup], slo: SLO,
             res = results_at(workload, setups[i], slo, curve, tuple(x[cols] for x in row), at_cap)
             out[i] = est, curve_of(slo, curve, res, caps[i] * reps)
     return out
+
+
+def slo_rates(workload: Workload, setups: Sequence[Setup], slo: SLO, points: int = 48) -> list[float]:
+    """:func:`~.fleet.slo_rate` of each setup (the highest rate one replica serves meeting every service level):
+    the capacities searched together, then per stack the estimate at ``points`` rates up to each capacity and the
+    bisection's midpoints (:func:`~.analytic.bisect_rows`), every row's in one fixed point per call; the very
+    floats of each setup's search alone."""
+    caps = capacities(workload, setups)
+    out = [0.0] * len(setups)
+    live = [i for i, cap in enumerate(caps) if cap > 0]  # no stable rate: 0
+    for idx, s in stacks([setups[i] for i in live]):
+        rows = [live[k] for k in idx]
+        for i, found in zip(rows, _SloSearch(workload, [setups[i] for i in rows], s, slo,
+                                             [caps[i] for i in rows]).run(points)):
+            out[i] = found
+    return out
+
+
+class _SloSearch:
+    """:func:`slo_rates` over one stack (``s``: a :class:`SetupStack` of ``setups``, or the one setup alone)."""
+
+    def __init__(self, workload: Workload, setups: list[Setup], s, slo: SLO, caps: list[float]):
+        self.workload, self.setups, self.s, self.slo, self.caps = workload, setups, s, slo, caps
+        self.reps = np.array([[x.replicas] for x in setups], dtype=float)
+        i_mean, self.p, self.o = _prompt(workload, s)
+        self.c = i_mean + self.o / 2
+        self.at_caps = [x.reshape(len(setups), 1) for x in self._fixed(np.array([[cap] for cap in caps]))[:3]]
+
+    def _fixed(self, lam: np.ndarray) -> list[np.ndarray]:
+        """The fixed point at per-replica rates ``lam`` (rows, M), each result (rows, M)."""
+        one = isinstance(self.s, Setup)
+        return [np.broadcast_to(x, lam.shape) for x in _fixed_point(self.s, lam[0] if one else lam, self.p, self.o,
+                                                                    self.c)]
+
+    def meets(self, rates: np.ndarray) -> np.ndarray:
+        """(rows, M) rates for all the replicas -> (rows, M): stable and every service level met (the estimate)."""
+        fixed = self._fixed(rates / self.reps)
+        return np.array([[r.stable and r.slo_met for r in results_at(
+            self.workload, setup, self.slo, rates[k], tuple(x[k] for x in fixed), tuple(x[k] for x in self.at_caps))]
+            for k, setup in enumerate(self.setups)])
+
+    def run(self, points: int) -> list[float]:
+        grid = np.array([np.linspace(cap / points, cap, points) for cap in self.caps])
+        ok = self.meets(grid)
+        lo, hi, done = [], [], {}
+        for k in range(len(self.setups)):
+            if not ok[k].any():
+                lo.append(0.0)
+                hi.append(float(grid[k, 0]))
+                continue
+            j = int(np.flatnonzero(ok[k])[-1])
+            if j == points - 1:  # answered: bisected along with the others (rows are independent), its answer kept
+                done[k], j = float(grid[k, -1]), j - 1
+            lo.append(float(grid[k, j]))
+            hi.append(float(grid[k, j + 1]))
+        found = bisect_rows(lo, hi, 24, self.meets)
+        return [done.get(k, x) for k, x in enumerate(found)]

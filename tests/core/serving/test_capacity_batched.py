@@ -263,3 +263,34 @@ def test_the_scalar_interpolation_of_the_simulation_rounds_within_two_units_in_t
         assert np.all(np.abs(arr - one) <= 2 * np.spacing(arr))
         differ += int((arr != one).sum())
     assert differ > 0  # they do differ: equality with the code before needs the array path's order
+
+
+@pytest.mark.parametrize("slo", [SLO(ttft=0.5, tpot=0.05), SLO(ttft=0.2, tpot=0.02, ttft_pct="p99"), SLO(ttft=30.0),
+                                 SLO(tpot=1e-4)])
+@pytest.mark.parametrize("chunked", [False, True])
+def test_the_stacked_service_level_rates_equal_each_search_alone(setups_by_case, slo, chunked):
+    from explorer.core.serving import fleet
+    from explorer.core.serving.stack import slo_rates
+
+    w, setups = setups_by_case[chunked, (1024, 256)]
+    analytic.CAPACITIES.clear()
+    got = slo_rates(w, setups, slo)
+    analytic.CAPACITIES.clear()
+    assert got == [fleet.slo_rate(w, s, slo) for s in setups]  # each alone: tested against the one-rate bisection
+    assert 0.0 in got  # the TPU v5e: no KV cache
+    if slo.ttft == 30.0:
+        assert sum(x > 0 for x in got) >= 3
+
+
+def test_the_fleet_of_many_devices_equals_each_row_alone(setups_by_case, devices):
+    from explorer.core.serving import fleet
+
+    w, setups = setups_by_case[False, (1024, 256)]
+    slo = SLO(ttft=0.5, tpot=0.05)
+    fleet.SLO_RATES.clear()
+    rows = fleet.size_fleet(w, setups, [devices[i] for i in DEVICES], slo)
+    assert fleet.SLO_RATES.misses == len(setups)  # searched together, kept
+    fleet.SLO_RATES.clear()
+    analytic.CAPACITIES.clear()
+    alone = sorted((fleet.fleet_row(w, s, devices[d], slo) for s, d in zip(setups, DEVICES)), key=fleet.rank_key)
+    assert repr(rows) == repr(tuple(alone)) and any(r.feasible for r in rows)
