@@ -133,8 +133,8 @@ def size_fleet(workload: Workload, setups, devices, slo: SLO, quotes=None, years
     setups = [replace(s, replicas=1) if s.replicas != 1 else s for s in setups]  # as fleet_row takes them
     try:
         todo = [s for s in setups if SLO_RATES.peek(("slo_rate", workload, s, slo, 48)) is None]
-    except TypeError:  # a workload with a trace: nothing kept
-        todo = setups
+    except TypeError:  # unhashable: nothing kept, each searched alone (cached_slo_rate)
+        todo = []
     if len(todo) > 1:  # their rates searched together first (the same floats: :func:`~.stack.slo_rates`)
         for s, found in zip(todo, slo_rates(workload, todo, slo)):
             SLO_RATES.put(("slo_rate", workload, s, slo, 48), found)
