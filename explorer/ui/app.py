@@ -142,6 +142,9 @@ def run_app(db_url: str | None = None, argv: Sequence[str] | None = None, projec
 
         for spec in PANEL_SPECS:  # the other tabs' modules, imported now rather than at the first edit
             spec.load()
+        from explorer.core.units import registry
+
+        registry()  # the unit registry (pint), made on first use: now rather than at the first quantity typed
         freeze_startup_objects()  # what start-up made lives on
 
     after_first_paint(window, open_catalog)

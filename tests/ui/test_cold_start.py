@@ -28,19 +28,21 @@ import explorer.ui.app as app_module
 QMessageBox.critical = staticmethod(lambda parent, title, text: print("CRITICAL", title, "|", text, flush=True))
 real = app_module.after_first_paint
 seen = {}
+DEFERRED = ("sqlalchemy", "dask", "alembic", "pint", "yaml", "scipy")  # and the explorer.core modules
 
 
 def probe(window, callback, fallback_ms=2000):
     def at_first_paint():
         dock = window.catalog_dock
-        seen["painted"] = {"modules": sorted(m for m in sys.modules if m.split(".")[0] in ("sqlalchemy", "dask", "alembic")
-                                             or m.startswith("explorer.ui.panels.") or m.startswith("explorer.store.")),
+        seen["painted"] = {"modules": sorted(m for m in sys.modules if m.split(".")[0] in DEFERRED
+                                             or m.startswith(("explorer.ui.panels.", "explorer.store.", "explorer.core."))),
                            "opened": window.repository.opened, "device_rows": dock.model.rowCount(),
                            "system_rows": dock.systems.model.rowCount(), "built": [d.objectName() for d in window.panel_docks if d.built]}
         callback()
         seen["after"] = {"opened": window.repository.opened, "panels": "explorer.ui.panels.serving" in sys.modules, "device_rows": dock.model.rowCount(),
                          "count": window.repository.count() if window.repository.opened else None,
-                         "system_rows": dock.systems.model.rowCount(), "frozen": gc.get_freeze_count() > 0}
+                         "system_rows": dock.systems.model.rowCount(), "frozen": gc.get_freeze_count() > 0,
+                         "pint": "pint" in sys.modules}
         print("SEEN " + json.dumps(seen), flush=True)
         QTimer.singleShot(0, window.close)
 
@@ -68,6 +70,12 @@ def test_the_window_is_painted_before_the_catalog_is_opened_then_its_tables_fill
     seen = json.loads(next(line for line in done.stdout.splitlines() if line.startswith("SEEN "))[5:])
     painted, after = seen["painted"], seen["after"]
     assert not any(m.split(".")[0] in ("sqlalchemy", "dask", "alembic") for m in painted["modules"]), painted
+    # nor the unit registry (pint: made on first use), nor the core of what the first window does not show: the
+    # serving, systems and training analyses (issue 22)
+    later = {"pint", "scipy", "explorer.core.parallel.system_pass", "explorer.core.parallel.compare",
+             "explorer.core.training.step", "explorer.core.session.training"}
+    assert not [m for m in painted["modules"] if m.split(".")[0] in later or m in later
+                or m.startswith("explorer.core.serving.")], painted["modules"]
     assert "explorer.store.repository" not in painted["modules"] and "explorer.store.engine" not in painted["modules"]
     assert painted["opened"] is False and painted["device_rows"] == 0 and painted["system_rows"] == 0
     assert painted["built"] == ["panel_RooflinePanel"]  # the tab on screen; the others when first chosen
@@ -79,6 +87,7 @@ def test_the_window_is_painted_before_the_catalog_is_opened_then_its_tables_fill
     assert {"explorer.ui.panels.serving", "explorer.ui.panels.systems", "explorer.ui.panels.design_space"} <= not_needed
     assert after["opened"] is True and after["device_rows"] == after["count"] > 30 and after["system_rows"] > 5
     assert after["frozen"]  # start-up objects frozen once the catalog is in (app.freeze_startup_objects)
+    assert after["pint"]  # the unit registry made then too, not at the first quantity typed
     assert after["panels"]  # and the other tabs' modules imported then, not at the first edit
 
 
