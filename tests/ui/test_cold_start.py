@@ -110,3 +110,27 @@ def test_a_deferred_catalog_opens_when_first_used_and_fills_the_dock(qtbot, monk
     assert [d.id for d in window.workspace.devices] == ["nvidia-h100-sxm5"]
     assert dock.model.device_row(dock.model.row_of("nvidia-h100-sxm5")).name == window.workspace.devices[0].name
     window.repository.engine.dispose()
+
+
+def test_the_qt_free_core_is_imported_before_pyside6(tmp_path):
+    """explorer.ui imports numpy, psygnal and the core of the first window before any module imports PySide6, which
+    reads the source of every module imported after it (explorer/ui/__init__.py): as `hwexplorer` starts the app."""
+    code = ("import sys, importlib.abc\n"
+            "seen = []\n"
+            "class First(importlib.abc.MetaPathFinder):\n"
+            "    def find_spec(self, name, path, target=None):\n"
+            "        if name == 'PySide6' and not seen:\n"
+            "            seen.append(sorted(m for m in sys.modules if m.split('.')[0] in ('numpy', 'psygnal', 'explorer')))\n"
+            "sys.meta_path.insert(0, First())\n"
+            "import explorer.__main__, explorer.ui.app, explorer.ui\n"
+            "import json\nprint(json.dumps([seen[0], explorer.ui.CORE_FIRST]))")
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen",
+               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120,
+                          check=False, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    before_qt, core_first = json.loads(done.stdout.strip().splitlines()[-1])
+    assert set(core_first) <= set(before_qt)
+    assert {"numpy", "psygnal", "explorer.core.session.workspace", "explorer.core.session.results",
+            "explorer.core.workload.model", "explorer.store.io"} <= set(before_qt)
+    assert "explorer.ui.main_window" not in before_qt  # (explorer.ui.app is being imported: its first line asks)
