@@ -28,7 +28,7 @@ import explorer.ui.app as app_module
 QMessageBox.critical = staticmethod(lambda parent, title, text: print("CRITICAL", title, "|", text, flush=True))
 real = app_module.after_first_paint
 seen = {}
-DEFERRED = ("sqlalchemy", "dask", "alembic", "pint", "yaml", "scipy")  # and the explorer.core modules
+DEFERRED = ("sqlalchemy", "dask", "alembic", "pint", "yaml", "scipy", "hashlib")  # and the explorer.core modules
 
 
 def probe(window, callback, fallback_ms=2000):
@@ -70,9 +70,9 @@ def test_the_window_is_painted_before_the_catalog_is_opened_then_its_tables_fill
     seen = json.loads(next(line for line in done.stdout.splitlines() if line.startswith("SEEN "))[5:])
     painted, after = seen["painted"], seen["after"]
     assert not any(m.split(".")[0] in ("sqlalchemy", "dask", "alembic") for m in painted["modules"]), painted
-    # nor the unit registry (pint: made on first use), yaml (read and written on use), nor the core of what the
-    # first window does not show: the serving, systems and training analyses (issue 22)
-    later = {"pint", "scipy", "yaml", "explorer.core.parallel.system_pass", "explorer.core.parallel.compare",
+    # nor the unit registry (pint: made on first use), yaml (read and written on use), hashlib, the trace readers,
+    # nor the core of what the first window does not show: the serving, systems and training analyses (issue 22)
+    later = {"pint", "scipy", "yaml", "hashlib", "explorer.core.traces.formats", "explorer.core.parallel.system_pass", "explorer.core.parallel.compare",
              "explorer.core.training.step", "explorer.core.session.training"}
     assert not [m for m in painted["modules"] if m.split(".")[0] in later or m in later
                 or m.startswith("explorer.core.serving.")], painted["modules"]
