@@ -35,7 +35,9 @@ def probe(window, callback, fallback_ms=2000):
     def at_first_paint():
         dock = window.catalog_dock
         seen["painted"] = {"modules": sorted(m for m in sys.modules if m.split(".")[0] in DEFERRED
-                                             or m.startswith(("explorer.ui.panels.", "explorer.store.", "explorer.core."))),
+                                             or m.startswith(("explorer.ui.panels.", "explorer.store.", "explorer.core.",
+                                                              "explorer.ui.catalog.system"))),
+                           "systems_built": dock._systems is not None,  # (asked for below: built then)
                            "opened": window.repository.opened, "device_rows": dock.model.rowCount(),
                            "system_rows": dock.systems.model.rowCount(), "built": [d.objectName() for d in window.panel_docks if d.built]}
         callback()
@@ -78,6 +80,8 @@ def test_the_window_is_painted_before_the_catalog_is_opened_then_its_tables_fill
                 or m.startswith("explorer.core.serving.")], painted["modules"]
     assert "explorer.store.repository" not in painted["modules"] and "explorer.store.engine" not in painted["modules"]
     assert painted["opened"] is False and painted["device_rows"] == 0 and painted["system_rows"] == 0
+    # the catalog's Systems tab (behind the Devices tab) is built when first chosen or asked for
+    assert painted["systems_built"] is False and "explorer.ui.catalog.systems_browser" not in painted["modules"]
     assert painted["built"] == ["panel_RooflinePanel"]  # the tab on screen; the others when first chosen
     panel_modules = {m for m in painted["modules"] if m.startswith("explorer.ui.panels.")}
     # the roofline's module, and not those of the other tabs: titled from their PanelSpec (the Times switch is on
