@@ -38,13 +38,14 @@ def probe(window, callback, fallback_ms=2000):
                                              or m.startswith(("explorer.ui.panels.", "explorer.store.", "explorer.core.",
                                                               "explorer.ui.catalog.system"))),
                            "systems_built": dock._systems is not None,  # (asked for below: built then)
+                           "gc": gc.isenabled(),
                            "opened": window.repository.opened, "device_rows": dock.model.rowCount(),
                            "system_rows": dock.systems.model.rowCount(), "built": [d.objectName() for d in window.panel_docks if d.built]}
         callback()
         seen["after"] = {"opened": window.repository.opened, "panels": "explorer.ui.panels.serving" in sys.modules, "device_rows": dock.model.rowCount(),
                          "count": window.repository.count() if window.repository.opened else None,
                          "system_rows": dock.systems.model.rowCount(), "frozen": gc.get_freeze_count() > 0,
-                         "pint": "pint" in sys.modules}
+                         "pint": "pint" in sys.modules, "gc": gc.isenabled()}
         print("SEEN " + json.dumps(seen), flush=True)
         QTimer.singleShot(0, window.close)
 
@@ -92,6 +93,7 @@ def test_the_window_is_painted_before_the_catalog_is_opened_then_its_tables_fill
     assert after["opened"] is True and after["device_rows"] == after["count"] > 30 and after["system_rows"] > 5
     assert after["frozen"]  # start-up objects frozen once the catalog is in (app.freeze_startup_objects)
     assert after["pint"]  # the unit registry made then too, not at the first quantity typed
+    assert painted["gc"] is False and after["gc"] is True  # the collector paused to the first paint, then on again
     assert after["panels"]  # and the other tabs' modules imported then, not at the first edit
 
 
