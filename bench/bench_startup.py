@@ -37,10 +37,12 @@ BUDGET = 1.5  # seconds, cold start to a painted window (issue 4)
 
 CHILD = r"""
 import sys, time
+
+# explorer.ui.app first, as `hwexplorer` imports it (explorer.__main__ -> explorer.ui.app): the probe's own PySide6
+# imports below would otherwise come before the Qt-free core that explorer.ui imports ahead of PySide6
+from explorer.ui.app import configure_qt_environment
 from PySide6.QtCore import QEvent, QObject, QTimer
 from PySide6.QtWidgets import QApplication, QMainWindow
-
-from explorer.ui.app import configure_qt_environment
 
 configure_qt_environment()  # as make_application() does before its QApplication
 app = QApplication(sys.argv[:1])  # make_application() reuses it; the filter sees the window's first paint

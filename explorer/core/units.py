@@ -18,25 +18,70 @@ import math
 import os
 import re
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from tokenize import TokenError
+from typing import TYPE_CHECKING
 
+if TYPE_CHECKING:  # imported with the registry, on first use (registry)
+    import pint
+
+# The registry (pint, and its parsed definitions) is made on first use, not at import: a module that only formats
+# numbers or names a kind (``format_si``, ``KINDS``, ``UnitError``), as most of the app's first window does, costs
+# no pint; the first parse (or ``ureg``/``Q_``/``PintError`` asked of this module) loads it, 0.1-0.2 s (issue 22:
+# the desktop app paints its window before the registry is needed).
+#
 # pint probes for dask when it is imported (pint.compat: find_spec("dask"), then imports dask.base, 80-180 ms
 # here) for its dask-array support, which nothing here uses. Dask is an optional extra (the [cluster] one, for
 # `sweep --cluster`): installed, it must cost nothing at start-up, so pint is imported with dask hidden from
 # that probe (a None entry in sys.modules makes find_spec answer None); the entry is removed at once, so a later
 # `import dask` (explorer.core.pmap) works as usual. Nothing is hidden when dask is already imported.
-_HIDE_DASK = "dask" not in sys.modules
-if _HIDE_DASK:
-    sys.modules["dask"] = None  # type: ignore[assignment]
-try:
-    import pint
-finally:
-    if _HIDE_DASK and sys.modules.get("dask", 0) is None:
-        del sys.modules["dask"]
+_LAZY = ("ureg", "Q_", "PintError", "pint")
 
-PintError = pint.errors.PintError  # for modules that catch pint's errors without importing pint first
+
+def _import_pint():
+    hide_dask = "dask" not in sys.modules
+    if hide_dask:
+        sys.modules["dask"] = None  # type: ignore[assignment]
+    try:
+        import pint
+    finally:
+        if hide_dask and sys.modules.get("dask", 0) is None:
+            del sys.modules["dask"]
+    return pint
+
+
+def registry() -> pint.UnitRegistry:
+    """The process's registry (``ureg``), made on first use: pint imported, the definitions read from pint's cache.
+    Also sets this module's ``ureg``, ``Q_``, ``PintError`` and ``pint``, and pint's application registry."""
+    registry = globals().get("ureg")
+    if registry is None:
+        with _LOCK:
+            registry = globals().get("ureg")
+            if registry is None:
+                pint = _import_pint()
+                registry = build_registry(cache_folder())
+                pint.set_application_registry(registry)
+                globals().update(pint=pint, PintError=pint.errors.PintError, Q_=registry.Quantity)
+                globals()["ureg"] = registry  # last: another thread sees ureg only once the rest is set
+    return registry
+
+
+def _pint():
+    """pint, imported (with the registry) on first use."""
+    registry()
+    return globals()["pint"]
+
+
+def __getattr__(name: str):
+    """``ureg``, ``Q_``, ``PintError`` (for modules that catch pint's errors without importing pint first) and
+    ``pint``: the registry is made when one of them is first asked for."""
+    if name in _LAZY:
+        registry()
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 #: Our definitions on top of pint's (one registry: these are part of the definitions text, not added later).
 _OWN_DEFINITIONS = (
@@ -57,7 +102,7 @@ def _definitions() -> list[str]:
     pint ships ``bit = []`` (dimensionless), which would let "3.35" pass as a byte count and make
     FLOP/byte indistinguishable from FLOP. Bytes here have the dimension ``[information]``.
     """
-    folder = Path(pint.__file__).parent
+    folder = Path(_import_pint().__file__).parent
     text = (folder / "default_en.txt").read_text(encoding="utf-8")
     text = text.replace("@import constants_en.txt", (folder / "constants_en.txt").read_text(encoding="utf-8"))
     if "\nbit = []" not in text:  # pragma: no cover - guards a pint upgrade that changes the file
@@ -75,7 +120,7 @@ def cache_folder() -> Path | None:
 
 
 def _new_registry(folder: Path | None) -> pint.UnitRegistry:
-    return pint.UnitRegistry(None, autoconvert_offset_to_baseunit=True, cache_folder=folder)
+    return _import_pint().UnitRegistry(None, autoconvert_offset_to_baseunit=True, cache_folder=folder)
 
 
 def build_registry(folder: Path | None) -> pint.UnitRegistry:
@@ -130,9 +175,7 @@ def _clear_cache(folder: Path) -> None:
                 pass
 
 
-ureg = build_registry(cache_folder())
-pint.set_application_registry(ureg)
-Q_ = ureg.Quantity
+_LOCK = threading.Lock()
 
 
 class UnitError(ValueError):
@@ -154,7 +197,7 @@ class Kind:
 
     @property
     def dimensionality(self):
-        return ureg.parse_units(self.si_unit).dimensionality
+        return registry().parse_units(self.si_unit).dimensionality
 
 
 KINDS: dict[str, Kind] = {
@@ -220,7 +263,8 @@ def canonical_money(text: str, bare_unit: str | None = None) -> str | None:
 def parse_quantity(value: object, kind: str, field: str) -> pint.Quantity:
     """Parse ``"3.35 TB/s"`` (or a pint Quantity) as a quantity of ``kind``; raise UnitError naming ``field``."""
     expected = KINDS[kind]
-    if isinstance(value, pint.Quantity):
+    reg, pint_ = registry(), _pint()
+    if isinstance(value, pint_.Quantity):
         q = value
     elif isinstance(value, str):
         if re.search(r"\dKB\b|\bKB\b", value):
@@ -234,15 +278,15 @@ def parse_quantity(value: object, kind: str, field: str) -> pint.Quantity:
         if not text:
             raise UnitError(field, f"is empty; expected a {kind} such as '{expected.example}'")
         try:
-            q = ureg.Quantity(text)
-        except (pint.errors.PintError, ValueError, TypeError, AttributeError, SyntaxError, ZeroDivisionError,
+            q = reg.Quantity(text)
+        except (pint_.errors.PintError, ValueError, TypeError, AttributeError, SyntaxError, ZeroDivisionError,
                 AssertionError, TokenError) as exc:  # pint raises the last two on half-typed text ("3.35 TB/")
             raise UnitError(field, f"cannot read '{value}' ({exc}); expected e.g. '{expected.example}'") from None
     elif isinstance(value, (int, float)) and not isinstance(value, bool):
         raise UnitError(field, f"'{value}' has no unit; write it with one, e.g. '{expected.example}'")
     else:
         raise UnitError(field, f"expected a {kind} such as '{expected.example}', got {type(value).__name__}")
-    if not isinstance(q, pint.Quantity) or q.dimensionless:  # a bare number parsed from a string
+    if not isinstance(q, pint_.Quantity) or q.dimensionless:  # a bare number parsed from a string
         raise UnitError(field, f"'{value}' has no unit; write it with one, e.g. '{expected.example}'")
     if q.dimensionality != expected.dimensionality:
         raise UnitError(
@@ -277,7 +321,7 @@ def _describe(q: pint.Quantity) -> str:
 
 def to_quantity(si_value: float, kind: str) -> pint.Quantity:
     """Wrap an SI float from the analyses back into a quantity (for display and export)."""
-    return Q_(si_value, KINDS[kind].si_unit)
+    return registry().Quantity(si_value, KINDS[kind].si_unit)
 
 
 DECIMAL_BYTES = ("B", "kB", "MB", "GB", "TB", "PB")

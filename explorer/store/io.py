@@ -22,8 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from explorer.core.files import NestingError, parse_nested, single_line
 from explorer.core.hardware.device import Device
 from explorer.core.hardware.device_file import FORMAT, check_device_dict, device_to_dict
@@ -112,6 +110,8 @@ def export_text(devices: Sequence[Device], fmt: str, calibrations: Calibrated | 
     document = {"format": FORMAT, "devices": body, "count": len(body)}
     if fmt == "json":
         return json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    import yaml  # on use: the app paints its first window without it (issue 22)
+
     return yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=110)
 
 
@@ -148,6 +148,8 @@ def _entries(
 
 def parse_document(text: str, fmt: str, name: str) -> Any:
     """The YAML or JSON document in ``text``; ImportFileError (one line naming the file and line) otherwise."""
+    import yaml  # on use: the app paints its first window without it (issue 22)
+
     if not text.strip():
         raise ImportFileError(f"{name}: the file is empty")
     try:

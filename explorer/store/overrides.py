@@ -8,7 +8,6 @@ User edits of shipped devices are tracked at this granularity, and conflicts are
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 from collections.abc import Iterable
 from typing import Any
@@ -95,6 +94,8 @@ def referenced_sources(data: dict) -> set[str]:
 
 
 def canonical_hash(data: dict) -> str:
+    import hashlib  # on use (OpenSSL's loading): the app paints its first window without it (issue 22)
+
     text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 

@@ -14,8 +14,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from explorer.core.hardware.system import System
 from explorer.core.hardware.system_file import FORMAT, check_system_dict, system_to_dict
 
@@ -77,6 +75,8 @@ def export_systems_text(systems: Sequence[System], fmt: str) -> str:
         return json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     if fmt != "yaml":
         raise ImportFileError(f"format: systems are written as yaml or json, not {fmt}")
+    import yaml  # on use: the app paints its first window without it (issue 22)
+
     return yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=110)
 
 

@@ -51,3 +51,17 @@ def test_the_version_is_read_when_asked_for():
     done = subprocess.run([sys.executable, "-m", "explorer", "--version"], env=env, capture_output=True, text=True,
                           timeout=120, check=False)
     assert (done.returncode, done.stdout) == (0, f"hwexplorer {__version__}\n")
+
+
+def test_the_unit_registry_is_made_on_first_use():
+    """Formatting and naming kinds need no pint (the app's first window, issue 22); the first parse makes the one
+    registry, which is also pint's application registry, and ureg/Q_/PintError asked of the module are it."""
+    out = fresh("import sys\n"
+                "import explorer.core.units as u\n"
+                "print('pint' in sys.modules, u.format_si(3.1e14, 'FLOP/s'), u.KINDS['bytes'].si_unit)\n"
+                "print(u.parse_si('3.35 TB/s', 'bandwidth', 'bw'), 'pint' in sys.modules)\n"
+                "import pint\n"
+                "reg = pint.get_application_registry()\n"
+                "print((reg.get() if hasattr(reg, 'get') else reg) is u.ureg is u.registry(), u.Q_ is u.ureg.Quantity,\n"
+                "      u.PintError is pint.errors.PintError, u.ureg('1 MAC').to('FLOP').magnitude)")
+    assert out.splitlines() == ["False 310 TFLOP/s byte", "3350000000000.0 True", "True True True 2"]  # MAC = 2 FLOP

@@ -28,19 +28,24 @@ import explorer.ui.app as app_module
 QMessageBox.critical = staticmethod(lambda parent, title, text: print("CRITICAL", title, "|", text, flush=True))
 real = app_module.after_first_paint
 seen = {}
+DEFERRED = ("sqlalchemy", "dask", "alembic", "pint", "yaml", "scipy", "hashlib")  # and the explorer.core modules
 
 
 def probe(window, callback, fallback_ms=2000):
     def at_first_paint():
         dock = window.catalog_dock
-        seen["painted"] = {"modules": sorted(m for m in sys.modules if m.split(".")[0] in ("sqlalchemy", "dask", "alembic")
-                                             or m.startswith("explorer.ui.panels.") or m.startswith("explorer.store.")),
+        seen["painted"] = {"modules": sorted(m for m in sys.modules if m.split(".")[0] in DEFERRED
+                                             or m.startswith(("explorer.ui.panels.", "explorer.store.", "explorer.core.",
+                                                              "explorer.ui.catalog.system"))),
+                           "systems_built": dock._systems is not None,  # (asked for below: built then)
+                           "gc": gc.isenabled(),
                            "opened": window.repository.opened, "device_rows": dock.model.rowCount(),
                            "system_rows": dock.systems.model.rowCount(), "built": [d.objectName() for d in window.panel_docks if d.built]}
         callback()
         seen["after"] = {"opened": window.repository.opened, "panels": "explorer.ui.panels.serving" in sys.modules, "device_rows": dock.model.rowCount(),
                          "count": window.repository.count() if window.repository.opened else None,
-                         "system_rows": dock.systems.model.rowCount(), "frozen": gc.get_freeze_count() > 0}
+                         "system_rows": dock.systems.model.rowCount(), "frozen": gc.get_freeze_count() > 0,
+                         "pint": "pint" in sys.modules, "gc": gc.isenabled()}
         print("SEEN " + json.dumps(seen), flush=True)
         QTimer.singleShot(0, window.close)
 
@@ -68,8 +73,16 @@ def test_the_window_is_painted_before_the_catalog_is_opened_then_its_tables_fill
     seen = json.loads(next(line for line in done.stdout.splitlines() if line.startswith("SEEN "))[5:])
     painted, after = seen["painted"], seen["after"]
     assert not any(m.split(".")[0] in ("sqlalchemy", "dask", "alembic") for m in painted["modules"]), painted
+    # nor the unit registry (pint: made on first use), yaml (read and written on use), hashlib, the trace readers,
+    # nor the core of what the first window does not show: the serving, systems and training analyses (issue 22)
+    later = {"pint", "scipy", "yaml", "hashlib", "explorer.core.traces.formats", "explorer.core.parallel.system_pass", "explorer.core.parallel.compare",
+             "explorer.core.training.step", "explorer.core.session.training"}
+    assert not [m for m in painted["modules"] if m.split(".")[0] in later or m in later
+                or m.startswith("explorer.core.serving.")], painted["modules"]
     assert "explorer.store.repository" not in painted["modules"] and "explorer.store.engine" not in painted["modules"]
     assert painted["opened"] is False and painted["device_rows"] == 0 and painted["system_rows"] == 0
+    # the catalog's Systems tab (behind the Devices tab) is built when first chosen or asked for
+    assert painted["systems_built"] is False and "explorer.ui.catalog.systems_browser" not in painted["modules"]
     assert painted["built"] == ["panel_RooflinePanel"]  # the tab on screen; the others when first chosen
     panel_modules = {m for m in painted["modules"] if m.startswith("explorer.ui.panels.")}
     # the roofline's module, and not those of the other tabs: titled from their PanelSpec (the Times switch is on
@@ -79,6 +92,8 @@ def test_the_window_is_painted_before_the_catalog_is_opened_then_its_tables_fill
     assert {"explorer.ui.panels.serving", "explorer.ui.panels.systems", "explorer.ui.panels.design_space"} <= not_needed
     assert after["opened"] is True and after["device_rows"] == after["count"] > 30 and after["system_rows"] > 5
     assert after["frozen"]  # start-up objects frozen once the catalog is in (app.freeze_startup_objects)
+    assert after["pint"]  # the unit registry made then too, not at the first quantity typed
+    assert painted["gc"] is False and after["gc"] is True  # the collector paused to the first paint, then on again
     assert after["panels"]  # and the other tabs' modules imported then, not at the first edit
 
 
@@ -101,3 +116,27 @@ def test_a_deferred_catalog_opens_when_first_used_and_fills_the_dock(qtbot, monk
     assert [d.id for d in window.workspace.devices] == ["nvidia-h100-sxm5"]
     assert dock.model.device_row(dock.model.row_of("nvidia-h100-sxm5")).name == window.workspace.devices[0].name
     window.repository.engine.dispose()
+
+
+def test_the_qt_free_core_is_imported_before_pyside6(tmp_path):
+    """explorer.ui imports numpy, psygnal and the core of the first window before any module imports PySide6, which
+    reads the source of every module imported after it (explorer/ui/__init__.py): as `hwexplorer` starts the app."""
+    code = ("import sys, importlib.abc\n"
+            "seen = []\n"
+            "class First(importlib.abc.MetaPathFinder):\n"
+            "    def find_spec(self, name, path, target=None):\n"
+            "        if name == 'PySide6' and not seen:\n"
+            "            seen.append(sorted(m for m in sys.modules if m.split('.')[0] in ('numpy', 'psygnal', 'explorer')))\n"
+            "sys.meta_path.insert(0, First())\n"
+            "import explorer.__main__, explorer.ui.app, explorer.ui\n"
+            "import json\nprint(json.dumps([seen[0], explorer.ui.CORE_FIRST]))")
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen",
+               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120,
+                          check=False, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    before_qt, core_first = json.loads(done.stdout.strip().splitlines()[-1])
+    assert set(core_first) <= set(before_qt)
+    assert {"numpy", "psygnal", "explorer.core.session.workspace", "explorer.core.session.results",
+            "explorer.core.workload.model", "explorer.store.io"} <= set(before_qt)
+    assert "explorer.ui.main_window" not in before_qt  # (explorer.ui.app is being imported: its first line asks)

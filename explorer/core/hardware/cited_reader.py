@@ -8,8 +8,6 @@ import math
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from explorer.core.files import NestingError, parse_nested, single_line
 from explorer.core.hardware import fields as F
 from explorer.core.hardware.device import Cited, Conflict, Source
@@ -125,6 +123,8 @@ def read_conflicts(r: Reader, data: dict) -> tuple[Conflict, ...]:
 
 def read_data(path: str | Path, error: type[Exception]) -> Any:
     """Parse a YAML or JSON file into plain data; ``error([one line])`` names the file (and line) when it cannot."""
+    import yaml  # on use: the app paints its first window without it (issue 22)
+
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")

@@ -6,8 +6,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from explorer.core.hardware import fields as F
 from explorer.core.hardware.calibration_file import calibration_to_dict, read_calibration
 from explorer.core.hardware.cited_reader import (  # noqa: F401 - RANGES is re-exported (quantity editor)
@@ -296,4 +294,6 @@ def device_to_dict(device: Device) -> dict:
 
 
 def dump_device_yaml(device: Device) -> str:
+    import yaml  # on use: the app paints its first window without it (issue 22)
+
     return yaml.safe_dump(device_to_dict(device), sort_keys=False, allow_unicode=True, width=110)

@@ -9,8 +9,6 @@ import math
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from explorer.core.files import atomic_write_text
 from explorer.core.hardware.cited_reader import (
     Reader,
@@ -269,6 +267,8 @@ def system_to_dict(system: System) -> dict:
 
 
 def dump_system_yaml(system: System) -> str:
+    import yaml  # on use: the app paints its first window without it (issue 22)
+
     return yaml.safe_dump(system_to_dict(system), sort_keys=False, allow_unicode=True, width=110)
 
 

@@ -28,8 +28,6 @@ from types import MappingProxyType
 from typing import Protocol
 
 from explorer.core.calibration.model import DeviceCalibration, Fit
-from explorer.core.hardware.calibration_file import calibration_to_dict, read_calibration
-from explorer.core.hardware.cited_reader import Reader
 from explorer.core.hardware.device import Device, Source
 from explorer.core.precision import BYTES_PER_ELEMENT, PRECISIONS
 
@@ -82,12 +80,18 @@ class NamedCalibration:
                 f"{self.date}" + (f", MAPE {errors}" if errors else ""))
 
     def to_dict(self) -> dict:
+        from explorer.core.hardware.calibration_file import calibration_to_dict
+
         return {"name": self.name, "file": self.file, "format": self.format, "precision": self.precision,
                 "date": self.date, "measurements": self.measurements, "mape": dict(self.mape),
                 "curves": calibration_to_dict(self.calibration) or {}}
 
     @classmethod
     def from_dict(cls, data, where: str) -> NamedCalibration:
+        # the calibration file's reader (and yaml) on use: a session without named calibrations never needs it
+        from explorer.core.hardware.calibration_file import read_calibration
+        from explorer.core.hardware.cited_reader import Reader
+
         if not isinstance(data, Mapping):
             raise ValueError(f"{where}: expected an object")  # noqa: TRY004 - one-line file error
         keys = {"name", "file", "format", "precision", "date", "measurements", "mape", "curves"}
@@ -116,6 +120,9 @@ class NamedCalibration:
 
 def canonical(cal: DeviceCalibration) -> DeviceCalibration:
     """``cal`` as a project file stores it (4 digits), so that saving and opening gives back the same curves."""
+    from explorer.core.hardware.calibration_file import calibration_to_dict, read_calibration
+    from explorer.core.hardware.cited_reader import Reader
+
     raw = calibration_to_dict(cal)
     if raw is None:
         return DeviceCalibration()

@@ -12,51 +12,24 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import fields, replace
-from typing import Any
-
-from explorer.core.analysis.cost import compute_cost
-from explorer.core.analysis.device_arrays import device_arrays
-from explorer.core.analysis.energy_view import compute_energy_view
-from explorer.core.analysis.evaluate import ModelAnalysis, evaluate
-from explorer.core.analysis.fidelity import trace_fidelity
-from explorer.core.analysis.procurement import plan
-from explorer.core.analysis.quotes import apply_quotes
-from explorer.core.analysis.roofline_measured import measured_roofline
-from explorer.core.analysis.roofline_view import compute_roofline
-from explorer.core.analysis.tiling_view import compute_tiling_view
-from explorer.core.analysis.time_model import as_time_model
-from explorer.core.formats import TENSORS
-from explorer.core.hardware.device import Device
-from explorer.core.hardware.system import System
-from explorer.core.parallel.comm_roof import CommRoofView, comm_roof_for
-from explorer.core.parallel.compare import SystemResult, size_on_systems
-from explorer.core.parallel.layout_cost import LayoutCost, layout_cost
-from explorer.core.parallel.sizing import SystemPlan
-from explorer.core.parallel.sizing import size_fleet as size_system_fleet
-from explorer.core.parallel.system_pass import Options
-from explorer.core.serving.fleet import size_fleet as size_serving_fleet
-from explorer.core.serving.fleet import slo_rates_ready
-from explorer.core.serving.serve import (
-    ServingAnswer,
-    answer,
-    answers_ready,
-    cached_answers,
-    device_setup,
-    device_setups,
-    device_setups_ready,
-)
-from explorer.core.serving.surfaces import require_token_model
-from explorer.core.serving.system_serving import (
-    serve_systems,
-    serve_systems_ready,
-    serving_hardware,
-    serving_options,
-)
+from typing import TYPE_CHECKING, Any
 
 from .serving_choice import SURFACE_FIELDS, ServingChoice
 from .state import Assumptions, State
-from .training import cost_assumptions, recost, train_choice
 from .training_choice import TrainingChoice
+
+if TYPE_CHECKING:
+    from explorer.core.analysis.evaluate import ModelAnalysis
+    from explorer.core.hardware.device import Device
+    from explorer.core.hardware.system import System
+    from explorer.core.parallel.comm_roof import CommRoofView
+    from explorer.core.parallel.compare import SystemResult
+    from explorer.core.parallel.layout_cost import LayoutCost
+    from explorer.core.parallel.sizing import SystemPlan
+    from explorer.core.serving.serve import ServingAnswer
+
+# Each result imports the core that computes it when first asked for (issue 22: the desktop app's first window
+# computes none of the serving, systems, training or trace results, and importing their packages cost it ~0.1 s).
 
 #: the fields of the training part its analyses read (all but the tokens, which only re-cost)
 TRAINING_FIELDS = tuple(f for f in TrainingChoice.__dataclass_fields__ if f != "tokens")
@@ -158,6 +131,8 @@ class Results:
         """The bundle of an analysis made outside a session (the report of the CLI): its model, devices and
         context, with the horizon, electricity price, PUE and utilization of ``assumptions``; the analysis is
         taken as it is, not evaluated again."""
+        from explorer.core.formats import TENSORS
+
         ctx, fm = analysis.ctx, analysis.devices.formats
         tensors = {} if fm is None else {t: getattr(fm, t).name for t in TENSORS}
         a = Assumptions(precision=fm.precision if fm else analysis.precision, **tensors,
@@ -208,6 +183,8 @@ class Results:
     # -- results
     @property
     def arrays(self):
+        from explorer.core.analysis.device_arrays import device_arrays
+
         a = self.state.assumptions
         return self._get("arrays", lambda: device_arrays(self.devices, a.precision, a.tensor_formats))
 
@@ -216,6 +193,8 @@ class Results:
         """The one evaluation of the model on the selected devices, both time models (None without devices)."""
         if not self.devices:
             return None
+        from explorer.core.analysis.evaluate import evaluate
+
         return self._get("evaluation", lambda: evaluate(self.state.model, self.arrays,
                                                         ctx=self.state.assumptions.context))
 
@@ -226,10 +205,15 @@ class Results:
         e = self.evaluation
         if e is None:
             return None
+        from explorer.core.analysis.time_model import as_time_model
+
         return self._get("analysis", lambda: as_time_model(e, self.state.assumptions.time_model))
 
     @property
     def cost(self):
+        from explorer.core.analysis.cost import compute_cost
+        from explorer.core.analysis.quotes import apply_quotes
+
         a = self.analysis
         # the quotes of the one store (the requirements) replace the catalog's prices, as in the plan
         return None if a is None else self._get("cost", lambda: compute_cost(apply_quotes(a, self.state.requirements),
@@ -239,21 +223,29 @@ class Results:
     def plan(self):
         """The procurement plan under the state's requirements; raises ValueError when they do not apply to the
         analysis (a target in tokens/s for a prefill analysis), None without devices."""
+        from explorer.core.analysis.procurement import plan
+
         a = self.analysis
         return None if a is None else self._get("plan", lambda: plan(a, self.state.requirements,
                                                                      self.state.assumptions))
 
     def roofline(self, device_index: int = 0, focused_layer: int = -1):
+        from explorer.core.analysis.roofline_view import compute_roofline
+
         a = self.analysis
         return self._get("roofline", lambda: compute_roofline(a, focused_layer, device_index),
                          (device_index, focused_layer))
 
     def energy(self, device_index: int = 0, focused_layer: int = -1):
+        from explorer.core.analysis.energy_view import compute_energy_view
+
         a = self.evaluation  # energy has no time term: the same under both time models
         return self._get("energy", lambda: compute_energy_view(a, device_index, focused_layer),
                          (device_index, focused_layer))
 
     def tiling(self, layer_row: int, device_index: int = 0, sweep_dim: str | None = None):
+        from explorer.core.analysis.tiling_view import compute_tiling_view
+
         a = self.evaluation  # the tile and wave model: its options are re-evaluated with the ideal model
         return self._get("tiling", lambda: compute_tiling_view(a, layer_row, device_index, sweep_dim),
                          (layer_row, device_index, sweep_dim))
@@ -263,6 +255,8 @@ class Results:
         trace = self.state.trace
         if trace is None:
             return None
+        from explorer.core.analysis.roofline_measured import measured_roofline
+
         return self._get("measured", lambda: measured_roofline(trace, self.analysis, device_index),
                          (device_index,))
 
@@ -272,6 +266,8 @@ class Results:
         trace = self.state.trace
         if trace is None:
             return None
+        from explorer.core.analysis.fidelity import trace_fidelity
+
         return self._get("fidelity", lambda: trace_fidelity(trace, self.evaluation, device_index), (device_index,))
 
     @property
@@ -280,6 +276,9 @@ class Results:
         the train phase: the training step on systems is the Training panel's, :attr:`training`)."""
         if not self.hardware or self.state.assumptions.phase == "train":
             return ()
+        from explorer.core.parallel.compare import size_on_systems
+        from explorer.core.parallel.system_pass import Options
+
         a, choice = self.state.assumptions, self.state.system
         options = Options(overlap=choice.overlap, algorithm=choice.collective, skew=choice.skew,
                           offload=choice.offload, time_model=a.time_model)
@@ -294,6 +293,9 @@ class Results:
         choice = self.state.system
         if not self.hardware or choice.layout is None or self.state.assumptions.phase == "train":
             return self.systems
+        from explorer.core.parallel.compare import size_on_systems
+        from explorer.core.parallel.system_pass import Options
+
         a = self.state.assumptions
         options = Options(overlap=choice.overlap, algorithm=choice.collective, skew=choice.skew,
                           offload=choice.offload, time_model=a.time_model)
@@ -315,6 +317,8 @@ class Results:
             raise ValueError(f"target: given in {req.target_unit} but the {self.state.assumptions.phase} phase "
                              f"counts {unit}; switch the phase or give the target in {unit}")
         layouts = self.system_layouts
+        from explorer.core.parallel.sizing import size_fleet as size_system_fleet
+
         return self._get("system_plan", lambda: size_system_fleet(layouts, req.target, req.latency, req.price))
 
     @property
@@ -322,6 +326,8 @@ class Results:
         """The training analyses of each chosen system (uncosted tokens aside); :attr:`training` reads them."""
         if not self.hardware:
             return ()
+        from .training import cost_assumptions, train_choice
+
         st = self.state
         return self._get("training_runs", lambda: train_choice(st.model, self.hardware, st.system.nodes, st.training,
                                                                cost_assumptions(st.assumptions),
@@ -335,6 +341,8 @@ class Results:
         runs = self.training_runs
         if not runs:
             return ()
+        from .training import cost_assumptions, recost
+
         st = self.state
         return self._get("training", lambda: recost(runs, st.training.tokens, cost_assumptions(st.assumptions)))
 
@@ -343,6 +351,8 @@ class Results:
         """Per result of :attr:`system_layouts`: the cost per million tokens of each layout, from the planner's
         quotes (else the catalog's list price) and the cost assumptions (None where no layout is valid). Ranking
         by cost within a system is ranking by throughput, so the search itself never depends on prices."""
+        from explorer.core.parallel.layout_cost import layout_cost
+
         a, quotes = self.state.assumptions, self.state.requirements.price
         return self._get("system_costs", lambda: tuple(
             None if r.analysis is None else layout_cost(r.analysis, quotes, a) for r in self.system_layouts))
@@ -354,6 +364,8 @@ class Results:
         a = self.analysis
         if a is None or not 0 <= device_index < len(a.devices.ids):
             return None
+        from explorer.core.parallel.comm_roof import comm_roof_for
+
         state = self.state.assumptions
         lo, hi = float(x_range[0]), float(x_range[1])
         return self._get("comm_roof", lambda: comm_roof_for(
@@ -369,6 +381,8 @@ class Results:
     def serving_setups(self) -> tuple:
         """Per device checked: the replica's step-time surface and memory under the serving part's lengths and
         engine settings (:class:`explorer.core.serving.analytic.Setup`)."""
+        from explorer.core.serving.serve import device_setups
+
         s, a = self.serving_choice, self.state.assumptions
         return self._get("serving_setups", lambda: device_setups(  # one stacked pass, cached per device
             self.state.model, self.devices, s.workload, s.policy, a.precision, a.tensor_formats,
@@ -379,9 +393,15 @@ class Results:
         a search (everything is kept in the serving caches): the UI reads it on its thread then, else on a worker."""
         s, a = self.serving_choice, self.state.assumptions
         if name == "serving_systems":
+            from explorer.core.serving.system_serving import serve_systems_ready
+
             return self._serving_systems(serve_systems_ready)
         if not self.devices:
             return True
+        from explorer.core.serving.fleet import slo_rates_ready
+        from explorer.core.serving.serve import answers_ready, device_setups_ready
+        from explorer.core.serving.surfaces import require_token_model
+
         try:
             require_token_model(self.state.model)  # refused at once, no work
             if not device_setups_ready(self.state.model, self.devices, s.workload, s.policy, a.precision,
@@ -396,6 +416,8 @@ class Results:
     def serving(self) -> tuple[ServingAnswer, ...]:
         """Per device checked: the analytic serving answer (estimate at the rate, the load curve with its knee)
         under the state's serving part (``docs/serving.md``); empty without devices."""
+        from explorer.core.serving.serve import cached_answers
+
         s = self.serving_choice
         setups = self.serving_setups
         return self._get("serving", lambda: cached_answers(s.workload, setups, s.slo))
@@ -404,6 +426,8 @@ class Results:
     def serving_fleet(self) -> tuple:
         """Per device, cheapest first: the replicas meeting the serving part's service levels at its rate and their
         cost (:func:`explorer.core.serving.fleet.size_fleet`); empty without devices."""
+        from explorer.core.serving.fleet import size_fleet as size_serving_fleet
+
         s, a = self.serving_choice, self.state.assumptions
         setups = self.serving_setups
         return self._get("serving_fleet", lambda: size_serving_fleet(
@@ -416,9 +440,13 @@ class Results:
         and offload; as ``plan --rate --system`` with those options): its serving layouts sized for the serving part
         at the planner's quotes, the cheapest chosen, and one replica of it serving the
         workload (:class:`explorer.core.serving.system_serving.SystemServing`); empty without systems."""
+        from explorer.core.serving.system_serving import serve_systems
+
         return self._get("serving_systems", lambda: self._serving_systems(serve_systems))
 
     def _serving_systems(self, call):
+        from explorer.core.serving.system_serving import serving_hardware, serving_options
+
         s, a, choice = self.serving_choice, self.state.assumptions, self.state.system
         hardware = serving_hardware(self.hardware, choice.nodes)
         return call(self.state.model, hardware, s.workload, s.slo, s.policy, a.precision, a.tensor_formats,
@@ -430,6 +458,8 @@ class Results:
         state's serving part) on device ``device_index``. None without devices."""
         if not self.devices:
             return None
+        from explorer.core.serving.serve import answer, device_setup
+
         a = self.state.assumptions
         return self._get("serving_for", lambda: answer(workload, device_setup(
             self.state.model, self.devices[device_index], workload, policy, a.precision, a.tensor_formats,

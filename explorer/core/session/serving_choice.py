@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING
 
 from explorer.core.files import names
-from explorer.core.serving.policy import Policy
-from explorer.core.serving.workload import ARRIVALS, PERCENTILES, SLO, Lengths, Workload
+
+if TYPE_CHECKING:  # the serving core is imported on use (issue 22: the app's first window needs none of it)
+    from explorer.core.serving.policy import Policy
+    from explorer.core.serving.workload import SLO, Workload
 
 #: the fields of the step-time surface and memory (a change rebuilds them); the others re-run only the estimate
 SURFACE_FIELDS = ("input_tokens", "output_tokens", "max_batch", "max_batched_tokens", "chunked", "chunk",
@@ -42,6 +45,8 @@ class ServingChoice:
     block_size: int = 16
 
     def checked(self) -> ServingChoice:
+        from explorer.core.serving.workload import ARRIVALS, PERCENTILES
+
         if isinstance(self.rate, bool) or not isinstance(self.rate, (int, float)) or not (
                 math.isfinite(self.rate) and self.rate > 0):
             raise ValueError(f"rate: must be > 0 requests/s, got {self.rate!r}")
@@ -68,16 +73,22 @@ class ServingChoice:
     # -- the core's inputs
     @property
     def workload(self) -> Workload:
+        from explorer.core.serving.workload import Lengths, Workload
+
         return Workload(rate=float(self.rate), arrival=self.arrival,
                         lengths=Lengths.fixed(self.input_tokens, self.output_tokens))
 
     @property
     def slo(self) -> SLO:
+        from explorer.core.serving.workload import SLO
+
         return SLO(ttft=self.ttft, tpot=self.tpot, e2e=self.e2e, ttft_pct=self.ttft_pct, tpot_pct=self.tpot_pct,
                    e2e_pct=self.e2e_pct)
 
     @property
     def policy(self) -> Policy:
+        from explorer.core.serving.policy import Policy
+
         return Policy(max_batch=self.max_batch, max_batched_tokens=self.max_batched_tokens, chunked=self.chunked,
                       chunk=self.chunk)
 

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING
 
 from explorer.core.files import names
-from explorer.core.training.layout import TrainingLayout
 from explorer.core.training.memory import RECOMPUTE, SCHEDULES, ZERO_STAGES
-from explorer.core.training.step import TrainingSetup
+
+if TYPE_CHECKING:  # the training core is imported on use (issue 22: the app's first window needs none of it)
+    from explorer.core.training.layout import TrainingLayout
+    from explorer.core.training.step import TrainingSetup
 
 DEGREES = ("tp", "pp", "dp")  # a layout given by hand; cp, schedule and virtual stages are fields of their own
 _WHOLE = ("global_batch", "micro_batch", "seq_len", "virtual", "cp")
@@ -74,6 +77,8 @@ class TrainingChoice:
     @property
     def setup(self) -> TrainingSetup:
         """The core's setup (bf16 mixed precision, fused attention, sequence parallelism with TP)."""
+        from explorer.core.training.step import TrainingSetup
+
         return TrainingSetup(global_batch=self.global_batch, seq_len=self.seq_len, micro_batch=self.micro_batch,
                              zero=self.zero, recompute=self.recompute, lora_rank=self.lora_rank,
                              overlap=self.overlap)
@@ -82,6 +87,8 @@ class TrainingChoice:
         """The layout given by hand with this choice's cp, schedule and virtual stages (None: the best)."""
         if self.layout is None:
             return None
+        from explorer.core.training.layout import TrainingLayout
+
         tp, pp, dp = self.layout
         schedule = self.schedule if pp > 1 else "1f1b"
         return TrainingLayout(tp, pp, dp, self.cp, 1, schedule, self.virtual if pp > 1 else 1, True)

@@ -23,7 +23,6 @@ from pathlib import Path
 
 from explorer.core.traces.csv_table import Row, Table, parse_table, read_text
 from explorer.core.traces.model import COMPUTE, Trace, TraceError, TraceEvent, ordered_lanes
-from explorer.core.units import Q_, PintError
 
 KERNEL_NAME = "Kernel Name"
 DURATION = "gpu__time_duration.sum"
@@ -40,6 +39,9 @@ _FMT = "Nsight Compute raw CSV"
 
 def _unit_scale(unit: str, wanted: str, column: str, table: Table, line: int) -> float:
     """Factor taking values in ncu's ``unit`` to the SI ``wanted`` unit ('s', 'byte' or 'count'), via pint."""
+    # imported here: the unit registry is made on first use (issue 22: the app's first window needs none)
+    from explorer.core.units import Q_, PintError
+
     text = unit.strip()
     if wanted == "count":
         if text in ("", "inst"):

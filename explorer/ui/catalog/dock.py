@@ -38,14 +38,15 @@ from explorer.ui.catalog.detail import DeviceDetailView
 from explorer.ui.catalog.editor import DeviceEditorDialog
 from explorer.ui.catalog.filter_bar import CatalogFilterBar
 from explorer.ui.catalog.proxy import CatalogFilterProxy
-from explorer.ui.catalog.systems_browser import SystemsBrowser
 from explorer.ui.catalog.table_model import COLUMN_INDEX, ID_ROLE, CatalogTableModel
 from explorer.ui.catalog.transfer import FILE_FILTERS, ImportRejectedError, export_devices, import_devices
 
 if TYPE_CHECKING:  # imports SQLAlchemy, which the main window does not need to start
     from explorer.store.repository import CatalogRepository
+    from explorer.ui.catalog.systems_browser import SystemsBrowser
 
 SAVE_ERRORS = (CatalogError, DeviceFileError)
+SYSTEMS_TIP = "Nodes, racks, slices and clusters of catalog devices, with their links"
 TRANSFER_ERRORS = (*SAVE_ERRORS, ImportFileError, ImportRejectedError)
 
 
@@ -72,17 +73,41 @@ class CatalogDock(CatalogBrowser, QDockWidget):
         devices = self._build(COLUMN_INDEX["vendor"], tips)
         self.table.horizontalHeader().setStretchLastSection(False)
         self.model.precision_headers_changed.connect(self.table.horizontalHeader().viewport().update)
-        self.systems = SystemsBrowser(workspace, repository, self)
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)
         self.tabs.addTab(devices, "Devices")
-        self.tabs.addTab(self.systems, "Systems")
-        self.tabs.setTabToolTip(1, "Nodes, racks, slices and clusters of catalog devices, with their links")
+        # the Systems tab is built when first chosen or asked for (:attr:`systems`; issue 22: not in the first frame)
+        self._systems: SystemsBrowser | None = None
+        self.tabs.addTab(QWidget(), "Systems")
+        self.tabs.setTabToolTip(1, SYSTEMS_TIP)
+        self.tabs.currentChanged.connect(self._on_tab_changed)
         self.setWidget(self.tabs)
 
         self.table.doubleClicked.connect(self._on_double_clicked)
         self.table.clicked.connect(self._on_clicked)
         self._fill_when_open(COLUMN_INDEX["name"], 260)
+
+    @property
+    def systems(self) -> SystemsBrowser:
+        """The Systems tab (built now when it has not been shown yet)."""
+        if self._systems is None:
+            from explorer.ui.catalog.systems_browser import SystemsBrowser
+
+            self._systems = SystemsBrowser(self.workspace, self.repository, self)
+            current = self.tabs.currentIndex()
+            blocked = self.tabs.blockSignals(True)
+            placeholder = self.tabs.widget(1)
+            self.tabs.removeTab(1)
+            placeholder.deleteLater()
+            self.tabs.insertTab(1, self._systems, "Systems")
+            self.tabs.setTabToolTip(1, SYSTEMS_TIP)
+            self.tabs.setCurrentIndex(current)
+            self.tabs.blockSignals(blocked)
+        return self._systems
+
+    def _on_tab_changed(self, index: int) -> None:
+        if index == 1:
+            self.systems  # noqa: B018 - built on first show
 
     # the tab's public names
     select_device = CatalogBrowser.select_item
