@@ -11,8 +11,9 @@ never dominates another through an objective it does not know better. Exact dupl
 How (exact at every step; 10^6-point sweep, 476,000 fitting points, front of 673: ~2 s before):
 
 1. Thinning: the points in blocks of a few consecutive points (8, then 32, then 128 of those left), every pair of a
-   block compared at once (one (blocks, b, b) array per objective); a point that any point dominates is not on the
-   front, so dropping it loses nothing. A sweep's neighbours (the same context on other devices, the next batch)
+   block compared at once (one (b, b, blocks) array per objective, the blocks along its contiguous axis, so that
+   each comparison is one long loop: 2-3x faster than (blocks, b, b) with its loops of b); a point that any point
+   dominates is not on the front, so dropping it loses nothing. A sweep's neighbours (the same context on other devices, the next batch)
    dominate each other often: 476,000 points -> ~5,000.
 2. Sort and sweep: what is left sorted lexicographically (a point can only be dominated by a point before it), in
    blocks of :data:`CHUNK`: a block's points checked against the front found so far, then against each other.
@@ -58,27 +59,29 @@ def pareto_mask(values: np.ndarray, minimize: tuple[bool, ...] | np.ndarray) -> 
 
 def _dominated_in_blocks(costs: np.ndarray, size: int) -> np.ndarray:
     """(N,) True where another point of the same block of ``size`` consecutive rows dominates the row; the blocks
-    compared :data:`PAIRS` pairs at a time (bounded memory)."""
+    compared :data:`PAIRS` pairs at a time (bounded memory). The blocks run along the arrays' last, contiguous axis
+    ((dominator, dominated, block) per objective): every comparison one long loop, not one per short block row."""
     n, k = costs.shape
     blocks = -(-n // size)
-    x = np.full((k, blocks * size), np.inf)  # objective-major (contiguous); padding rows of +inf dominate nothing
-    x[:, :n] = costs.T
-    x = x.reshape(k, blocks, size)
-    out = np.empty(blocks * size, dtype=bool)
+    flat = np.full((k, blocks * size), np.inf)  # padding rows of +inf dominate nothing
+    flat[:, :n] = costs.T
+    x = np.ascontiguousarray(flat.reshape(k, blocks, size).transpose(0, 2, 1))  # [objective, position, block]
+    out = np.empty((size, blocks), dtype=bool)
     step = max(1, PAIRS // (size * size))
     for a in range(0, blocks, step):
-        xs = x[:, a:a + step]
-        le, lt, tmp = (np.empty((xs.shape[1], size, size), dtype=bool) for _ in range(3))
+        xs = x[:, :, a:a + step]
+        w = xs.shape[2]
+        le, lt, tmp = (np.empty((size, size, w), dtype=bool) for _ in range(3))
         for j in range(k):
-            q, p = xs[j, :, :, None], xs[j, :, None, :]  # [block, dominator, dominated]
+            q, p = xs[j, :, None, :], xs[j, None, :, :]  # [dominator, dominated, block]
             if j == 0:
                 np.less_equal(q, p, out=le)
                 np.less(q, p, out=lt)
             else:
                 le &= np.less_equal(q, p, out=tmp)
                 lt |= np.less(q, p, out=tmp)
-        out[a * size:(a + xs.shape[1]) * size] = np.any(np.logical_and(le, lt, out=le), axis=1).reshape(-1)
-    return out[:n]
+        np.logical_or.reduce(np.logical_and(le, lt, out=le), axis=0, out=out[:, a:a + w])
+    return out.T.reshape(-1)[:n]
 
 
 def _dominated_by(points: np.ndarray, by: np.ndarray) -> np.ndarray:
