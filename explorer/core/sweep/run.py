@@ -203,8 +203,11 @@ def sweep(model: Model, devices: Sequence[Device], grid: Grid,
         passed = take_rows(table, keep)
         step = max(1, MAX_CELLS // n_dev)
         row_blocks = [(a, min(a + step, len(passed))) for a in range(0, len(passed), step)]
-        row_t, row_e = np.empty((len(passed), n_dev)), np.empty((len(passed), n_dev))
+        # per distinct row: count x seconds and count x joules per instance (a row's count is part of what makes it
+        # distinct: the products are those of every row it stands for), side by side for one gather per block
+        per_row = np.empty((len(passed), 2, n_dev))
         row_cal = np.zeros((len(passed), n_dev), dtype=bool)
+        row_count = passed.columns["count"][:, None]
     else:
         passed, where, row_blocks = table, None, [(a, b) for a, b, _ in ctx_rows]
     pieces = [(a, b, _rows(passed, a, b)) for a, b in row_blocks]
@@ -226,16 +229,18 @@ def sweep(model: Model, devices: Sequence[Device], grid: Grid,
         if where is not None:  # every distinct row's time and energy, then each block of contexts gathers its own
             for a, b, piece in pieces:
                 t, e, cal = _pass(passed, piece, a, b, dev, dp, grid.attention, time_model, work)
-                row_t[a:b], row_e[a:b] = t, e
+                np.multiply(row_count[a:b], t, out=per_row[a:b, 0])
+                np.multiply(row_count[a:b], e, out=per_row[a:b, 1])
                 if cal is not None:
                     row_cal[a:b] = cal
             for ra, rb, starts in ctx_rows:
-                idx, count = where[ra:rb], count_all[ra:rb, None]
-                for src, parts in ((row_t, t_parts), (row_e, e_parts)):
-                    got = np.take(src, idx, axis=0, out=work.take("gathered", (rb - ra, n_dev)), mode="clip")
-                    parts.append(np.add.reduceat(np.multiply(count, got, out=got), starts, axis=0))  # (C, D)
-                s_parts.append(_time_sources(row_cal[idx], count > 0, starts) if time_model == "calibrated"
-                               else np.zeros((len(starts), n_dev), dtype=np.int8))
+                idx = where[ra:rb]
+                got = np.take(per_row, idx, axis=0, out=work.take("gathered", (rb - ra, 2, n_dev)), mode="clip")
+                sums = np.add.reduceat(got, starts, axis=0)  # (C, 2, D): s and J per step
+                t_parts.append(sums[:, 0])
+                e_parts.append(sums[:, 1])
+                s_parts.append(_time_sources(row_cal[idx], count_all[ra:rb, None] > 0, starts)
+                               if time_model == "calibrated" else np.zeros((len(starts), n_dev), dtype=np.int8))
         else:  # each block of contexts passed and summed
             for (a, b, piece), (_, _, starts) in zip(pieces, ctx_rows):
                 count = count_all[a:b, None]
