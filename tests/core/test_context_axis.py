@@ -161,3 +161,16 @@ def test_a_failing_context_in_the_plane_is_the_first_in_order():
         stack_contexts(model, contexts, failing)
     ok = [c for c in contexts if c.seq_len <= 600]
     assert_equal_to_loop(model, ok)
+
+
+@pytest.mark.parametrize("lengths", [(700,), (300, 900), (100, 400, 1000)])
+def test_a_batch_axis_at_a_few_lengths_interpolates_the_batch(lengths):
+    """Many batches at one to three lengths: every length a node, the batch interpolated (2 batches x the lengths
+    + probes per region), equal to the single tables."""
+    model = decoder_model("gqa", vocab=50_000, hidden=256, layers=3, heads=8, kv_heads=2, ffn_hidden=512,
+                          tokens=1024)
+    contexts = [Context(batch=b, seq_len=s, phase=phase) for phase in ("prefill", "decode") for b in range(1, 41)
+                for s in lengths]
+    st = stack_contexts(model, contexts, build)
+    assert st.builds <= 2 * (2 * len(lengths) + 3)
+    assert_equal_to_loop(model, contexts)

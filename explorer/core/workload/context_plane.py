@@ -262,10 +262,14 @@ class _Plane:
         lo0, hi0 = self.pl.lengths(sides, b0)
         lo1, hi1 = self.pl.lengths(sides, b1)
         lo, hi = max(lo0, lo1, int(s.min())), min(hi0, hi1, int(s.max()))
-        few = len(b) <= 2 * (deg + 1) + len(PLANE_PROBES)  # too few points to interpolate: built one by one
-        ok = hi - lo >= deg and not few
-        if ok:
+        lengths = np.unique(s)
+        if len(lengths) <= deg + 1 and lo <= lengths[0] and lengths[-1] <= hi:
+            xs = lengths.astype(float)  # every length a node (at most deg + 1): only the batch is interpolated
+        else:
             xs = np.array([lo, hi] if deg == 1 else [lo, (lo + hi) // 2, hi], dtype=float)
+        few = len(b) <= len(xs) * 2 + len(PLANE_PROBES)  # too few points to interpolate: built one by one
+        ok = (len(xs) < deg + 1 or hi - lo >= deg) and not few
+        if ok:
             nodes = [[self.table(bb, x) for x in xs] for bb in (b0, b1)]
             ref = nodes[0][0]
             picks = _probes(b, s, lo, hi)
