@@ -49,11 +49,6 @@ class StackedContexts:
     builds: int
 
 
-def _group(ctx: Context) -> tuple:
-    """What the contexts of one plane share: every field of the context but the batch and the length."""
-    return ctx.phase, ctx.attention, ctx.lm_head
-
-
 def _from_numbers(ref: LayerTable, blocks: np.ndarray, fused: bool) -> LayerTable:
     """A table of ``k`` contexts with ``ref``'s rows and the numbers ``blocks`` (k, F, L)."""
     k, _, n = blocks.shape
@@ -146,57 +141,64 @@ def stack_contexts(model: Model, contexts: Sequence[Context], build: Callable = 
             t = built[c] = build(m, c)
         return t
 
-    # per context: (its group's solution, its point there); a group: the contexts of one (phase, attention, LM head)
-    where: list[tuple] = []
-    groups: dict[tuple, tuple[dict, list]] = {}
-    for c in contexts:
+    # per context: its group (-1: a context built on its own) and its point there; a group: the contexts of one
+    # (phase, attention, LM head), its points (batch, length)
+    n = len(contexts)
+    gid, pid = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    group_of: dict[tuple, int] = {}
+    firsts: list[Context] = []
+    points: list[dict] = []
+    for k, c in enumerate(contexts):
         if c.seq_len is None or c.phase not in ("prefill", "decode"):
-            where.append((None, c))
+            gid[k], pid[k] = -1, k
             continue
-        index, _ = groups.setdefault(_group(c), ({}, [c]))
-        where.append((_group(c), index.setdefault((c.batch, c.seq_len), len(index))))
-    solved: dict = {}
+        g = group_of.setdefault((c.phase, c.attention, c.lm_head), len(firsts))
+        if g == len(firsts):
+            firsts.append(c)
+            points.append({})
+        index = points[g]
+        gid[k], pid[k] = g, index.setdefault((c.batch, c.seq_len), len(index))
+    solved: list = []
+    single: dict[int, LayerTable] = {}
     try:
-        for c in contexts:
-            key = _group(c) if c.seq_len is not None and c.phase in ("prefill", "decode") else None
-            if key is None:
-                if c not in solved:
-                    solved[c] = ([counted(model, c)], np.zeros(1, dtype=bool), None)
-                    _fail(model, c, solved[c][0][0])
-            elif key not in solved:
-                index, (first,) = groups[key]
-                points = np.array(list(index), dtype=np.int64).reshape(-1, 2)
-                solved[key] = _solve_group(model, replace(first, batch=1, seq_len=None), points, counted)
-    except ContextError as exc:  # name the first context in order that fails (the group's solve found one of them)
-        first = contexts.index(exc.context) if exc.context in contexts else len(contexts)
+        for k in np.flatnonzero(gid < 0).tolist():
+            single[k] = counted(model, contexts[k])
+            _fail(model, contexts[k], single[k])
+        for first, index in zip(firsts, points):
+            pts = np.array(list(index), dtype=np.int64).reshape(-1, 2)
+            solved.append(_solve_group(model, replace(first, batch=1, seq_len=None), pts, counted))
+    except ContextError as exc:  # name the first context in order that fails (the solve found one of them)
+        first = contexts.index(exc.context) if exc.context in contexts else n
         for c in contexts[:first]:
             _fail(model, c, counted(model, c))
         raise
+    # runs of consecutive contexts interpolated in one group with one table's rows become one block each
+    rid = np.full(n, -1, dtype=np.int64)  # per context: its rows' table among its group's, -1 where built
+    size = np.empty(n, dtype=int)
+    for g, (refs, has, _) in enumerate(solved):
+        ids: dict[int, int] = {}
+        rids = np.array([ids.setdefault(id(r), len(ids)) if h else -1 for r, h in zip(refs, has.tolist())])
+        at = np.flatnonzero(gid == g)
+        rid[at] = rids[pid[at]]
+        size[at] = np.array([len(r) for r in refs])[pid[at]]
+    for k, t in single.items():
+        size[k] = len(t)
+    cut = np.ones(n, dtype=bool)
+    cut[1:] = (gid[1:] != gid[:-1]) | (rid[1:] != rid[:-1]) | (rid[1:] < 0)
+    bounds = np.r_[np.flatnonzero(cut), n].tolist()
     parts: list[LayerTable] = []
-    sizes: list[int] = []
-    k = 0
-    while k < len(contexts):  # consecutive interpolated contexts of one group become one block
-        key, p = where[k]
-        refs, has, values = solved[key if key is not None else p]
-        i = p if key is not None else 0
-        ref = refs[i]
-        e = k + 1
-        if has[i]:
-            while e < len(contexts) and where[e][0] == key:
-                q = where[e][1]
-                if not has[q] or refs[q] is not ref:
-                    break
-                e += 1
-            at = [where[j][1] for j in range(k, e)]
-            parts.append(_from_numbers(ref, values[at], contexts[k].attention == "fused"))
-        else:
-            parts.append(ref)
-        sizes += [len(ref)] * (e - k)
-        k = e
+    for k, e in pairwise(bounds):
+        g = int(gid[k])
+        if g < 0:
+            parts.append(single[k])
+            continue
+        refs, _, values = solved[g]
+        ref = refs[int(pid[k])]
+        parts.append(ref if rid[k] < 0 else
+                     _from_numbers(ref, values[pid[k:e]], contexts[k].attention == "fused"))
     table = parts[0] if len(parts) == 1 else stack_tables(parts)
     if table.attention and len(table.attention) != len(table):  # built and interpolated blocks mixed, not fused
         table = replace(table, attention=())
-    size = np.array(sizes, dtype=int)
     return StackedContexts(contexts=tuple(contexts), table=table, sizes=size,
                            starts=np.concatenate([[0], np.cumsum(size)[:-1]]).astype(int), builds=len(built))
 

@@ -212,22 +212,32 @@ def _fail(model: Model, ctx: Context, t: LayerTable) -> None:
 def _interpolate(xs: np.ndarray, ys: np.ndarray, at: np.ndarray) -> np.ndarray:
     """The polynomial through the nodes (xs, ys (n, F, L)) at ``at``: (A, F, L), entries whose node values are all
     whole numbers and which are within rounding of one rounded to it (element counts, GEMM dimensions: exact)."""
-    values = _newton(xs, ys, at)
-    return _rounded(values, np.all(ys == np.rint(ys), axis=0))
+    return _rounded(_newton(xs, ys, at), _whole(ys, 1))
+
+
+def _whole(ys: np.ndarray, axes: int) -> np.ndarray:
+    """(F, L) the entries to round: whole numbers at every node (``ys``'s first ``axes`` axes), and not the same at
+    all of them (a constant is interpolated exactly)."""
+    axis = tuple(range(axes))
+    return np.all(ys == np.rint(ys), axis=axis) & np.any(ys != ys[(slice(0, 1),) * axes], axis=axis)
 
 
 def _rounded(values: np.ndarray, whole: np.ndarray) -> np.ndarray:
-    """``values`` (.., F, L) with each entry within rounding of a whole number rounded to it where ``whole`` (F, L)
-    (in place: temporaries of its size, not one per step)."""
-    r = np.rint(values)
-    gap = np.subtract(values, r)
-    np.abs(gap, out=gap)
+    """``values`` (A, F, L) with each entry within rounding of a whole number rounded to it where ``whole`` (F, L)
+    (in place where contiguous; only those entries are read and written)."""
+    values = np.ascontiguousarray(values)  # (a view of it reshaped below, written in place)
+    flat = values.reshape(len(values), -1)
+    idx = np.flatnonzero(whole.reshape(-1))
+    if not len(idx):
+        return values
+    sub = flat[:, idx]
+    r = np.rint(sub)
     tol = np.abs(r)
     np.maximum(tol, 1.0, out=tol)
     tol *= 1e-9
-    near = np.less_equal(gap, tol, out=np.empty(values.shape, dtype=bool))
-    near &= whole
-    np.copyto(values, r, where=near)
+    sub -= r
+    np.abs(sub, out=sub)
+    flat[:, idx] = np.where(sub <= tol, r, flat[:, idx])
     return values
 
 
@@ -284,7 +294,7 @@ class _Plane:
             values = v1[inv]
             values *= (b - b0).astype(float)[:, None, None]
             values += v0[inv]
-            _rounded(values, np.all(ys == np.rint(ys), axis=(0, 1)))
+            values = _rounded(values, _whole(ys, 2))
             ok = all(_close(values[k], _matrix(t)) for k, t in zip(picks, probes))
         if not ok:
             if few:
