@@ -174,3 +174,28 @@ def test_a_batch_axis_at_a_few_lengths_interpolates_the_batch(lengths):
     st = stack_contexts(model, contexts, build)
     assert st.builds <= 2 * (2 * len(lengths) + 3)
     assert_equal_to_loop(model, contexts)
+
+
+def test_a_breakpoint_the_plane_does_not_know_is_found_by_its_probes():
+    """A build whose work changes formula at batch 6 (here: twice the MACs from there on, a regime no breakpoint
+    names): the probes of the (batch, length) region miss their interpolated values, the batches are split until
+    each half is one formula, and the stacked table still equals the loop of those tables."""
+    model = decoder_model("dense", vocab=50_000, hidden=128, layers=2, heads=4, ffn_hidden=256, tokens=2048)
+
+    def stepped(m, c):
+        t = build(m, c)
+        if c.batch < 6:
+            return t
+        columns = dict(t.columns)
+        columns["macs"] = 2 * t.columns["macs"]
+        return LayerTable(**{f.name: getattr(t, f.name) for f in fields(t) if f.init and f.name != "columns"},
+                          columns=columns)
+
+    contexts = [Context(batch=b, seq_len=s, phase=phase) for phase in ("prefill", "decode") for b in range(1, 13)
+                for s in range(100, 1100, 50)]
+    st = stack_contexts(model, contexts, stepped)
+    ref = stack_tables([stepped(model, c) for c in contexts])
+    assert st.builds < len(contexts) // 4
+    assert np.array_equal(st.table.gemm, ref.gemm)
+    for c in NUMERIC:
+        np.testing.assert_allclose(st.table.columns[c], ref.columns[c], rtol=1e-12, atol=0, err_msg=c)
