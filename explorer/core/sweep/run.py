@@ -2,12 +2,13 @@
 
 What changes the work table is the context (batch, sequence length, phase); the precision changes only the
 bytes and the peak, i.e. the device arrays. So the sweep stacks every context's rows into one table (the context
-becomes a block of rows; :func:`explorer.core.workload.context_axis.stack_contexts` builds a few tables per batch
-and phase and the sequence lengths as arrays, equal to one table per context), and runs
-the single-device pass once per precision over that stacked table and every device (its time and energy only,
-:func:`explorer.core.analysis.evaluate.time_energy`: the floats ``evaluate`` makes, in buffers reused from pass to
-pass); the per-context totals are segment sums of the per-row results (``count x time``,
-``count x energy``), exactly what ``evaluate`` sums for one context.
+becomes a block of rows; :func:`explorer.core.workload.context_axis.stack_contexts` builds a few tables and
+interpolates the other contexts over batch and length, equal to one table per context), finds the stack's distinct
+rows (:mod:`.distinct`: a row's time and energy depend on that row alone, and a grid repeats most of its rows), and
+runs the single-device pass once per precision over those rows and every device (its time and energy only, the
+floats ``evaluate`` makes, in buffers reused from pass to pass, with each block's plans sliced from the whole
+table's: :mod:`.plans`); the per-context totals are segment sums of the per-row results (``count x time``,
+``count x energy``) gathered back in the stack's row order, exactly what ``evaluate`` sums for one context.
 
 Per point (device, precision, phase, batch, seq_len), SI units:
 
