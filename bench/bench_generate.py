@@ -7,12 +7,17 @@
 * the 1,024 + 128-token generate task: LLM-Viewer's ``analyze_generate_task(1024, 128, 1)`` (a prefill and 128
   ``analyze`` calls) against ours, :func:`explorer.core.analysis.generate.generate` (one pass). Target: >= 5x faster.
 
-Interleaved (each run times every case in turn). Ours is timed "cold" (the work-table cache emptied before every run: what a first analysis of a model pays) and
+Interleaved (each run times every case in turn). Ours is timed "cold" (the work tables, the layer memo and the checked
+parameters, the stacked table, the plans and the kept device arrays emptied before every run: what a first analysis of a
+model pays) and
 "warm" (tables cached: an unchanged model analyzed again, as the app and a loop over devices do). The peer has no
 cache: every call is cold. Both sides: FP16, no FlashAttention, the A100 (ours: the catalog's, 2.039 TB/s;
 LLM-Viewer's table: 2.039 TB/s).
 
-    .venv/bin/python bench/bench_generate.py [--peer ../shared/peers/llm-viewer] [--runs 30]
+    .venv/bin/python bench/bench_generate.py [--peer ../shared/peers/llm-viewer] [--runs 30] [--parts]
+
+``--parts``: the cold generate task's CPU time per part instead (each part's function wrapped by a timer: the work
+tables' builds, the context axis's interpolation, the plans, the kernel) and the minor page faults per call.
 
 Without the peer's folder the comparison is skipped (our times are still printed, exit 0).
 """
@@ -30,7 +35,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from _common import median_p95, report, samples
 
-from explorer.core.analysis import phases
+from explorer.core.analysis import phases, plan
 from explorer.core.analysis.generate import _stacked, generate
 from explorer.core.hardware.catalog_files import load_shipped_devices
 from explorer.core.workload.model import build_table
@@ -44,16 +49,20 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--peer", type=Path, default=DEFAULT_PEER)
     ap.add_argument("--runs", type=int, default=30)
+    ap.add_argument("--parts", action="store_true", help="the cold task's CPU time per part and its page faults")
     args = ap.parse_args()
     model = get_template("llama2-7b").build()
     device = [d for d in load_shipped_devices() if d.id == "nvidia-a100-sxm4-80gb"]
+    if args.parts:
+        return parts(model, device, args.runs * 10)
 
     def analyze():
         return phases.prefill_decode(model, device, "fp16", batch=BATCH, seq_len=SEQ)
 
     def analyze_cold():
-        build_table.cache_clear()
+        build_table.cache_clear()  # the work tables, the layer memo and the parameters checked
         phases._stacked.cache_clear()
+        plan.clear()  # the table, row and device plans and the kept device arrays
         return analyze()
 
     def gen():
@@ -62,6 +71,7 @@ def main() -> int:
     def gen_cold():
         build_table.cache_clear()
         _stacked.cache_clear()
+        plan.clear()
         return gen()
 
     runs = {"ours analyze cold": analyze_cold, "ours analyze warm": analyze,
@@ -113,6 +123,62 @@ def main() -> int:
                unit="ratio")
         report("analyze_vs_llm_viewer_cold", [med["ours analyze cold"] / med["LLM-Viewer analyze"]], 1.0,
                unit="ratio")
+    return 0
+
+
+def parts(model, device, runs: int) -> int:
+    """The cold task's CPU time per part (wrapped functions; a part's time includes the parts inside it)."""
+    import resource
+    import time
+
+    from explorer.core.analysis import evaluate
+    from explorer.core.analysis import generate as gen_module
+    from explorer.core.workload import context_axis
+
+    spent: dict[str, float] = {}
+
+    def timed(owner, name: str, label: str) -> None:
+        fn = getattr(owner, name)
+        spent[label] = 0.0
+
+        def wrapper(*a, **k):
+            t = time.process_time()
+            try:
+                return fn(*a, **k)
+            finally:
+                spent[label] += time.process_time() - t
+
+        setattr(owner, name, wrapper)
+
+    timed(gen_module, "stack_contexts", "stack_contexts (the work tables of every context)")
+    timed(gen_module, "build_table", "  its build_table calls")
+    timed(context_axis, "_newton", "  the interpolation's _newton")
+    timed(gen_module, "time_energy", "time_energy (the pass)")
+    timed(evaluate, "device_plan", "  device plan")
+    timed(evaluate, "table_plan", "  table plan")
+    timed(plan, "_row_plan", "  row plan")
+    timed(evaluate, "_time_energy", "  the kernel")
+
+    def cold():
+        build_table.cache_clear()
+        _stacked.cache_clear()
+        plan.clear()
+        return generate(model, device, "fp16", batch=BATCH, input_tokens=SEQ, output_tokens=GEN)
+
+    for _ in range(20):
+        cold()
+    for k in spent:
+        spent[k] = 0.0
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    t0 = time.process_time()
+    for _ in range(runs):
+        cold()
+    total = (time.process_time() - t0) / runs
+    faults = (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults) / runs
+    print(f"cold generate {SEQ} + {GEN}: {total * 1e3:.3f} ms CPU per call (mean of {runs}), {faults:.0f} minor page "
+          f"faults per call")
+    for label, v in spent.items():
+        print(f"{label:<52} {v / runs * 1e3:8.3f} ms {v / runs / total:6.1%}")
     return 0
 
 

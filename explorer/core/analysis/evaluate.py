@@ -172,18 +172,22 @@ def _row_sum(weights: np.ndarray, x: np.ndarray) -> np.ndarray:
 def _analysis(model, table, dev, ctx, tp, dp, rp, x: dict) -> ModelAnalysis:
     """The analysis from its cross terms ``x``: the calibrated model and the totals (under the caller's errstate)."""
     rs = rp.summary(table)
-    time, eff, energy, cal_time = x["time"], x["mapping_efficiency"], x["energy"], x["calibrated_time"]
+    time, eff, energy = x["time"], x["mapping_efficiency"], x["energy"]
+    count = tp.count
+    n_dev, n_sum = dp.n_dev, len(SUMMED)
+    cal_time, block = x["calibrated_time"], x["summed"]
     if dp.calibrated_any:
         cal, calibrated = calibrated_times(rp.F, rp.nbytes, table.gemm_count > 0, eff, time, dev, curves=dp.curves)
         cal_time[...] = cal
-    else:  # no device has a curve: every row keeps the ideal model's time
+        # every row sum in one call: ideal time, time, energy, compute energy, each level's energy, calibrated time
+        sums = np.einsum("l,kld->kd", count, block)
+        cal_total = sums[-1]
+    else:  # no device has a curve: every row keeps the ideal model's time, and so do the sums (the same floats)
         np.copyto(cal_time, time)
         calibrated = np.zeros(time.shape, dtype=bool)
-    count = tp.count
-    n_dev, n_sum = dp.n_dev, len(SUMMED)
-    # every row sum in one call: ideal time, time, calibrated time, energy, compute energy, each level's energy (K, D)
-    sums = np.einsum("l,kld->kd", count, x["summed"])
-    ideal_total, t_total, cal_total, e_total, compute_total = sums[:n_sum]
+        sums = np.einsum("l,kld->kd", count, block[:-1])
+        cal_total = sums[1].copy()
+    ideal_total, t_total, e_total, compute_total = sums[:n_sum]
     decode = ctx.phase == "decode"
     f_total = rs.flops_total
     footprint = rs.weight_bytes + rs.kv_cache_bytes + rs.activation_peak_bytes
@@ -206,7 +210,7 @@ def _analysis(model, table, dev, ctx, tp, dp, rp, x: dict) -> ModelAnalysis:
         achieved_flops=achieved,
         utilization=achieved / dev.peak,
         mapping_efficiency=(_row_sum(tp.macs_w, eff) / tp.macs_w_sum) if tp.macs_w_sum else np.ones(n_dev),
-        energy_by_level=sums[n_sum:].T,
+        energy_by_level=sums[n_sum:n_sum + dp.n_levels].T,
         compute_energy=compute_total,
     )
     return ModelAnalysis(

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -34,8 +34,9 @@ from explorer.core.workload.context_axis import ContextError, StackedContexts, s
 from explorer.core.workload.layers import ATTENTION, LM_HEAD, Context
 from explorer.core.workload.model import Model, build_table
 
-from .device_arrays import DeviceArrays, device_arrays
+from .device_arrays import DeviceArrays
 from .evaluate import time_energy
+from .plan import cached_device_arrays
 from .tensor_bytes import formats_of, resident_bytes
 
 
@@ -92,12 +93,31 @@ def _whole(value, field: str) -> int:
     return int(value)
 
 
+def _with_lengths(first: Context, seq_lens: range) -> list[Context]:
+    """``first`` at each of ``seq_lens``: ``replace(first, seq_len=s)``, made as copies of its fields (the
+    constructor of a frozen dataclass sets each field through ``object.__setattr__``: 127 contexts were ~5 % of a
+    cold generate task). Equal and hashing equal to constructed ones (``tests/core/test_build_cold.py``); the
+    constructor is used if ``Context`` ever validates its fields or has slots."""
+    if hasattr(Context, "__post_init__") or not hasattr(first, "__dict__"):
+        return [replace(first, seq_len=s) for s in seq_lens]
+    fields, new = first.__dict__, object.__new__
+    out = []
+    for s in seq_lens:
+        c = new(Context)
+        state = c.__dict__
+        state.update(fields)
+        state["seq_len"] = s
+        out.append(c)
+    return out
+
+
 @functools.lru_cache(maxsize=16)
 def _stacked(model: Model, batch: int, p: int, t: int, attention: str, lm_head: str) -> StackedContexts:
     """The task's work rows (the prefill, then each decode step), cached per model and task like ``build_table``."""
     contexts = [Context(batch=batch, seq_len=p, phase="prefill", attention=attention, lm_head=lm_head)]
-    contexts += [Context(batch=batch, seq_len=s, phase="decode", attention=attention, lm_head=lm_head)
-                 for s in range(p + 1, p + t)]
+    if t > 1:
+        step = Context(batch=batch, seq_len=p + 1, phase="decode", attention=attention, lm_head=lm_head)
+        contexts += [step, *_with_lengths(step, range(p + 2, p + t))]
     try:
         return stack_contexts(model, contexts, build_table)
     except ContextError as exc:
@@ -121,7 +141,7 @@ def generate(model: Model, devices: Sequence[Device] | DeviceArrays, precision: 
         raise ValueError(f"model: {model.name} takes no tokens (generate needs a token model)")
     kv = np.arange(p + 1, p + t, dtype=int)
     st = _stacked(model, batch, p, t, attention, lm_head)
-    dev = devices if isinstance(devices, DeviceArrays) else device_arrays(devices, precision, formats)
+    dev = devices if isinstance(devices, DeviceArrays) else cached_device_arrays(devices, precision, formats)
     row_time, row_energy = time_energy(st.table, dev, attention)  # evaluate()'s time and energy, nothing else
     count = st.table.columns["count"][:, None]
     time = np.add.reduceat(count * row_time, st.starts, axis=0)  # (1 + T - 1, D)

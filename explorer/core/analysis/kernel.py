@@ -2,8 +2,11 @@
 table plan and a device plan (:mod:`.plan`). The formulas are :mod:`.evaluate`'s (its docstring); this module only
 computes them with fewer numpy calls: every memory level in one (L, D, V) array instead of one (L, D) slice per
 level, both thread-block tiles of the tensor cores side by side, the per-side constants taken from the plans. The
-operations and their order are the same as before, so the numbers are the same floats
-(``tests/core/test_evaluate_fast.py`` compares with the pass as it was).
+GEMM rows' efficiency and re-reads are made once per distinct GEMM shape and the other rows' time as the roofline of
+the slowest level (:mod:`.gemm_rows`); on a large pass over a table whose rows repeat, every term once per distinct
+row, gathered by row (:mod:`.row_classes`). Each cell's operations and their order are the same as before, so the
+numbers are the same floats (``tests/core/test_evaluate_fast.py`` compares with the pass as it was,
+``tests/core/test_pass_rows.py`` the grouped pass with the pass over every row).
 
 :func:`cross` makes every field of an analysis, in fresh arrays the caller owns. :func:`time_energy` makes only the
 time and energy per row and device (what a sweep or the generate task sums per context), in the buffers of a
@@ -21,7 +24,9 @@ import numpy as np
 
 from .device_arrays import DeviceArrays
 from .flash import kv_rereads
-from .plan import DevicePlan, RowPlan, TablePlan
+from .gemm_rows import GemmShapes, efficiency_table, fallback_memory_time, gemm_shapes, rereads, roof
+from .plan import DevicePlan, RowPlan, TablePlan, table_plan
+from .row_classes import row_classes
 
 
 @dataclass(eq=False)
@@ -44,8 +49,9 @@ def _empty(ws: Workspace | None, name: str, shape: tuple[int, ...]) -> np.ndarra
 
 
 _LOCAL = threading.local()
-#: the (L, D) arrays of :func:`cross`'s block, in order, then each memory level's energy (V of them)
-SUMMED = ("ideal_time", "time", "calibrated_time", "energy", "compute_energy")
+#: the (L, D) arrays of :func:`cross`'s block, in order, then each memory level's energy (V of them), then the
+#: calibrated time
+SUMMED = ("ideal_time", "time", "energy", "compute_energy")
 
 
 def scratch() -> Workspace:
@@ -56,79 +62,71 @@ def scratch() -> Workspace:
     return ws
 
 
-def mapping_efficiency(tp: TablePlan, dp: DevicePlan) -> np.ndarray:
-    """(L, D) tile (x wave x alignment) efficiency of each GEMM row on each device's matrix engine; 1 elsewhere.
-    Call under ``np.errstate(invalid="ignore", divide="ignore")`` (unknown figures are NaN)."""
-    eff = np.ones((tp.n_rows, dp.n_dev))
-    if not len(tp.g):
-        return eff
-    for group, kind in ((dp.systolic, 1), (dp.tensor_core, 2)):
-        if group is None:
-            continue
-        e = _systolic(tp, group.params) if kind == 1 else _tensor_core(tp, group.params)
-        if group.whole and tp.all_gemm:
-            return e
-        if group.whole:
-            eff[tp.g] = e
+def _core(tp: TablePlan, dp: DevicePlan, rp: RowPlan, attention: str, flash: np.ndarray | None, tmp: Workspace,
+          traffic: np.ndarray, time: np.ndarray, eff: np.ndarray | None, memory_time: np.ndarray | None,
+          ext: np.ndarray, gs: GemmShapes) -> None:
+    """Fill ``traffic`` (V, L, D), the bytes crossing each memory level, and ``time`` (L, D), the rows' time; ``ext``
+    is :func:`.gemm_rows.efficiency_table`, ``eff`` the rows' mapping efficiency (L, D) or None (made in ``tmp`` if
+    needed). Levels outermost, so that each level is one contiguous (L, D) block (the analysis shows (L, D, V)).
+
+    The traffic is the roofline's bytes at every level a device has, plus the square-tile re-reads of the GEMM rows
+    (or a fused kernel's K/V re-reads); the time is max(compute time at the mapping efficiency, the slowest level's
+    traffic time). The GEMM rows' terms are made for the GEMM rows only, from their shapes' (:mod:`.gemm_rows`); the
+    other rows' traffic is their bytes and, where :class:`.gemm_rows.Roof` holds, their time the roofline of the
+    slowest level, ``max(F / (peak eta_c), bytes / min_j bw_j eta_m)``: the same floats as the level by level max."""
+    n_rows, n_dev, n_levels, g, n_gemm = tp.n_rows, dp.n_dev, dp.n_levels, tp.g, len(tp.g)
+    B3 = rp.nbytes[None, :, None]
+    rf = roof(dp)
+    fast = rf.ok and gs.bytes_plain and flash is None
+    tg = None
+    if n_gemm and n_levels:  # the GEMM rows' bytes plus their re-reads (V, G, D)
+        x = rereads(gs, tp, dp, rp.bpe_finite, attention, tmp.take("rereads", (2, n_levels, gs.n_shapes, n_dev)))
+        tg = traffic if (fast and tp.all_gemm) else tmp.take("traffic_g", (n_levels, n_gemm, n_dev))
+        if gs.inv is None:
+            np.add(x, gs.nbytes_g, out=tg)
         else:
-            eff[np.ix_(tp.g, group.cols)] = e
-    return eff
-
-
-def _systolic(tp: TablePlan, params) -> np.ndarray:
-    """:func:`.tiling.systolic_arrays` (without cycles) on the GEMM rows: folds of the array, rounds over its units."""
-    is_os, is_is, rows, cols, rows_cols, units = params
-    m, n, k, count = tp.m, tp.n, tp.k, tp.gc
-    sr = np.where(is_os, m, k)
-    sc = np.where(is_is, m, n)
-    folds = np.ceil(sr / rows) * np.ceil(sc / cols)
-    rounds = np.ceil(folds * count / units)
-    return (sr * sc / rows_cols) * count / (rounds * units)
-
-
-def _tensor_core(tp: TablePlan, params) -> np.ndarray:
-    """:func:`.tiling.tensor_core_arrays` on the GEMM rows, the block tile and its half in one (G, 2 x D) array."""
-    bm, bn, sm, align = params
-    m, n, count = tp.m, tp.n, tp.gc
-    tiles = np.ceil(m / bm) * np.ceil(n / bn)
-    tile_eff = tp.mn / (tiles * bm * bn)
-    tiles_count = tiles * count
-    waves = np.ceil(tiles_count / sm)
-    eff = tile_eff * (tiles_count / (waves * sm))
-    half = len(bm) // 2
-    return np.fmax(eff[:, :half], eff[:, half:]) * tp.align_efficiency(align)
-
-
-def _traffic(tp: TablePlan, dp: DevicePlan, rp: RowPlan, attention: str, flash: np.ndarray | None,
-             ws: Workspace | None, tmp: Workspace) -> np.ndarray:
-    """(V, L, D) bytes crossing each memory level: the roofline's bytes plus the square-tile re-reads of the GEMM rows
-    (or a fused kernel's K/V re-reads), zero where a device has no such level. Levels outermost, so that each level is
-    one contiguous (L, D) block (the analysis shows it as (L, D, V), a transposed view)."""
-    n_rows, n_dev, n_levels = tp.n_rows, dp.n_dev, dp.n_levels
-    t = _empty(ws, "traffic", (n_levels, n_rows, n_dev))
-    t[...] = rp.nbytes[None, :, None]
-    if len(tp.g) and n_levels:
-        # the re-reads of both operands in one (2, V, G, D) array: [0] the left operand's, N over the tile's N,
-        # [1] the right operand's, M over the tile's M; each max(ceil(dim / tile) - 1, 0) x its size x its bytes
-        x = np.divide(tp.dims4, dp.tiles4, out=tmp.take("rereads", (2, n_levels, len(tp.g), n_dev)))
-        np.ceil(x, out=x)
-        x -= 1
-        np.maximum(x, 0, out=x)
-        np.multiply(tp.sizes4, x, out=x)
-        x *= rp.bpe4
-        extra = np.add(x[0], x[1], out=x[0])
-        if not (dp.tiles_ok and rp.bpe_finite and tp.shapes_finite):  # else every re-read is finite (tiles >= 1)
-            np.nan_to_num(extra, copy=False, nan=0.0)
-        extra *= tp.tile_gc(attention)
-        if tp.all_gemm:
-            t += extra
-        else:  # the GEMM rows' bytes plus their re-reads, written by index (a scatter, without gathering t[:, g])
-            extra += rp.nbytes_g
-            t[:, tp.g] = extra
-    if flash is not None:
-        t += flash.transpose(2, 0, 1)
-    t *= dp.present
-    return t
+            np.take(x, gs.inv, axis=1, out=tg, mode="clip")
+            tg += gs.nbytes_g
+    if not fast:  # every level of every row, as the pass was
+        np.copyto(traffic, B3)
+        if tg is not None:
+            traffic[:, g] = tg
+        if flash is not None:
+            traffic += flash.transpose(2, 0, 1)
+        traffic *= dp.present
+        if eff is None:
+            eff = np.take(ext, gs.rows, axis=0, out=tmp.take("eff", (n_rows, n_dev)), mode="clip")
+        _time(rp.F, eff, dp, traffic, memory_time, rp.nbytes[:, None], tmp, time, _sure(dp, rp, attention))
+        return
+    if tg is not None and not rf.all_present:
+        tg *= dp.present
+    if not tp.all_gemm:
+        if rf.all_present:
+            np.copyto(traffic, B3)
+        else:
+            np.multiply(B3, dp.present, out=traffic)
+        np.divide(rp.F, dp.peak_eta_c, out=time)
+        mem = np.divide(rp.nbytes[:, None], rf.bw, out=tmp.take("memory_level_time", time.shape))
+        if len(rf.fallback):
+            fallback_memory_time(mem, rp.nbytes[:, None], dp, rf.fallback, memory_time)
+        np.maximum(time, mem, out=time)
+    if not n_gemm:
+        return
+    lt = np.divide(tg, dp.level_bw_eta, out=tmp.take("level_time", tg.shape))
+    mem = np.fmax.reduce(lt, axis=0, out=tmp.take("memory_g", (n_gemm, n_dev)))
+    if len(rf.fallback):
+        fallback_memory_time(mem, gs.nbytes_g[0], dp, rf.fallback, None if memory_time is None else memory_time[g])
+    tgt = time if tp.all_gemm else tmp.take("time_g", (n_gemm, n_dev))
+    if gs.inv is None:
+        np.multiply(dp.peak_eta_c, ext[1:], out=tgt)
+    else:
+        np.take(np.multiply(dp.peak_eta_c, ext[1:]), gs.inv, axis=0, out=tgt, mode="clip")
+    F_g = gs.F_g if gs.F_g is not None else np.take(rp.F, g, axis=0, out=tmp.take("F_g", tgt.shape), mode="clip")
+    np.divide(F_g, tgt, out=tgt)
+    np.maximum(tgt, mem, out=tgt)
+    if not tp.all_gemm:
+        traffic[:, g] = tg
+        time[g] = tgt
 
 
 def _sure(dp: DevicePlan, rp: RowPlan, attention: str) -> bool:
@@ -144,34 +142,69 @@ def _flash(table, dev: DeviceArrays, dp: DevicePlan, attention: str):
 
 
 def cross(table, dev: DeviceArrays, tp: TablePlan, dp: DevicePlan, rp: RowPlan, attention: str) -> dict:
-    """Every (L, D) and (L, D, V) field of the analysis, fresh arrays. Call under ``np.errstate(invalid="ignore",
-    divide="ignore")``."""
+    """Every (L, D) and (L, D, V) field of the analysis, fresh arrays; the calibrated time's (the block's last) left to
+    the caller. Where the table's rows repeat (:mod:`.row_classes`), computed on its distinct rows and gathered. Call
+    under ``np.errstate(invalid="ignore", divide="ignore")``."""
+    cls = row_classes(table, tp, dp.n_dev, attention)
+    if cls is None:
+        return _cross_rows(table, dev, tp, dp, rp, attention)
+    sub = cls.table
+    stp = table_plan(sub)
+    small = _cross_rows(sub, dev, stp, dp, stp.rows(sub, dev, dp), attention)
+    inv, n_rows, n_dev = cls.inv, tp.n_rows, dp.n_dev
+    sb = small["summed"]
+    block = np.empty((sb.shape[0], n_rows, n_dev))
+    np.take(sb[:-1], inv, axis=1, out=block[:-1], mode="clip")
+    traffic = np.take(small["traffic"], inv, axis=1)
+    x = {name: np.take(small[name], inv, axis=0) for name in GATHERED}
+    x.update(_fields(block, traffic))
+    return x
+
+
+#: the fields :func:`cross` gathers one by one (the others are in its block, or the traffic)
+GATHERED = ("compute_time", "memory_time", "attainable", "memory_bound", "mapping_efficiency")
+
+
+def _fields(block: np.ndarray, traffic: np.ndarray) -> dict:
+    n_levels = len(traffic)
+    return {"ideal_time": block[0], "time": block[1], "energy": block[2], "compute_energy": block[3],
+            "level_energy": block[len(SUMMED):len(SUMMED) + n_levels].transpose(1, 2, 0), "calibrated_time": block[-1],
+            "level_traffic": traffic.transpose(1, 2, 0), "traffic": traffic, "summed": block}
+
+
+def _cross_rows(table, dev: DeviceArrays, tp: TablePlan, dp: DevicePlan, rp: RowPlan, attention: str) -> dict:
+    """:func:`cross` on every row."""
     F, B, I = rp.F, rp.nbytes[:, None], rp.summary(table).intensity[:, None]
     tmp = scratch()
     n_rows, n_dev, n_levels = tp.n_rows, dp.n_dev, dp.n_levels
-    # the arrays the totals sum over rows, in one block so that one call sums them all (:data:`SUMMED`)
-    block = np.empty((len(SUMMED) + n_levels, n_rows, n_dev))
-    compute_time = F / dp.peak
-    memory_time = B / dp.bw
-    attainable = np.multiply(I, dp.bw, out=np.empty((n_rows, n_dev)))
+    # the arrays the totals sum over rows, in one block so that one call sums them all (:data:`SUMMED`, each level's
+    # energy, the calibrated time); one allocation of this size also keeps glibc's heap from being trimmed after
+    # every pass (with the calibrated time apart: ~5,800 page faults a pass at 10,000 x 50)
+    block = np.empty((len(SUMMED) + n_levels + 1, n_rows, n_dev))
+    compute_time = np.divide(F, dp.peak)
+    memory_time = np.divide(B, dp.bw)
+    attainable = np.multiply(I, dp.bw)
     attainable *= dp.eta_m
     np.minimum(dp.peak_eta_c, attainable, out=attainable)
-    memory_bound = I < dp.ridge
-    ideal_time = np.maximum(compute_time, memory_time, out=block[0])
-    eff = mapping_efficiency(tp, dp)
-    traffic = _traffic(tp, dp, rp, attention, _flash(table, dev, dp, attention), None, tmp)
-    level_energy = np.multiply(traffic, dp.level_energy, out=block[len(SUMMED):])
-    compute_energy = np.multiply(rp.mac_equivalent, dp.mac_energy, out=block[4])
-    energy = block[3]
-    np.copyto(energy, compute_energy)
-    for j in range(n_levels):
-        energy += level_energy[j]
-    time = _time(F, eff, dp, traffic, memory_time, B, tmp, block[1], _sure(dp, rp, attention))
+    memory_bound = np.less(I, dp.ridge)
+    np.maximum(compute_time, memory_time, out=block[0])  # the ideal time
+    gs = gemm_shapes(tp, rp)
+    ext = efficiency_table(gs, tp, dp)
+    eff = ext[1:] if tp.all_gemm and gs.inv is None else np.take(ext, gs.rows, axis=0)
+    traffic = np.empty((n_levels, n_rows, n_dev))
+    time = block[1]
+    _core(tp, dp, rp, attention, _flash(table, dev, dp, attention), tmp, traffic, time, eff, memory_time, ext, gs)
+    level_energy = np.multiply(traffic, dp.level_energy, out=block[len(SUMMED):-1])
+    compute_energy = np.multiply(rp.mac_equivalent, dp.mac_energy, out=block[3])
+    energy = block[2]
+    if n_levels:  # (compute + level 0) + level 1 + ...
+        np.add(compute_energy, level_energy[0], out=energy)
+        for j in range(1, n_levels):
+            energy += level_energy[j]
+    else:
+        np.copyto(energy, compute_energy)
     return {"compute_time": compute_time, "memory_time": memory_time, "attainable": attainable,
-            "memory_bound": memory_bound, "ideal_time": ideal_time, "mapping_efficiency": eff,
-            "level_traffic": traffic.transpose(1, 2, 0), "level_energy": level_energy.transpose(1, 2, 0),
-            "compute_energy": compute_energy, "energy": energy, "time": time, "calibrated_time": block[2],
-            "summed": block}
+            "memory_bound": memory_bound, "mapping_efficiency": eff, **_fields(block, traffic)}
 
 
 def _time(F, eff, dp: DevicePlan, traffic: np.ndarray, memory_time, B, tmp: Workspace,
@@ -198,18 +231,34 @@ def time_energy(table, dev: DeviceArrays, tp: TablePlan, dp: DevicePlan, rp: Row
                 ws: Workspace | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Only ``time`` and ``energy`` (L, D), equal to :func:`cross`'s; in ``ws``'s buffers when given (see the module
     docstring for who may keep them)."""
+    cls = row_classes(table, tp, dp.n_dev, attention)
+    if cls is None:
+        return _time_energy_rows(table, dev, tp, dp, rp, attention, ws)
+    sub = cls.table
+    stp = table_plan(sub)
+    t, e = _time_energy_rows(sub, dev, stp, dp, stp.rows(sub, dev, dp), attention, None)
+    shape = (tp.n_rows, dp.n_dev)
+    return (np.take(t, cls.inv, axis=0, out=_empty(ws, "time", shape), mode="clip"),
+            np.take(e, cls.inv, axis=0, out=_empty(ws, "energy", shape), mode="clip"))
+
+
+def _time_energy_rows(table, dev: DeviceArrays, tp: TablePlan, dp: DevicePlan, rp: RowPlan, attention: str,
+                      ws: Workspace | None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`time_energy` on every row."""
     tmp = ws if ws is not None else scratch()  # the traffic and the other temporaries: never returned
+    n_rows, n_dev, n_levels = tp.n_rows, dp.n_dev, dp.n_levels
     with np.errstate(invalid="ignore", divide="ignore"):
-        eff = mapping_efficiency(tp, dp)
-        traffic = _traffic(tp, dp, rp, attention, _flash(table, dev, dp, attention), tmp, tmp)
-        energy = _empty(ws, "energy", (tp.n_rows, dp.n_dev))
-        if dp.n_levels:  # [compute, level 0, level 1, ...] summed in that order by one reduce over the outer axis
-            e = tmp.take("level_energy", (dp.n_levels + 1, tp.n_rows, dp.n_dev))
+        gs = gemm_shapes(tp, rp)
+        traffic = tmp.take("traffic", (n_levels, n_rows, n_dev))
+        time = _empty(ws, "time", (n_rows, n_dev))
+        _core(tp, dp, rp, attention, _flash(table, dev, dp, attention), tmp, traffic, time, None, None,
+              efficiency_table(gs, tp, dp), gs)
+        energy = _empty(ws, "energy", (n_rows, n_dev))
+        if n_levels:  # [compute, level 0, level 1, ...] summed in that order by one reduce over the outer axis
+            e = tmp.take("level_energy", (n_levels + 1, n_rows, n_dev))
             np.multiply(rp.mac_equivalent, dp.mac_energy, out=e[0])
             np.multiply(traffic, dp.level_energy, out=e[1:])
             np.add.reduce(e, axis=0, out=energy)
         else:
             np.multiply(rp.mac_equivalent, dp.mac_energy, out=energy)
-        time = _time(rp.F, eff, dp, traffic, None, rp.nbytes[:, None], tmp, _empty(ws, "time", (tp.n_rows, dp.n_dev)),
-                     _sure(dp, rp, attention))
     return time, energy

@@ -167,6 +167,14 @@ class TablePlan:
         return got
 
 
+def _operand_bpe(tb: TensorBytes, g: np.ndarray) -> np.ndarray:
+    """(2, 1, G, 1) bytes per element of the GEMM rows' left operand (the activations), their right operand."""
+    out = np.empty((2, len(g)))
+    out[0] = tb.a_bpe
+    out[1] = tb.b_bpe[g]
+    return out[:, None, :, None]
+
+
 def _row_plan(table: LayerTable, dev: DeviceArrays, fm: TensorFormats, tp: TablePlan) -> RowPlan:
     c = table.columns
     tb = tensor_bytes(c, dev)
@@ -176,7 +184,7 @@ def _row_plan(table: LayerTable, dev: DeviceArrays, fm: TensorFormats, tp: Table
     plan = RowPlan(
         tb=tb, fm=fm, flops=flops, nbytes=nbytes,
         F=flops[:, None] + tb.device_conversions, mac_equivalent=c["macs"][:, None] + 0.5 * other,
-        bpe4=np.stack([np.full(len(tp.g), tb.a_bpe), tb.b_bpe[tp.g]])[:, None, :, None],
+        bpe4=_operand_bpe(tb, tp.g),
         nbytes_g=nbytes[tp.g][None, :, None],
         nbytes_finite=bool(np.isfinite(nbytes).all()),
         bpe_finite=bool(np.isfinite(tb.b_bpe).all() and np.isfinite(tb.a_bpe)))
@@ -189,16 +197,17 @@ def _table_plan(table: LayerTable) -> TablePlan:
     c = table.columns
     gcount = table.gemm_count
     g = np.flatnonzero(gcount > 0)
-    m, n, k = (table.gemm[g, i][:, None].astype(float) for i in range(3))
+    shapes = table.gemm[g].T  # (3, G): M, N, K of the GEMM rows, in the table's dtype
+    m, n, k = shapes.astype(float)[:, :, None]  # (G, 1) each
     gc = gcount[g][:, None]
     macs_w = c["macs"] * c["count"]
+    dims4 = shapes[[1, 0]][:, None, :, None]  # n, m
+    sizes4 = (shapes[[0, 2]] * shapes[[2, 1]])[:, None, :, None]  # m * k, k * n
     plan = TablePlan(
         n_rows=len(table), count=c["count"], g=g, all_gemm=len(g) == len(table), m=m, n=n, k=k, gc=gc,
-        dims4=np.stack([table.gemm[g, 1], table.gemm[g, 0]])[:, None, :, None],
-        sizes4=np.stack([table.gemm[g, 0] * table.gemm[g, 2], table.gemm[g, 2] * table.gemm[g, 1]])[:, None, :, None],
-        mn=m * n, kinds=table.kinds, tile_gc_by_mode={"naive": gc[None]},
-        macs_w=macs_w, macs_w_sum=float(macs_w.sum()), shapes_finite=True)
-    object.__setattr__(plan, "shapes_finite", bool(np.isfinite(plan.dims4).all() and np.isfinite(plan.sizes4).all()))
+        dims4=dims4, sizes4=sizes4, mn=m * n, kinds=table.kinds, tile_gc_by_mode={"naive": gc[None]},
+        macs_w=macs_w, macs_w_sum=float(macs_w.sum()),
+        shapes_finite=bool(np.isfinite(dims4).all() and np.isfinite(sizes4).all()))
     _frozen(g, m, n, k, gc, plan.dims4, plan.sizes4, plan.mn, macs_w, *plan.tile_gc_by_mode.values())
     return plan
 
@@ -253,26 +262,37 @@ class DevicePlan:
     every_device_timed: bool  # each device has a level with a known, positive bandwidth
 
 
+_BLOCK_SCALES = np.array([[1.0], [0.5]])  # a tensor-core device's thread-block tile, and its half
+
+
+def _unknown_as_zero(x: np.ndarray) -> np.ndarray:
+    """``np.nan_to_num(x, nan=0.0)`` (a copy, NaN as 0), in two calls where nothing is infinite (its own pass makes
+    ten)."""
+    if np.isinf(x).any():
+        return np.nan_to_num(x, nan=0.0)
+    return np.where(np.isnan(x), 0.0, x)
+
+
 def _device_plan(dev: DeviceArrays) -> DevicePlan:
     n_dev, n_levels = len(dev), dev.level_bw.shape[1]
     bpe = dev.bytes_per_element
-    present = np.array([[j < len(names) for j in range(n_levels)] for names in dev.level_names], dtype=bool)
-    present = present.reshape(n_dev, n_levels)
-    engine_m = np.where(dev.engine == 1, dev.rows, np.where(dev.engine == 2, dev.block_m, np.inf))
-    engine_n = np.where(dev.engine == 1, dev.cols, np.where(dev.engine == 2, dev.block_n, np.inf))
-    tile_m, tile_n = np.empty((n_dev, n_levels)), np.empty((n_dev, n_levels))
+    present = np.arange(n_levels) < np.array([len(names) for names in dev.level_names], dtype=int)[:, None]
+    is_sa, is_tc = dev.engine == 1, dev.engine == 2  # systolic array, tensor core
+    engine_m = np.where(is_sa, dev.rows, np.where(is_tc, dev.block_m, np.inf))
+    engine_n = np.where(is_sa, dev.cols, np.where(is_tc, dev.block_n, np.inf))
     with np.errstate(invalid="ignore", divide="ignore"):
-        for j in range(n_levels):
-            square = np.maximum(np.floor(np.sqrt(dev.level_tile[:, j] / (3.0 * bpe))), 1.0)
-            known = np.isfinite(square)
-            if j == 0:  # off-chip, feeding the first on-chip level; its capacity unknown: ideal reuse
-                tile_m[:, j] = tile_n[:, j] = np.where(known, square, np.inf)
-            else:  # the innermost on-chip level feeds the matrix engine's tile
-                tile_m[:, j], tile_n[:, j] = np.where(known, square, engine_m), np.where(known, square, engine_n)
+        # every level at once: the square tile of the next inner level's capacity; where unknown, the off-chip level
+        # (feeding the first on-chip one, capacity unknown) reuses ideally, the others feed the matrix engine's tile
+        square = np.maximum(np.floor(np.sqrt(dev.level_tile / (3.0 * bpe))), 1.0)
+        known = np.isfinite(square)
+        fill = np.empty((2, n_dev, n_levels))
+        fill[0], fill[1] = engine_m[:, None], engine_n[:, None]
+        fill[:, :, :1] = np.inf
+        tiles = np.where(known, square, fill)  # (2, D, V): the tile's M, N
         level_bw_eta = dev.level_bw * dev.eta_m[:, None]
     groups = []
-    for code in (1, 2):
-        cols = np.flatnonzero(dev.engine == code)
+    for code, members in ((1, is_sa), (2, is_tc)):
+        cols = np.flatnonzero(members)
         if not len(cols):
             groups.append(None)
             continue
@@ -281,9 +301,9 @@ def _device_plan(dev: DeviceArrays) -> DevicePlan:
             params = (df == "os", df == "is", dev.rows[cols], dev.cols[cols], dev.rows[cols] * dev.cols[cols],
                       dev.units[cols])
         else:  # both block tiles (the device's and its half) side by side: (2 x D_tc,)
-            bm = np.concatenate([np.maximum(np.floor(dev.block_m[cols] * s), 1) for s in (1.0, 0.5)])
-            bn = np.concatenate([np.maximum(np.floor(dev.block_n[cols] * s), 1) for s in (1.0, 0.5)])
-            params = (bm, bn, np.concatenate([dev.sm_count[cols]] * 2), max(1.0, 16.0 / bpe))
+            bm = np.maximum(np.floor(dev.block_m[cols] * _BLOCK_SCALES), 1).ravel()
+            bn = np.maximum(np.floor(dev.block_n[cols] * _BLOCK_SCALES), 1).ravel()
+            params = (bm, bn, np.tile(dev.sm_count[cols], 2), max(1.0, 16.0 / bpe))
         _frozen(cols, *params)
         groups.append(EngineGroup(cols=cols, whole=len(cols) == n_dev, params=params))
     curves = device_curves(dev)
@@ -291,13 +311,13 @@ def _device_plan(dev: DeviceArrays) -> DevicePlan:
         n_dev=n_dev, n_levels=n_levels, peak=dev.peak[None, :], bw=dev.bandwidth[None, :],
         eta_c=dev.eta_c[None, :], eta_m=dev.eta_m[None, :], peak_eta_c=(dev.peak * dev.eta_c)[None, :],
         ridge=(dev.peak[None, :] / dev.bandwidth[None, :]) if n_dev else np.zeros((1, 0)),
-        mac_energy=dev.mac_energy[None, :], tiles4=np.stack([tile_n.T, tile_m.T])[:, :, None, :],
-        present=present.T.astype(float)[:, None, :], level_energy=np.nan_to_num(dev.level_energy, nan=0.0).T[:, None, :],
+        mac_energy=dev.mac_energy[None, :], tiles4=np.ascontiguousarray(tiles[::-1].transpose(0, 2, 1))[:, :, None, :],
+        present=present.T.astype(float)[:, None, :], level_energy=_unknown_as_zero(dev.level_energy).T[:, None, :],
         level_bw_eta=level_bw_eta.T[:, None, :], systolic=groups[0], tensor_core=groups[1], curves=curves,
-        calibrated_any=bool(np.any(curves[0].present | curves[1].present)), status=calibration_status(dev),
+        calibrated_any=bool((curves[0].present | curves[1].present).any()), status=calibration_status(dev),
         row_key=(formats_of(dev), dev.computes, len(dev) if dev.computes else 0),
-        tiles_ok=bool(np.all((tile_m >= 1) | np.isposinf(tile_m)) and np.all((tile_n >= 1) | np.isposinf(tile_n))),
-        every_device_timed=bool(np.all(np.any(present & np.isfinite(level_bw_eta) & (level_bw_eta > 0), axis=1))))
+        tiles_ok=bool(((tiles >= 1) | (tiles == np.inf)).all()),
+        every_device_timed=bool((present & np.isfinite(level_bw_eta) & (level_bw_eta > 0)).any(axis=1).all()))
     _frozen(plan.peak, plan.bw, plan.eta_c, plan.eta_m, plan.peak_eta_c, plan.ridge, plan.mac_energy, plan.tiles4,
             plan.present, plan.level_energy, plan.level_bw_eta)
     return plan

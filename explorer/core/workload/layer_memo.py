@@ -16,6 +16,7 @@ expands its layers past the bound as before) and ``MAX_CONTEXTS`` contexts (a se
 
 from __future__ import annotations
 
+import operator
 import threading
 from collections import OrderedDict
 from dataclasses import replace
@@ -23,6 +24,7 @@ from dataclasses import replace
 import numpy as np
 
 from explorer.core.workload.layers import REGISTRY, Context, ParamError, Row, Shape, ShapeError, format_shape
+from explorer.core.workload.layers.base import clear_checked
 
 #: the numbers of a row, in the matrix's order: the numeric columns, then GEMM (M, N, K) and the GEMM count
 NUMERIC = ("macs", "other_flops", "params", "active_params", "weight_elems", "input_elems", "output_elems",
@@ -62,8 +64,15 @@ def expand_layer(i: int, spec, shape: Shape, ctx: Context) -> tuple[Shape, list[
     return out, rows, error, shape
 
 
+_NUMBERS = operator.attrgetter(*NUMERIC, "gemm", "gemm_count")  # one C call per row
+
+
+_KIND, _OUT_SHAPE, _ATTENTION = (operator.attrgetter(a) for a in ("kind", "out_shape", "attention"))
+
+
 def row_numbers(r: Row) -> tuple[float, ...]:
-    return (*(getattr(r, c) for c in NUMERIC), *r.gemm, r.gemm_count)
+    *numbers, gemm, gemm_count = _NUMBERS(r)
+    return (*numbers, *gemm, gemm_count)
 
 
 class _Memo:
@@ -104,8 +113,10 @@ def memo_for(ctx: Context) -> _Memo:
 
 
 def clear() -> None:
+    """Forget every context's expansions and the parameter sets checked (a first build pays all of them again)."""
     with _MEMOS_LOCK:
         _MEMOS.clear()
+    clear_checked()
 
 
 class Assembler:
@@ -160,11 +171,10 @@ class Assembler:
             if key in memo.entries:  # another thread learnt it meanwhile
                 return memo.entries[key]
             start = len(memo.numbers)
-            for r in rows:
-                memo.numbers.append(row_numbers(r))
-                memo.kinds.append(r.kind)
-                memo.out_shapes.append(r.out_shape)
-                memo.attention.append(r.attention)
+            memo.numbers.extend(map(row_numbers, rows))
+            memo.kinds.extend(map(_KIND, rows))
+            memo.out_shapes.extend(map(_OUT_SHAPE, rows))
+            memo.attention.extend(map(_ATTENTION, rows))
             entry = (tuple(range(start, start + len(rows))), tuple(r.name[1:] for r in rows), out, error, seen)
             memo.entries[key] = entry
         return entry
@@ -206,6 +216,8 @@ class _Lookup:
 
     def _pick(self, values: list, attr: str, ids: list[int]) -> list:
         own = self.own
+        if not own:  # every row from the memo (ids >= 0): looked up in C
+            return list(map(values.__getitem__, ids))
         return [values[k] if k >= 0 else getattr(own[-1 - k], attr) for k in ids]
 
     def kinds(self, ids):

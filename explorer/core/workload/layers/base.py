@@ -116,7 +116,26 @@ class LayerKind:
     is_block: bool = False
 
     def check(self, raw: dict, where: str) -> dict:
-        """Validate and complete parameters; raise ParamError naming ``where.param``."""
+        """Validate and complete parameters; raise ParamError naming ``where.param``. A set of parameters that
+        passed is remembered (:func:`_checked_key`): the same set is checked once, not once per context a work
+        table is built in and per block a sub-layer runs in (a new dict each call: callers may keep or change it)."""
+        key = _checked_key(id(self), raw)
+        if key is not None:
+            try:
+                got = _CHECKED.get(key)
+            except TypeError:  # a value that cannot be a key (a list): checked as it is
+                got = key = None
+            if got is not None and got[0] is self:
+                return dict(got[1])
+        out = self._check(raw, where)
+        if key is not None:
+            if len(_CHECKED) >= MAX_CHECKED:
+                _CHECKED.clear()
+            _CHECKED[key] = (self, out)  # the kind itself kept: its id is not reused while the entry lives
+            return dict(out)
+        return out
+
+    def _check(self, raw: dict, where: str) -> dict:
         known = {p.name for p in self.params} | {"kind", "name", "repeat", "input_shape"}
         unknown = sorted(set(raw) - known)
         if unknown:
@@ -128,6 +147,28 @@ class LayerKind:
                 raise ParamError(f"{where}.{p.name}: is required for '{self.kind}'")
             out[p.name] = _coerce(p, value, f"{where}.{p.name}")
         return out
+
+
+#: parameter sets that passed :meth:`LayerKind.check`, by :func:`_checked_key` -> (the kind, the completed parameters)
+_CHECKED: dict[tuple, tuple[LayerKind, dict]] = {}
+MAX_CHECKED = 1024  # emptied when full (a model of many distinct layers: each is checked as before); ~1 MB at most
+
+
+def _checked_key(kind: object, raw: dict) -> tuple | None:
+    """What a check's outcome depends on: the kind (its object's id: two kinds may share a name), the names and
+    values, and the values' types (``True == 1`` and ``1 == 1.0``, yet a bool is not a number and an int stays an
+    int). None for a float zero (``-0.0 == 0.0`` but its sign is kept); a value that is not hashable (a list) makes
+    a key the memo cannot hold, and the check runs as it is."""
+    values = tuple(raw.values())
+    types = tuple(map(type, values))
+    if float in types and any(type(v) is float and v == 0.0 for v in values):
+        return None
+    return kind, tuple(raw), values, types
+
+
+def clear_checked() -> None:
+    """Forget the parameter sets checked (with the work tables' caches: a first build pays every check)."""
+    _CHECKED.clear()
 
 
 #: the largest whole-number parameter taken: 2^53, the last integer every float holds exactly
