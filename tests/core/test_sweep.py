@@ -156,6 +156,30 @@ def test_pareto_of_many_correlated_points_equals_brute_force(seed, n):
     np.testing.assert_array_equal(pareto_mask(values, MIN), _brute_force(values, MIN))
 
 
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(*[st.one_of(st.integers(0, 4).map(float), st.just(math.nan))] * 4), min_size=1,
+                max_size=40), st.integers(1, 12), st.integers(0, 2**32 - 1))
+def test_points_dominated_by_a_neighbour_leave_the_same_front(rows, offset, seed):
+    """dominated_by_offset flags only points their neighbour (``offset`` away, both candidates) dominates, so the
+    front of the candidates left equals the front of every candidate (NaN and ties included)."""
+    from explorer.core.sweep.pareto import dominated_by_offset
+
+    values = np.array(rows, dtype=float)
+    candidate = np.random.default_rng(seed).random(len(values)) < 0.8
+    flagged = dominated_by_offset(values, MIN, candidate, offset)
+    assert not (flagged & ~candidate).any()
+    costs = np.where(np.isnan(np.where(MIN, values, -values)), np.inf, np.where(MIN, values, -values))
+    for i in np.flatnonzero(flagged):
+        assert any(0 <= j < len(values) and candidate[j] and np.all(costs[j] <= costs[i]) and np.any(costs[j] < costs[i])
+                   for j in (i - offset, i + offset))
+    front = np.zeros(len(values), dtype=bool)
+    left = np.flatnonzero(candidate & ~flagged)
+    front[left] = pareto_mask(values[left], MIN)
+    want = np.zeros(len(values), dtype=bool)
+    want[candidate] = _brute_force(values[candidate], MIN)
+    np.testing.assert_array_equal(front, want)
+
+
 def test_sweep_front_only_fitting_points_and_non_dominated(devices):
     res = sweep(get_template("llama2-7b").build(), devices,
                 Grid(batches=(1, 8, 64, 256), seq_lens=(512, 8192, 32768), precisions=("fp16", "fp8")))

@@ -57,6 +57,37 @@ def pareto_mask(values: np.ndarray, minimize: tuple[bool, ...] | np.ndarray) -> 
     return mask
 
 
+def dominated_by_offset(values: np.ndarray, minimize: tuple[bool, ...] | np.ndarray, candidate: np.ndarray,
+                        offset: int) -> np.ndarray:
+    """(N,) True where the point ``offset`` positions before or after it dominates it, both being ``candidate``
+    (N,) (NaN ranked as in :func:`pareto_mask`). Such a point is not on the front of the candidates, so dropping it
+    first loses nothing; ``values`` is a list of K (N,) columns or an (N, K) array. A sweep's points in (precision,
+    context, device) order with ``offset`` the device count compare each point with the same device at the
+    previous context: a decode step at the next length is slower, no more productive, dearer and costlier in energy
+    on the same device, so this drops most of a sweep's points in a few passes over the columns."""
+    cols = [values[:, j] for j in range(values.shape[1])] if isinstance(values, np.ndarray) else list(values)
+    n = len(candidate)
+    out = np.zeros(n, dtype=bool)
+    if offset <= 0 or offset >= n:
+        return out
+    m = n - offset
+    before_le, before_lt = np.ones(m, dtype=bool), np.zeros(m, dtype=bool)  # the earlier point <= / < the later one
+    after_le, after_lt = np.ones(m, dtype=bool), np.zeros(m, dtype=bool)
+    for col, smaller in zip(cols, np.asarray(minimize, dtype=bool)):
+        c = np.asarray(col, dtype=float)
+        c = c if smaller else -c
+        c = np.where(np.isnan(c), np.inf, c)  # unknown: worse than every known value; two unknowns tie
+        early, late = c[:m], c[offset:]
+        before_le &= early <= late
+        before_lt |= early < late
+        after_le &= late <= early
+        after_lt |= late < early
+    both = candidate[:m] & candidate[offset:]
+    out[offset:] |= both & before_le & before_lt
+    out[:m] |= both & after_le & after_lt
+    return out
+
+
 def _dominated_in_blocks(costs: np.ndarray, size: int) -> np.ndarray:
     """(N,) True where another point of the same block of ``size`` consecutive rows dominates the row; the blocks
     compared :data:`PAIRS` pairs at a time (bounded memory). The blocks run along the arrays' last, contiguous axis

@@ -54,7 +54,7 @@ from explorer.core.workload.model import LayerTable, Model, build_table
 
 from .distinct import distinct_rows, take_rows
 from .grid import Grid
-from .pareto import OBJECTIVES, pareto_mask
+from .pareto import OBJECTIVES, dominated_by_offset, pareto_mask
 from .plans import sliced
 
 #: The columns of a sweep, in file order: (name, unit, meaning). Public: the CSV/Parquet header and --json.
@@ -299,7 +299,8 @@ def sweep(model: Model, devices: Sequence[Device], grid: Grid,
         cols["throughput_per_device_tok_s"] = per_point(tokens[None, :, :]) / cols["latency_s"]
     cols["pareto"] = np.zeros(len(cols["device"]), dtype=bool)
     return with_front(SweepResult(model_name=model.name, columns=cols, passes=n_prec * len(pieces),
-                                  notes=tuple(f"{why}: {', '.join(ids)}" for why, ids in notes.items())))
+                                  notes=tuple(f"{why}: {', '.join(ids)}" for why, ids in notes.items())),
+                      stride=n_dev)
 
 
 def _time_sources(calibrated: np.ndarray, used: np.ndarray, starts: np.ndarray) -> np.ndarray:
@@ -310,11 +311,17 @@ def _time_sources(calibrated: np.ndarray, used: np.ndarray, starts: np.ndarray) 
     return np.where(n_cal == 0, 0, np.where(n_cal == n_used, 2, 1)).astype(np.int8)
 
 
-def with_front(result: SweepResult) -> SweepResult:
-    """``result`` with its ``pareto`` column computed over the points that fit (columns made read-only)."""
+def with_front(result: SweepResult, stride: int = 0) -> SweepResult:
+    """``result`` with its ``pareto`` column computed over the points that fit (columns made read-only). ``stride``:
+    the point that many positions away is a near neighbour (a sweep's: the same device at the next context), checked
+    first (:func:`.pareto.dominated_by_offset`: the same front, from fewer candidates)."""
     cols = dict(result.columns)
     pareto = np.zeros(len(cols["device"]), dtype=bool)
-    candidates = np.flatnonzero(np.asarray(cols["fits"], dtype=bool))
+    fits = np.asarray(cols["fits"], dtype=bool)
+    if stride:
+        fits = fits & ~dominated_by_offset([cols[name] for name, _ in OBJECTIVES],
+                                           tuple(m for _, m in OBJECTIVES), fits, stride)
+    candidates = np.flatnonzero(fits)
     if len(candidates):  # the objectives of the fitting points only, one column at a time
         objectives = np.empty((len(candidates), len(OBJECTIVES)))
         for j, (name, _) in enumerate(OBJECTIVES):
