@@ -13,8 +13,9 @@ work). The garbage collector's passes inside the timed span are counted and time
 thread's, since a collection stops them all).
 
     .venv/bin/python bench/bench_large_model_app.py [--layers 2000 10000] [--devices 20] [--runs 30]
-    .venv/bin/python bench/bench_large_model_app.py --profile 2000   # cProfile of the edits, top functions
+    .venv/bin/python bench/bench_large_model_app.py --profile 2000 [--sort tottime] [--top 45]  # cProfile of the edits
     .venv/bin/python bench/bench_large_model_app.py --no-serving     # the serving worker never starts
+    .venv/bin/python bench/bench_large_model_app.py --parts          # each edit's time split into its main parts
 
 Targets (issue 22): 2,000 layers x 20 devices under 16 ms median; 10,000 layers under 50 ms median and 80 ms p95,
 with no garbage-collection pause in the edit path.
@@ -54,6 +55,43 @@ def big_model(n: int):
     return Model.make(f"bench-{n}", {"tokens": 512, "hidden": 768}, layers)
 
 
+#: --parts: what an edit's time goes to, each timed around its call (owner module or class, attribute, label);
+#: nested parts are included in the outer ones (the builder's reaction includes the table it reads)
+PARTS = (
+    ("explorer.core.session.workspace:Workspace", "execute", "workspace.execute (the signals' handlers included)"),
+    ("explorer.core.workload.model:Model", "__hash__", "  Model hash"),
+    ("explorer.core.session.workspace", "build_table", "  build_table (patched from the last table)"),
+    ("explorer.ui.builder.layer_model:LayerStackModel", "_on_changed", "  layer list: its reaction (table included)"),
+    ("explorer.ui.status_bar:ModelTotalsLabel", "refresh", "  status bar totals"),
+    ("explorer.core.session.results", "evaluate", "  evaluate (the analysis pass)"),
+    ("explorer.ui.builder.layer_view:LayerStackView", "paintEvent", "layer list: paint"),
+    ("explorer.ui.panels.roofline:RooflinePanel", "redraw", "roofline panel: redraw (its result included)"),
+    ("explorer.core.session.results", "compute_roofline", "  compute_roofline (the panel's result)"),
+)
+
+
+def time_parts(totals: dict) -> None:
+    """Wrap each of PARTS in a timer adding to ``totals[label]`` (before the window is built: Qt's virtual methods
+    are looked up when a class is first wrapped)."""
+    import functools
+    import importlib
+
+    for owner, attr, label in PARTS:
+        module, _, cls = owner.partition(":")
+        target = importlib.import_module(module)
+        target = getattr(target, cls) if cls else target
+        fn = getattr(target, attr)
+
+        def timed(*a, _fn=fn, _label=label, **k):
+            t = time.perf_counter()
+            try:
+                return _fn(*a, **k)
+            finally:
+                totals[_label] = totals.get(_label, 0.0) + time.perf_counter() - t
+
+        setattr(target, attr, functools.wraps(fn)(timed))
+
+
 class GcWatch:
     """Counts the collector's passes and their time while ``active``."""
 
@@ -73,7 +111,8 @@ class GcWatch:
 
 
 def run(app, n_layers: int, n_devices: int, runs: int, watch: GcWatch, profile=None, freeze=True,
-        serving=True, serving_panel=False, wait_serving=False) -> None:
+        serving=True, serving_panel=False, wait_serving=False, parts: dict | None = None, idle_gc=True,
+        pause: float = 0.0) -> None:
     from explorer.core.session.commands import ReplaceLayer
     from explorer.core.session.workspace import Assumptions
     from explorer.ui.app import build_window
@@ -102,6 +141,10 @@ def run(app, n_layers: int, n_devices: int, runs: int, watch: GcWatch, profile=N
         freeze_startup_objects()
     else:
         gc.unfreeze()
+    if idle_gc:  # as run_app does after the first paint (explorer/ui/idle_gc.py)
+        from explorer.ui.idle_gc import collect_when_idle
+
+        collect_when_idle(window)
 
     def busy() -> bool:
         return bool(serving_worker._RUNNING) or any(
@@ -134,12 +177,18 @@ def run(app, n_layers: int, n_devices: int, runs: int, watch: GcWatch, profile=N
     settle(background=wait_serving)
     assert len(ws.model.layers) == n_layers and len(ws.analysis.devices) == n_devices, (
         len(ws.model.layers), len(ws.analysis.devices))
-    times, cpu, gc_passes = [], [], []
+    times, cpu, gc_passes, shares = [], [], [], []
     for i in range(runs + 3):
         spec = ws.model.layers[2]
         command = ReplaceLayer(2, spec.with_params(name=f"down-edit-{i}", bias=not spec.params.get("bias", True)))
         settle(background=wait_serving)
+        until = time.perf_counter() + pause  # a user's pause between edits: the idle collector may run in it
+        while time.perf_counter() < until:
+            app.processEvents()
+            time.sleep(0.002)
         watch.passes.clear()
+        if parts is not None:
+            parts.clear()
         watch.active = True
         if profile is not None and i >= 3:
             profile.enable()
@@ -154,16 +203,26 @@ def run(app, n_layers: int, n_devices: int, runs: int, watch: GcWatch, profile=N
             times.append(elapsed)
             cpu.append(used)
             gc_passes.append(list(watch.passes))
+            if parts is not None:
+                shares.append(dict(parts))
     ms = [t * 1e3 for t in times]
     cpu_ms = [t * 1e3 for t in cpu]
     passes = [p for run_ in gc_passes for p in run_]
-    print(f"{'gc.freeze' if freeze else 'no freeze'}{'' if serving else ', no serving worker'}"
+    print(f"{'gc.freeze' if freeze else 'no freeze'}{'' if idle_gc else ', no idle collector'}"
+          f"{'' if serving else ', no serving worker'}"
           f"{', Serving panel on screen' if serving_panel else ''}"
           f"{', timed until its serving estimate is shown' if wait_serving else ''}: {n_layers} layers ({len(ws.analysis.table)} operator rows) x {n_devices} devices, {runs} edits: "
           f"wall median {statistics.median(ms):.1f} ms p95 {percentile(ms, 0.95):.1f} ms max {max(ms):.1f} ms | "
           f"UI-thread CPU median {statistics.median(cpu_ms):.1f} ms p95 {percentile(cpu_ms, 0.95):.1f} ms | "
           f"GC passes in edits: {len(passes)} (gen2: {sum(1 for g, _ in passes if g == 2)}), "
-          f"longest {max((t for _, t in passes), default=0) * 1e3:.1f} ms", flush=True)
+          f"longest {max((t for _, t in passes), default=0) * 1e3:.1f} ms"
+          + (f" | idle collections between edits: {len(window.idle_collector.passes)}" if idle_gc else "")
+          + (f" | {pause * 1e3:.0f} ms pause between edits" if pause else ""), flush=True)
+    if shares:
+        print("  per edit, median (min) of each part, ms:", flush=True)
+        for _owner, _attr, label in PARTS:
+            v = sorted(share.get(label, 0.0) * 1e3 for share in shares)
+            print(f"    {label:55s} {statistics.median(v):7.2f} ({v[0]:.2f})", flush=True)
     median_budget, p95_budget = BUDGETS.get(n_layers, (0.016, None))
     print(f"  target: median under {median_budget * 1e3:.0f} ms"
           + (f", p95 under {p95_budget * 1e3:.0f} ms" if p95_budget else ""), flush=True)
@@ -203,6 +262,14 @@ def main(argv=None) -> int:
                         help="with --serving-panel: time each edit until the serving estimates are done and shown "
                              "(the edit-to-answer latency), each edit after the last one's")
     parser.add_argument("--profile", type=int, metavar="LAYERS", help="profile the edits at this size instead")
+    parser.add_argument("--no-idle-gc", action="store_true",
+                        help="without the app's idle collector (Python's own young-generation schedule in the edits)")
+    parser.add_argument("--pause", type=float, default=0.0, metavar="S",
+                        help="seconds of an idle event loop between edits, as a user's (the idle collector's time)")
+    parser.add_argument("--parts", action="store_true",
+                        help="time the main parts of each edit (PARTS; a few microseconds of timers each)")
+    parser.add_argument("--sort", default="cumulative", help="with --profile: pstats order (tottime: own time)")
+    parser.add_argument("--top", type=int, default=45, help="with --profile: how many functions to print")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="hwexplorer-bench-") as home:
         for var in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME"):
@@ -214,14 +281,17 @@ def main(argv=None) -> int:
         configure_qt_environment()
         app = QApplication.instance() or QApplication([])
         watch = GcWatch()
+        parts = {} if args.parts else None
+        if parts is not None:
+            time_parts(parts)
         if args.profile:
             import cProfile
             import pstats
 
             prof = cProfile.Profile()
             run(app, args.profile, args.devices, args.runs, watch, prof, serving=not args.no_serving,
-                serving_panel=args.serving_panel, wait_serving=args.wait_serving)
-            pstats.Stats(prof).sort_stats("cumulative").print_stats(45)
+                serving_panel=args.serving_panel, wait_serving=args.wait_serving, idle_gc=not args.no_idle_gc)
+            pstats.Stats(prof).sort_stats(args.sort).print_stats(args.top)
             return 0
         for n in args.layers:
             for interval in args.switch_interval or [sys.getswitchinterval()]:
@@ -229,7 +299,8 @@ def main(argv=None) -> int:
                 print(f"switch interval {interval * 1e3:g} ms", flush=True)
                 for freeze in (((True, False) if args.freeze_first else (False, True)) if args.compare_freeze else (True,)):
                     run(app, n, args.devices, args.runs, watch, freeze=freeze, serving=not args.no_serving,
-                        serving_panel=args.serving_panel, wait_serving=args.wait_serving)
+                        serving_panel=args.serving_panel, wait_serving=args.wait_serving, parts=parts,
+                        idle_gc=not args.no_idle_gc, pause=args.pause)
     return 0
 
 

@@ -143,6 +143,9 @@ def run_app(db_url: str | None = None, argv: Sequence[str] | None = None, projec
         for spec in PANEL_SPECS:  # the other tabs' modules, imported now rather than at the first edit
             spec.load()
         freeze_startup_objects()  # what start-up made lives on
+        from .idle_gc import collect_when_idle
+
+        collect_when_idle(window)  # the collector's young passes after edits, not inside them
 
     after_first_paint(window, open_catalog)
     QTimer.singleShot(0, window.controller.offer_recovery)

@@ -32,6 +32,7 @@ from .memory import ReplicaMemory
 from .result import Latency, ServingResult, slo_checks
 from .simulate import Policy, Speculative
 from .surface import StepSurface, combined
+from .surfaces import KeyedCache
 from .workload import PERCENTILES, SLO, Workload
 
 _Q = {k: v / 100 for k, v in PERCENTILES.items()}
@@ -105,6 +106,10 @@ class Setup:
     def batch_cap(self, context: float) -> float:
         return float(min(self.policy.max_batch, self.memory.max_sequences(math.ceil(context) + 1)))
 
+    def prompt_s(self, p: float) -> float:
+        """Seconds of a prefill step of one prompt of ``p`` tokens."""
+        return float(self.surface.prefill(1, p))
+
 
 def _prompt(workload: Workload, setup: Setup) -> tuple[float, float, float]:
     """(mean input, mean prompt computed, mean output) in tokens."""
@@ -129,7 +134,7 @@ def _fixed_point(setup: Setup, lam: np.ndarray, p: float, o: float, c: float):
         b = np.minimum(b, cap)
         t, busy_c, _ = _chunked(setup, b, c, lam, p)
         return b, t, busy_c, stable
-    tp = float(setup.surface.prefill(1, p))
+    tp = setup.prompt_s(p)
     rho = lam * tp
     for _ in range(60):
         t = setup.step(b, c)
@@ -150,21 +155,37 @@ def _chunked(setup: Setup, b, c: float, lam, p: float):
     return 1.0 / steps, busy_c, t_c
 
 
+CAPACITIES = KeyedCache(256)  # capacity by (workload, setup): the estimate, the load curve and the planner share it
+
+
 def capacity(workload: Workload, setup: Setup) -> float:
-    """The highest stable arrival rate [requests/s] of one replica (bisection on the estimate's stability)."""
+    """The highest stable arrival rate [requests/s] of one replica (bisection on the estimate's stability), kept by
+    its inputs (:data:`CAPACITIES`; many setups searched at once: :func:`~.stack.capacities`)."""
+    key = ("capacity", workload, setup)
+    try:
+        hash(key)
+    except TypeError:  # a workload with a trace: not kept
+        return float(search_capacity(workload, setup, 1)[0])
+    return CAPACITIES.get(key, lambda: float(search_capacity(workload, setup, 1)[0]))
+
+
+def search_capacity(workload: Workload, setup, rows: int) -> list[float]:
+    """The capacity search of ``setup``: a :class:`Setup` (``rows`` 1) or a :class:`~.stack.SetupStack` of
+    ``rows`` setups, each row's search its own (the same midpoints, the same floats as one setup's alone)."""
     i_mean, p, o = _prompt(workload, setup)
     c = i_mean + o / 2
 
-    def stable(rates: list[float]) -> dict[float, bool]:  # element-wise: one call answers for every rate
-        return dict(zip(rates, _fixed_point(setup, np.array(rates), p, o, c)[3].tolist()))
+    def stable(rates: np.ndarray) -> np.ndarray:  # (rows, M) rates -> (rows, M) bools, element-wise
+        lam = rates[0] if isinstance(setup, Setup) else rates  # a lone setup's rates: one row, as (M,)
+        return _fixed_point(setup, lam, p, o, c)[3].reshape(rates.shape)
 
     # doubling from 1 request/s while stable and below 1e9 (every candidate at once, the first failure taken)
     his = [1.0]
     while his[-1] < 1e9:
         his.append(his[-1] * 2)
-    ok = stable(his)
-    k = next(i for i, h in enumerate(his) if not ok[h] or h >= 1e9)
-    return bisect(his[k - 1] if k else 0.0, his[k], 50, stable)
+    ok = stable(np.tile(his, (rows, 1))).tolist()
+    ks = [next(i for i, h in enumerate(his) if not row[i] or h >= 1e9) for row in ok]
+    return bisect_rows([his[k - 1] if k else 0.0 for k in ks], [his[k] for k in ks], 50, stable)
 
 
 BISECT_LEVELS = 5  # halvings per call of a batched bisection (31 rates a call)
@@ -182,6 +203,29 @@ def bisect(lo: float, hi: float, halvings: int, test: Callable[[list[float]], di
         for _ in range(levels):
             mid = (lo + hi) / 2
             lo, hi = (mid, hi) if ok[mid] else (lo, mid)
+        done += levels
+    return lo
+
+
+def bisect_rows(lo: list[float], hi: list[float], halvings: int,
+                test: Callable[[np.ndarray], np.ndarray]) -> list[float]:
+    """:func:`bisect` of each row's [lo, hi] (lists, one entry per row), ``test`` answering an array (rows,
+    midpoints) element-wise: every row's candidate midpoints of the next :data:`BISECT_LEVELS` halvings in one
+    call, each row walked as :func:`bisect` walks it (the midpoints in :func:`_midpoints`'s order: node n's
+    halves are 2n + 1, 2n + 2)."""
+    lo, hi = list(lo), list(hi)
+    done = 0
+    while done < halvings:
+        levels = min(BISECT_LEVELS, halvings - done)
+        mids = [_midpoints(a, b, levels) for a, b in zip(lo, hi)]
+        ok = test(np.array(mids)).tolist()
+        for r, (row, passed) in enumerate(zip(mids, ok)):
+            n = 0
+            for _ in range(levels):
+                if passed[n]:
+                    lo[r], n = row[n], 2 * n + 2
+                else:
+                    hi[r], n = row[n], 2 * n + 1
         done += levels
     return lo
 
@@ -204,15 +248,23 @@ def estimate(workload: Workload, setup: Setup, slo: SLO, rates=None) -> list[Ser
     """The analytic estimate at each rate (default: the workload's rate), for the whole set of replicas: each
     replica gets rate / replicas."""
     rates = np.atleast_1d(np.asarray([workload.mean_rate()] if rates is None else rates, dtype=float))
-    lam = rates / setup.replicas
+    i_mean, p, o = _prompt(workload, setup)
+    return results_at(workload, setup, slo, rates, _fixed_point(setup, rates / setup.replicas, p, o, i_mean + o / 2))
+
+
+def results_at(workload: Workload, setup: Setup, slo: SLO, rates: np.ndarray, fixed: tuple,
+               at_capacity: tuple | None = None) -> list[ServingResult]:
+    """:func:`estimate`'s results at ``rates`` from its fixed point there (``fixed``: b, t, rho, stable per rate);
+    ``at_capacity``: the fixed point at the replica's capacity (b, t, rho, each (1,)), computed here where needed
+    and not given (the stacked answers give it: :func:`~.stack.answers`)."""
     i_mean, p, o = _prompt(workload, setup)
     c = i_mean + o / 2
     e = setup.tokens_per_step
-    b, t, rho, stable = _fixed_point(setup, lam, p, o, c)
+    b, t, rho, stable = fixed
     saturated = math.nan
     if not stable.all():  # above capacity the replica runs as at its capacity: that batch, step and throughput
         saturated = capacity(workload, setup)
-        b_s, t_s, rho_s, _ = _fixed_point(setup, np.array([saturated]), p, o, c)
+        b_s, t_s, rho_s = at_capacity or _fixed_point(setup, np.array([saturated]), p, o, c)[:3]
         b, t, rho = (np.where(stable, x, x_s[0]) for x, x_s in ((b, b_s), (t, t_s), (rho, rho_s)))
     pol = setup.policy
     if pol.chunked:
@@ -221,22 +273,24 @@ def estimate(workload: Workload, setup: Setup, slo: SLO, rates=None) -> list[Ser
         tpot = t / e / np.maximum(1 - rho, 1e-9)
     out = []
     lengths = workload.lengths
+    prompts = []  # per quantile: its prompt tokens computed and (prefill steps) its prefill step's seconds
+    for name, q in [("mean", 0.5), *_Q.items()]:
+        pq = (lengths.input_quantile(q) if workload.trace is None else float(
+            np.quantile(workload.trace.input, q))) - (i_mean - p)
+        if name == "mean":
+            pq = p
+        prompts.append((name, q, pq, None if pol.chunked else float(setup.surface.prefill(1, max(pq, 1)))))
     for j, r in enumerate(rates):
         ttft = {}
-        for name, q in [("mean", 0.5), *_Q.items()]:
-            pq = (lengths.input_quantile(q) if workload.trace is None else float(
-                np.quantile(workload.trace.input, q))) - (i_mean - p)
-            if name == "mean":
-                pq = p
+        for name, q, pq, tp in prompts:
             rj = rho[j]
             if pol.chunked:  # the step running on arrival, then one chunk step per chunk of the prompt
                 room = max(pol.chunk - b[j] * setup.decoder_tokens, 1.0)
                 full, last = divmod(max(pq, 1.0), room)
                 tp = full * float(setup.mixed(b[j], c, room)) + (float(setup.mixed(b[j], c, last)) if last else 0.0)
                 lead = q * t[j]
-            else:  # the decode step running on arrival (when one is), then the prompt's own prefill step
-                tp = float(setup.surface.prefill(1, max(pq, 1)))
-                lead = q * t[j] * (1 - math.exp(-b[j]))
+            else:  # the decode step running on arrival (when one is), then the prompt's own prefill step (the same
+                lead = q * t[j] * (1 - math.exp(-b[j]))  # at every rate: computed once per quantile, above)
             # the wait for the prompts ahead (an M/D/1 queue of prefill work at utilization rho)
             w_mean = rj * tp / (2 * (1 - rj)) if rj < 1 else math.inf
             if name == "mean":
@@ -294,8 +348,18 @@ class LoadCurve:
 
 def load_curve(workload: Workload, setup: Setup, slo: SLO, points: int = 24) -> LoadCurve:
     cap = capacity(workload, setup) * setup.replicas
-    rates = np.linspace(cap / points, cap * 1.1, points) if cap > 0 else np.array([workload.mean_rate()])
-    res = estimate(workload, setup, slo, rates)
+    rates = curve_rates(workload, cap, points)
+    return curve_of(slo, rates, estimate(workload, setup, slo, rates), cap)
+
+
+def curve_rates(workload: Workload, cap: float, points: int = 24) -> np.ndarray:
+    """The load curve's rates: ``points`` up to 1.1 x the replicas' capacity ``cap``; the workload's rate alone
+    where nothing is stable."""
+    return np.linspace(cap / points, cap * 1.1, points) if cap > 0 else np.array([workload.mean_rate()])
+
+
+def curve_of(slo: SLO, rates: np.ndarray, res: list[ServingResult], cap: float) -> LoadCurve:
+    """The load curve of the estimates ``res`` at ``rates`` (the replicas' capacity ``cap``)."""
     pct = slo.ttft_pct if slo.ttft is not None else "p90"
     meets = np.array([r.slo_met and r.stable for r in res])
     knee = int(np.flatnonzero(meets)[-1]) if meets.any() else -1

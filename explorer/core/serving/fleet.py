@@ -24,6 +24,7 @@ import numpy as np
 from explorer.core.parallel.layout_cost import JOULES_PER_KWH, device_price
 
 from .analytic import Setup, bisect, capacity, estimate
+from .stack import slo_rates
 from .surfaces import KeyedCache
 from .workload import SLO, Workload
 
@@ -129,6 +130,14 @@ def size_fleet(workload: Workload, setups, devices, slo: SLO, quotes=None, years
                usd_per_kwh: float = 0.12, pue: float = 1.3) -> tuple[FleetRow, ...]:
     """Per device (one :class:`Setup` each, one device per replica): the fewest replicas meeting the service levels
     at ``workload``'s rate and their cost; ranked cheapest first (owned cost, then rented; unknown last)."""
+    setups = [replace(s, replicas=1) if s.replicas != 1 else s for s in setups]  # as fleet_row takes them
+    try:
+        todo = [s for s in setups if SLO_RATES.peek(("slo_rate", workload, s, slo, 48)) is None]
+    except TypeError:  # unhashable: nothing kept, each searched alone (cached_slo_rate)
+        todo = []
+    if len(todo) > 1:  # their rates searched together first (the same floats: :func:`~.stack.slo_rates`)
+        for s, found in zip(todo, slo_rates(workload, todo, slo)):
+            SLO_RATES.put(("slo_rate", workload, s, slo, 48), found)
     rows = [fleet_row(workload, setup, device, slo, quotes, years, usd_per_kwh, pue)
             for setup, device in zip(setups, devices)]
     return tuple(sorted(rows, key=rank_key))

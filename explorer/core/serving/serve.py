@@ -18,6 +18,7 @@ from .analytic import LoadCurve, Setup, estimate, load_curve
 from .memory import device_memory, system_memory
 from .result import Latency, ServingResult, met_mask, slo_checks
 from .simulate import Policy, SimRun, Speculative, cached_tokens, simulate_routed
+from .stack import answers
 from .surface import Grid, system_surface
 from .surfaces import KeyedCache, device_surface, device_surfaces
 from .workload import SLO, Requests, Workload
@@ -210,6 +211,19 @@ def cached_answer(workload: Workload, setup: Setup, slo: SLO) -> ServingAnswer:
     except TypeError:  # a workload with a trace: not kept
         return answer(workload, setup, slo)
     return ANSWERS.get(key, lambda: answer(workload, setup, slo))
+
+
+def cached_answers(workload: Workload, setups, slo: SLO) -> tuple[ServingAnswer, ...]:
+    """:func:`cached_answer` of each setup, those not kept computed together first (:func:`~.stack.answers`: one
+    stacked capacity search and one stacked fixed point for the devices of one question; the same floats)."""
+    try:
+        todo = [s for s in setups if ANSWERS.peek(("answer", workload, s, slo)) is None]
+    except TypeError:  # unhashable: nothing kept
+        return tuple(answer(workload, s, slo) for s in setups)
+    if len(todo) > 1:
+        for s, (est, curve) in zip(todo, answers(workload, todo, slo)):
+            ANSWERS.put(("answer", workload, s, slo), ServingAnswer(workload, slo, s, est, curve))
+    return tuple(cached_answer(workload, s, slo) for s in setups)
 
 
 def answers_ready(workload: Workload, setups, slo: SLO) -> bool:

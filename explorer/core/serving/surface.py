@@ -20,6 +20,7 @@ Step kinds built from the surface (all in seconds):
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_right
 from dataclasses import dataclass
 from functools import cached_property
@@ -38,7 +39,9 @@ from explorer.core.workload.model import Model
 
 @dataclass(frozen=True, eq=False)
 class StepSurface:
-    """Seconds per step on grids (sorted, ascending). ``devices``: devices of one replica."""
+    """Seconds per step on grids (sorted, ascending). ``devices``: devices of one replica. A stack of surfaces on
+    the same grids (:class:`~.stack.SetupStack`) carries its times as (S, B, C) and (S, N, P), one row per
+    surface, and is interpolated with one of its two axes a single number (the estimate's fixed points)."""
 
     batch: np.ndarray  # (B,) decode batch sizes
     context: np.ndarray  # (C,) context lengths [tokens]
@@ -103,8 +106,22 @@ class StepSurface:
         return StepSurface(g, c, np.full((2, 2), step_s), g, c, np.full((2, 2), pre), 1, "constant")
 
 
+_SCALARS = (float, int)  # numpy's float64 is a float
+
+
 def _bilinear(xs, ys, z, x, y):
-    """Linear interpolation of z (len(xs), len(ys)) at (x, y), clamped to the grid; arrays broadcast."""
+    """Linear interpolation of z (len(xs), len(ys)) at (x, y), clamped to the grid; arrays broadcast.
+
+    Where one of ``x``, ``y`` is one number (the analytic estimate's fixed points: a decode at one context, a
+    prefill of one prompt), that axis is located once in plain floats and only the other axis is computed over
+    arrays (:func:`_bilinear_x`, :func:`_bilinear_y`): the same operations on the same floats in the same order as
+    the general path below, so the very same result (``tests/core/serving/test_capacity_batched.py``)."""
+    if isinstance(y, _SCALARS) and not math.isnan(y):  # (NaN: the general path, whose clamp propagates it)
+        return _bilinear_x(xs, z, x, *_axis0(ys, y))
+    if isinstance(x, _SCALARS) and not math.isnan(x):
+        return _bilinear_y(ys, z, y, *_axis0(xs, x))
+    if np.ndim(z) != 2:
+        raise ValueError("a stack of surfaces is interpolated with one of batch and context a single number")
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if x.shape != y.shape:
         x, y = np.broadcast_arrays(x, y)
@@ -123,6 +140,58 @@ def _bilinear(xs, ys, z, x, y):
     out = (z[i, j] * (1 - fx) * (1 - fy) + z[i1, j] * fx * (1 - fy) + z[i, j1] * (1 - fx) * fy
            + z[i1, j1] * fx * fy)
     return out if out.ndim else float(out)
+
+
+def _axis0(xs: np.ndarray, x: float) -> tuple[int, int, float]:
+    """(i, i1, fx) of :func:`_bilinear`'s general path at one number ``x``: clamped to the grid, the interval's
+    index clipped to [0, len - 2], its fraction (0 on a one-point axis)."""
+    x = float(min(max(x, xs[0]), xs[-1]))
+    n = len(xs)
+    i = min(max(int(np.searchsorted(xs, x, side="right")) - 1, 0), max(n - 2, 0))
+    if n == 1:
+        return i, i, 0.0
+    lo = float(xs[i])
+    return i, i + 1, (x - lo) / (float(xs[i + 1]) - lo)
+
+
+def _bilinear_x(xs, z, x, j, j1, fy):
+    """:func:`_bilinear` with the second axis located already (``j``, ``j1``, ``fy``: :func:`_axis0`)."""
+    x = np.minimum(np.maximum(np.asarray(x, dtype=float), xs[0]), xs[-1])
+    n = len(xs)
+    i = np.minimum(np.maximum(np.searchsorted(xs, x, side="right") - 1, 0), max(n - 2, 0))
+    if n == 1:
+        fx, i1 = np.zeros_like(x), i
+    else:
+        fx, i1 = (x - xs[i]) / (xs[i + 1] - xs[i]), i + 1
+    a, a1, i, i1 = _flat(z[..., j], z[..., j1], i, i1)
+    gx, gy = 1 - fx, 1 - fy
+    out = a[i] * gx * gy + a[i1] * fx * gy + a1[i] * gx * fy + a1[i1] * fx * fy
+    return out if out.ndim else float(out)
+
+
+def _bilinear_y(ys, z, y, i, i1, fx):
+    """:func:`_bilinear` with the first axis located already (``i``, ``i1``, ``fx``: :func:`_axis0`)."""
+    y = np.minimum(np.maximum(np.asarray(y, dtype=float), ys[0]), ys[-1])
+    n = len(ys)
+    j = np.minimum(np.maximum(np.searchsorted(ys, y, side="right") - 1, 0), max(n - 2, 0))
+    if n == 1:
+        fy, j1 = np.zeros_like(y), j
+    else:
+        fy, j1 = (y - ys[j]) / (ys[j + 1] - ys[j]), j + 1
+    r, r1, j, j1 = _flat(z[..., i, :], z[..., i1, :], j, j1)
+    gx, gy = 1 - fx, 1 - fy
+    out = r[j] * gx * gy + r1[j] * fx * gy + r[j1] * gx * fy + r1[j1] * fx * fy
+    return out if out.ndim else float(out)
+
+
+def _flat(a: np.ndarray, a1: np.ndarray, i, i1):
+    """(a, a1, i, i1) such that ``a[i]`` reads the interpolation's corners: as given for one surface; for a stack
+    (``a``, ``a1`` (S, n), one row per surface; ``i``, ``i1`` (S, m), or one index for every row) the rows laid end
+    to end and each row's indices shifted to its own row."""
+    if a.ndim == 1:
+        return a, a1, i, i1
+    off = np.arange(0, a.size, a.shape[1])[:, None]
+    return a.ravel(), a1.ravel(), i + off, i1 + off
 
 
 def _axis1(xs: list, x: float) -> tuple[int, int, float]:

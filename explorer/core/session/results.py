@@ -40,7 +40,7 @@ from explorer.core.serving.serve import (
     ServingAnswer,
     answer,
     answers_ready,
-    cached_answer,
+    cached_answers,
     device_setup,
     device_setups,
     device_setups_ready,
@@ -398,7 +398,7 @@ class Results:
         under the state's serving part (``docs/serving.md``); empty without devices."""
         s = self.serving_choice
         setups = self.serving_setups
-        return self._get("serving", lambda: tuple(cached_answer(s.workload, setup, s.slo) for setup in setups))
+        return self._get("serving", lambda: cached_answers(s.workload, setups, s.slo))
 
     @property
     def serving_fleet(self) -> tuple:

@@ -12,14 +12,17 @@ from __future__ import annotations
 import functools
 import json
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+import numpy as np
+
 from explorer.core.files import NestingError, atomic_write_text, parse_nested
 from explorer.core.workload import layer_memo
 from explorer.core.workload.layers import REGISTRY, Context, ParamError, Shape
+from explorer.core.workload.seq_diff import changed_span
 from explorer.core.workload.train_step import train_step_table
 from explorer.core.workload.work_table import (  # noqa: F401 - LayerStatus, LayerTable, NUMERIC: read from here too
     NUMERIC,
@@ -48,6 +51,17 @@ class LayerSpec:
     name: str = ""
     items: tuple[tuple[str, Any], ...] = ()  # parameters as given (defaults are not written out)
     repeat: int = 1
+
+    def __hash__(self) -> int:
+        """The fields' hash (as the dataclass's own), made once per spec: a model's hash reads every layer's."""
+        cached = self.__dict__.get("_hash")
+        if cached is None:
+            cached = hash((self.kind, self.name, self.items, self.repeat))
+            object.__setattr__(self, "_hash", cached)
+        return cached
+
+    def __getstate__(self) -> dict:  # a hash is only valid in the process that made it (str hashes are salted)
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
 
     @property
     def params(self) -> dict[str, Any]:
@@ -108,12 +122,18 @@ class Model:
     input: tuple[tuple[str, int], ...]
     layers: tuple[LayerSpec, ...] = ()
 
-    def __hash__(self) -> int:  # cached: the work table is looked up by model on every analysis pass
+    def __hash__(self) -> int:
+        """Cached (the work table is looked up by model on every analysis pass), and made from the layers' hashes
+        of a model hashed before when the two share most layer objects (:func:`_layer_hashes`): an edit of one
+        layer of a 10,000-layer model hashes one layer, not 10,000."""
         cached = self.__dict__.get("_hash")
         if cached is None:
-            cached = hash((self.name, self.input, self.layers))
+            cached = hash((self.name, self.input, _layer_hashes(self.layers).tobytes()))
             object.__setattr__(self, "_hash", cached)
         return cached
+
+    def __getstate__(self) -> dict:  # as LayerSpec's: the hash is made again in another process
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
 
     @classmethod
     def make(cls, name: str, input: Mapping[str, int], layers: Iterable[LayerSpec] = ()) -> "Model":
@@ -160,6 +180,47 @@ class Model:
             raise ModelError(f"{where}: layers: expected a list")
         specs = tuple(LayerSpec.from_dict(x, f"{where}: layers[{i}]") for i, x in enumerate(layers))
         return cls(name, tuple(inp.items()), specs)
+
+
+# --------------------------------------------------------------------------------------------- model hash
+#: The layers of the models hashed last and their per-layer hashes (int64), newest last: a model that shares most
+#: of its layers with one of them (an edit replaced, added or removed a few and kept the other objects) copies
+#: their hashes and hashes only the layers that differ. The tuples are kept (a few references each).
+_HASHED: deque[tuple[tuple[LayerSpec, ...], np.ndarray]] = deque(maxlen=4)
+_HASHED_LOCK = threading.Lock()  # the serving and training workers hash models too
+
+
+def _hash_all(layers) -> np.ndarray:
+    return np.fromiter(map(hash, layers), dtype=np.int64, count=len(layers))
+
+
+def _from_base(layers: tuple, base: tuple, hashes: np.ndarray) -> np.ndarray | None:
+    """``layers``' hashes from ``base``'s when the two differ in one run of at most a quarter of the layers (the
+    common prefix and suffix kept, the run between them hashed); None otherwise."""
+    start, stop, stop_base = changed_span(base, layers)
+    if stop - start > len(layers) // 4 + 1:
+        return None
+    return np.concatenate((hashes[:start], _hash_all(layers[start:stop]), hashes[stop_base:]))
+
+
+def _layer_hashes(layers: tuple[LayerSpec, ...]) -> np.ndarray:
+    """Each layer's hash, in order (int64): from a model hashed before where they share most layers, else all."""
+    with _HASHED_LOCK:
+        bases = list(_HASHED)
+    out = None
+    for base, hashes in reversed(bases):
+        if base is layers:
+            return hashes
+        if abs(len(base) - len(layers)) <= len(layers) // 4 + 1:
+            out = _from_base(layers, base, hashes)
+            if out is not None:
+                break
+    if out is None:
+        out = _hash_all(layers)
+    out.flags.writeable = False
+    with _HASHED_LOCK:
+        _HASHED.append((layers, out))
+    return out
 
 
 def load_model_file(path: str | Path) -> Model:
@@ -250,6 +311,8 @@ def _clear() -> None:
     _lru_clear()
     with _LAST_LOCK:
         _LAST.clear()
+    with _HASHED_LOCK:
+        _HASHED.clear()
     layer_memo.clear()
 
 

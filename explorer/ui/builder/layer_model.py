@@ -8,7 +8,6 @@ A layer whose shape does not fit keeps its row, tinted, with the reason in the o
 
 from __future__ import annotations
 
-import operator
 from dataclasses import replace
 
 import numpy as np
@@ -19,6 +18,7 @@ from explorer.core.session.commands import MoveLayers, ReplaceLayer
 from explorer.core.session.workspace import Workspace
 from explorer.core.units import format_si
 from explorer.core.workload.layers import REGISTRY, format_shape
+from explorer.core.workload.seq_diff import changed_span
 
 from ..binding import bind
 from ..icons import group_icon, warning_icon
@@ -36,6 +36,16 @@ HEADER_TIPS = {
 }
 ROOT = QModelIndex()  # the invisible root (the parent of top-level rows)
 ROOT_ID = 0  # internal id of top-level rows; a child of layer i has internal id i + 1
+#: the columns the view sizes to their contents: Qt measures every visible row of these four columns when any of
+#: their cells changes size, so an edit says which cells changed and how (``_emit_changed``)
+FIT_COLUMNS = frozenset({COL_KIND, COL_REPEAT, COL_MACS, COL_COUNT})
+_R = Qt.ItemDataRole
+#: the roles a layer row answers (a cell keeps them, ``_cell``) and those whose change can change a cell's size
+ROLES = tuple(int(r) for r in (_R.DisplayRole, _R.EditRole, _R.DecorationRole, _R.ToolTipRole, _R.BackgroundRole,
+                               _R.ForegroundRole, _R.TextAlignmentRole, _R.UserRole))
+SIZE_ROLES = frozenset(int(r) for r in (_R.DisplayRole, _R.DecorationRole))
+DIFF_ROWS = 32  # more rows changed than this (a new batch changes every layer's work): one range, no cell diffs
+MAX_CELLS = 4096  # layer cells kept (the rows on screen and some); past it the cells are dropped and made again
 ERROR_BRUSH = QBrush(QColor(255, 220, 220))
 ERROR_TEXT = QBrush(QColor(150, 0, 0))
 
@@ -51,14 +61,17 @@ class LayerStackModel(QAbstractItemModel):
         super().__init__(parent)
         self.ws = workspace
         self.last_inserted: tuple[int, ...] = ()  # rows placed by the last drop (the view selects them)
+        # what each layer cell shows, by row * 8 + column: {role: value}, made when the view first asks (the rows on
+        # screen); an edit compares a changed row's cells with them to tell the view what changed
+        self._cells: dict[int, dict[int, object]] = {}
         self._refresh_cache()
         bind(self, self.ws.changed, self._on_changed)
 
     # -- cache of what the rows show
-    def _refresh_cache(self) -> None:
+    def _refresh_cache(self, rows: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         self._layers = self.ws.model.layers
         self._table = self.ws.table
-        self._first, self._n_rows = self._rows_of(self._table)
+        self._first, self._n_rows = self._rows_of(self._table) if rows is None else rows
         count = self._table.columns["count"]
         self._row_macs = self._table.columns["macs"] * count
         self._row_params = self._table.columns["params"] * count
@@ -76,27 +89,72 @@ class LayerStackModel(QAbstractItemModel):
             self._reset()
             return
         edited = self._edited(old_layers, self.ws.model.layers)
-        new_first, new_n = self._rows_of(new_table) if len(edited) <= 1 else (None, None)
-        if len(edited) > 1 or not (np.array_equal(old_first, new_first) and np.array_equal(old_n, new_n)):
-            self._reset()  # moved, several layers or the rows of a layer changed: the structure is rebuilt
+        if len(edited) > 1:
+            self._reset()  # moved or several layers: the structure is rebuilt
             return
-        self._refresh_cache()
+        status = new_table.status
+        # the layers whose status differs (a patched table keeps the other layers' status objects)
+        restated = self._edited(old_status, status)
+        if len(restated) <= DIFF_ROWS:  # the others' rows are where they were: check these layers' only
+            rows = (old_first, old_n)
+            same = all(status[i].first_row == old_first[i] and status[i].n_rows == old_n[i] for i in restated)
+        else:
+            rows = self._rows_of(new_table)
+            same = np.array_equal(old_first, rows[0]) and np.array_equal(old_n, rows[1])
+        if not same:
+            self._reset()  # the rows of a layer changed: the structure is rebuilt
+            return
+        self._refresh_cache(rows)
         # only the rows whose figures changed (one edited layer repaints one row, a new batch all of them): the
-        # spec, the fit and shapes (a patched table keeps the other layers' status objects), the summed work
-        status = self._table.status
-        changed = set(edited) | {i for i in self._edited(old_status, status)
+        # spec, the fit and shapes, the summed work
+        changed = set(edited) | {i for i in restated
                                  if (old_status[i].error, old_status[i].in_shape, old_status[i].out_shape)
                                  != (status[i].error, status[i].in_shape, status[i].out_shape)}
         changed.update(np.flatnonzero((old_sums[0] != self._sums[0]) | (old_sums[1] != self._sums[1])).tolist())
-        for i in sorted(changed):
-            self.dataChanged.emit(self.index(i, 0), self.index(i, len(COLUMNS) - 1))
-            n = self.rowCount(self.index(i, 0))
-            if n:
-                parent = self.index(i, 0)
-                self.dataChanged.emit(self.index(0, 0, parent), self.index(n - 1, len(COLUMNS) - 1, parent))
+        self._emit_changed(sorted(changed))
+
+    def _emit_changed(self, rows: list[int]) -> None:
+        """Tell the view which layer rows changed (their cells are made again), and how: a cell whose text or icon
+        changed in a column sized to its contents makes Qt measure every visible row of those columns (~350 calls
+        of :meth:`data` per change on a 1,000 px window), so those changes go in one ``dataChanged``; the other
+        changed cells (a new name, a tooltip) each in their own, which only repaints them. Many rows: one range."""
+        last = len(COLUMNS) - 1
+        blocks = [i for i in rows if self.rowCount(self.index(i, 0))]
+        if len(rows) > DIFF_ROWS:
+            self._cells.clear()
+            if len(blocks) > DIFF_ROWS:  # the children of many blocks: one relayout rather than a range per block
+                self.layoutAboutToBeChanged.emit()
+                self.layoutChanged.emit()
+                return
+            self.dataChanged.emit(self.index(rows[0], 0), self.index(rows[-1], last))
+        else:
+            sized: list[tuple[int, int]] = []  # (row, column) of cells of FIT_COLUMNS whose size may change
+            sized_roles: set[int] | None = set()  # None: not known (a cell not shown before)
+            for i in rows:
+                for col in range(len(COLUMNS)):
+                    old = self._cells.pop(i * 8 + col, None)
+                    roles = None if old is None else [r for r, v in self._cell(i, col).items() if old.get(r) != v]
+                    if old is not None:
+                        roles += [r for r in old if r not in self._cells[i * 8 + col]]
+                        if not roles:
+                            self._cells[i * 8 + col] = old  # the same object: the view's size hint for it holds
+                            continue
+                    if col in FIT_COLUMNS and (roles is None or SIZE_ROLES.intersection(roles)):
+                        sized.append((i, col))
+                        sized_roles = None if roles is None or sized_roles is None else sized_roles | set(roles)
+                    else:
+                        self.dataChanged.emit(self.index(i, col), self.index(i, col), roles or [])
+            if sized:
+                rows_, cols = [r for r, _ in sized], [c for _, c in sized]
+                self.dataChanged.emit(self.index(min(rows_), min(cols)), self.index(max(rows_), max(cols)),
+                                      sorted(sized_roles) if sized_roles else [])
+        for i in blocks:
+            parent = self.index(i, 0)
+            self.dataChanged.emit(self.index(0, 0, parent), self.index(self.rowCount(parent) - 1, last, parent))
 
     def _reset(self) -> None:
         self.beginResetModel()
+        self._cells.clear()
         self._refresh_cache()
         self.endResetModel()
 
@@ -118,10 +176,11 @@ class LayerStackModel(QAbstractItemModel):
 
     @staticmethod
     def _edited(old, new) -> list[int]:
-        """Indices where two equally long sequences hold different items: identity compared in C (an edit keeps
-        every other layer's spec object, a patched table every other layer's status), equality where it differs."""
-        same = np.fromiter(map(operator.is_, old, new), dtype=bool, count=len(old))
-        return [i for i in np.flatnonzero(~same).tolist() if old[i] != new[i]]
+        """Indices where two equally long sequences hold different items: the run between their common prefix and
+        suffix (tuple comparisons in C: an edit keeps every other layer's spec object, a patched table every other
+        layer's status), then identity and equality within it."""
+        start, stop, _ = changed_span(old, new)
+        return [i for i in range(start, stop) if old[i] is not new[i] and old[i] != new[i]]
 
     # -- structure
     def index(self, row, column, parent=ROOT):
@@ -159,6 +218,10 @@ class LayerStackModel(QAbstractItemModel):
         spec = self._layers[i]
         return spec.name or f"{spec.kind}{i}"  # the name build_table gives an unnamed layer
 
+    def layer_key(self, layer: int) -> str:
+        """The name a layer row shows (what the view keeps its expanded and selected rows by)."""
+        return self._layer_name(layer)
+
     def layer_of(self, index: QModelIndex) -> int:
         """Top-level layer index of a row (a child maps to its block), -1 for none."""
         if not index.isValid():
@@ -179,8 +242,26 @@ class LayerStackModel(QAbstractItemModel):
         if not index.isValid():
             return None
         if index.internalId() == ROOT_ID:
-            return self._layer_data(index.row(), index.column(), role)
+            row, col = index.row(), index.column()
+            cell = self._cells.get(row * 8 + col)
+            return (self._cell(row, col) if cell is None else cell).get(role)
         return self._operator_data(index.internalId() - 1, index.row(), index.column(), role)
+
+    def shown_cell(self, row: int, col: int) -> dict[int, object] | None:
+        """Layer ``row``'s cell ``col`` as kept (a new object once it changes), None when not kept."""
+        return self._cells.get(row * 8 + col)
+
+    def _cell(self, i: int, col: int) -> dict[int, object]:
+        """What layer ``i``'s cell ``col`` shows, by role, kept until the row changes."""
+        if len(self._cells) >= MAX_CELLS:
+            self._cells.clear()
+        cell = {}
+        for role in ROLES:
+            value = self._layer_data(i, col, role)
+            if value is not None:
+                cell[role] = value
+        self._cells[i * 8 + col] = cell
+        return cell
 
     def _layer_data(self, i: int, col: int, role):
         spec = self._layers[i]

@@ -4,9 +4,9 @@ workspace's focused layer both ways, so every panel highlights the same layer.""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QItemSelection, QItemSelectionModel, QModelIndex, Qt
+from PySide6.QtCore import QEvent, QItemSelection, QItemSelectionModel, QModelIndex, Qt
 from PySide6.QtGui import QPainter
-from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTreeView
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QStyledItemDelegate, QTreeView
 
 from explorer.core.session.commands import AddLayers, RemoveLayers
 from explorer.core.session.workspace import Workspace
@@ -25,6 +25,36 @@ from .layer_model import (
     LayerStackModel,
 )
 
+
+class CellSizes(QStyledItemDelegate):
+    """The standard delegate, keeping each layer cell's size hint while the cell shows the same values (the
+    model's kept cell: ``LayerStackModel.shown_cell``): Qt measures every visible row of the columns sized to their
+    contents when one of their cells changes, each cell a size hint of eight ``data`` calls. Forgotten when the
+    view's font or style changes."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self._sizes: dict[int, tuple[object, object]] = {}
+
+    def clear(self) -> None:
+        self._sizes.clear()
+
+    def sizeHint(self, option, index):
+        model = index.model()
+        shown = getattr(model, "shown_cell", None)
+        if shown is None or index.internalId() != 0:  # an operator row of a block: not kept
+            return super().sizeHint(option, index)
+        key = index.row() * 8 + index.column()
+        hit = self._sizes.get(key)
+        if hit is not None and hit[0] is shown(index.row(), index.column()):
+            return hit[1]
+        size = super().sizeHint(option, index)
+        if len(self._sizes) > 4096:
+            self._sizes.clear()
+        self._sizes[key] = (shown(index.row(), index.column()), size)
+        return size
+
+
 EMPTY_HINT = ("Drag layer kinds here from the palette,\nor start from a template: File \u25b8 New from Template.")
 
 
@@ -34,6 +64,8 @@ class LayerStackView(QTreeView):
         self.ws = workspace
         self.stack_model = LayerStackModel(workspace, self)
         self.setModel(self.stack_model)
+        self.sizes = CellSizes(self)
+        self.setItemDelegate(self.sizes)
         self.setObjectName("LayerStackView")
         self.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
@@ -52,7 +84,7 @@ class LayerStackView(QTreeView):
         # fit columns to the rows on screen: measuring all of them (thousands of cells on a large model, each a
         # call into Python) on every edit took tens of milliseconds
         header.setResizeContentsPrecision(0)
-        fit = QHeaderView.ResizeMode.ResizeToContents
+        fit = QHeaderView.ResizeMode.ResizeToContents  # the model's FIT_COLUMNS (it tells which cells change size)
         for col, mode in ((COL_NAME, QHeaderView.ResizeMode.Interactive), (COL_KIND, fit), (COL_REPEAT, fit),
                           (COL_PARAMS, QHeaderView.ResizeMode.Stretch), (COL_SHAPE, QHeaderView.ResizeMode.Interactive),
                           (COL_MACS, fit), (COL_COUNT, fit)):
@@ -139,7 +171,7 @@ class LayerStackView(QTreeView):
     # -- keep expansion and select what a drop placed across model resets
     def _key(self, index: QModelIndex) -> str:
         layer = self.stack_model.layer_of(index)
-        return self.stack_model.data(self.stack_model.index(layer, 0)) if layer >= 0 else ""
+        return self.stack_model.layer_key(layer) if layer >= 0 else ""
 
     def _remember(self) -> None:
         self._pending_selection = tuple(self._key(self.stack_model.index(i, 0)) for i in self.selected_layers())
@@ -171,6 +203,11 @@ class LayerStackView(QTreeView):
         if event.key() in (Qt.Key.Key_Delete, Qt.Key.Key_Backspace) and not editing and self.delete_selected():
             return
         super().keyPressEvent(event)
+
+    def changeEvent(self, event):
+        if event.type() in (QEvent.Type.FontChange, QEvent.Type.StyleChange):
+            self.sizes.clear()
+        super().changeEvent(event)
 
     def paintEvent(self, event):
         super().paintEvent(event)
