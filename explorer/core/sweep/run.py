@@ -292,11 +292,11 @@ def sweep(model: Model, devices: Sequence[Device], grid: Grid,
         "cost_source": SOURCES[np.where(np.isfinite(cost), np.stack(source).reshape(-1), 0)],
         "time_source": TIME_SOURCES[np.stack(timed).reshape(-1)],
         "energy_per_token_j": np.stack(energy).reshape(-1),
-        "memory_bytes": np.stack(memory).reshape(-1).astype(float),
+        "memory_bytes": np.stack(memory).reshape(-1).astype(float, copy=False),
         "fits": np.stack(fits).reshape(-1),
     }
     with np.errstate(invalid="ignore", divide="ignore"):
-        cols["throughput_per_device_tok_s"] = per_point(tokens[None, :, :]) / cols["latency_s"]
+        cols["throughput_per_device_tok_s"] = np.divide(tokens[None, :, :], cols["latency_s"].reshape(shape)).reshape(-1)
     cols["pareto"] = np.zeros(len(cols["device"]), dtype=bool)
     return with_front(SweepResult(model_name=model.name, columns=cols, passes=n_prec * len(pieces),
                                   notes=tuple(f"{why}: {', '.join(ids)}" for why, ids in notes.items())),
