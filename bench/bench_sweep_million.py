@@ -9,6 +9,8 @@ is the step's own:
 * api: ``sweep()`` from the model and the devices loaded (work tables built: the first sweep of a model)
 * roofline: max(FLOP / peak, bytes / bandwidth) per (row, device) cell summed per context, over the same stacked
   tables (built before timing), no levels, mapping, energy, cost or front: a lower bound on the work
+* roofline_distinct (``--distinct``): the same over the stack's distinct rows only (sweep/distinct.py: the sweep
+  passes each distinct row once), gathered back and summed per context: the lower bound of the work the sweep does
 * cli: ``hwexplorer sweep ... --out F.csv`` and ``--out F.parquet``, a new process to exit
 """
 
@@ -68,6 +70,16 @@ else:
         np.add.reduceat(count[:, None] * tt, starts, axis=0)
     out["s"] = time.perf_counter() - t
     out["cells"] = int(len(flops) * len(devices) * len(arrays))
+    if {what!r} == "roofline_distinct":  # the same roofline over the distinct rows only, gathered per context
+        from explorer.core.sweep.distinct import distinct_rows
+        keep, where = distinct_rows(stacked)
+        f_u, e_u, c_u = flops[keep], elems[keep], count[keep]
+        t = time.perf_counter()
+        for dev in arrays:
+            tt = np.maximum(f_u[:, None] / dev.peak[None, :], (e_u * dev.bytes_per_element)[:, None] / dev.bandwidth[None, :])
+            np.add.reduceat((c_u[:, None] * tt)[where], starts, axis=0)
+        out["s"] = time.perf_counter() - t
+        out["cells"] = int(len(keep) * len(devices) * len(arrays))
 out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 out["before_mb"] = base / 1024
 print(json.dumps(out))
@@ -111,6 +123,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--skip-cli", action="store_true")
+    ap.add_argument("--distinct", action="store_true",
+                    help="also the roofline over the distinct rows only (as the sweep passes them), gathered per "
+                         "context: the lower bound of the work the sweep does")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
     from explorer.store.engine import open_catalog
@@ -119,7 +134,7 @@ def main() -> None:
         db = f"sqlite:///{Path(tmp) / 'catalog.db'}"
         with open_catalog(db) as repo:
             repo.devices()
-        for what in ("api", "roofline"):
+        for what in ("api", "roofline") + (("roofline_distinct",) if args.distinct else ()):
             runs = [child(what, db) for _ in range(args.runs)]
             best = min(runs, key=lambda r: r["s"])
             print(f"{what}: " + ", ".join(f"{r['s']:.2f} s" for r in runs) + f"; peak RSS {best['peak_rss_mb']:.0f} MB "

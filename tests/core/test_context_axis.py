@@ -4,13 +4,15 @@ kernels and both LM heads; and it builds a handful of tables, not one per contex
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 import numpy as np
 import pytest
 
 from explorer.core.workload.context_axis import ContextError, stack_contexts, stack_tables
 from explorer.core.workload.layers import Context
 from explorer.core.workload.llm_templates import MLA, BlockGroup, MoE, decoder_model
-from explorer.core.workload.model import NUMERIC, LayerSpec, Model, build_table
+from explorer.core.workload.model import NUMERIC, LayerSpec, LayerTable, Model, build_table
 
 build = build_table.__wrapped__  # uncached: every reference table is built here, not reused
 
@@ -88,3 +90,112 @@ def test_a_context_the_model_does_not_take_is_named():
     contexts = [Context(batch=1, seq_len=s, phase="decode") for s in (8, 16, 32, 64, 128, 256)]
     with pytest.raises(ContextError, match=r"batch 1, seq_len 8, decode: layer 0"):
         stack_contexts(model, contexts, build)
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_a_grid_of_batches_and_lengths_equals_the_loop_of_single_tables(seed):
+    """The batch interpolated too: a grid of batches x lengths per phase (the embedding's rows read saturating
+    inside it: b x s x tables = rows crosses the grid; windows cut it), in a shuffled order with repeats."""
+    rng = np.random.default_rng(1000 + seed)
+    model = random_model(rng)
+    attention = str(rng.choice(["naive", "fused"]))
+    lm_head = str(rng.choice(["last", "all"]))
+    batches = np.unique(rng.integers(1, 80, size=int(rng.integers(3, 9))))
+    seqs = np.unique(rng.integers(1, 1200, size=int(rng.integers(5, 25))))
+    contexts = [Context(batch=int(b), seq_len=int(s), phase=phase, attention=attention, lm_head=lm_head)
+                for phase in ("prefill", "decode") for b in batches for s in seqs]
+    if seed % 3 == 0:  # any order, a context twice
+        contexts = [contexts[i] for i in rng.permutation(len(contexts))] + contexts[:3]
+    assert_equal_to_loop(model, contexts)
+
+
+def test_the_sweep_grid_builds_a_few_dozen_tables():
+    """Llama-2-7B's 10^6-point sweep grid (bench_sweep_million.py: 64 batches x 60 lengths x 2 phases = 7,680
+    contexts): decode one region of (b, s) (2 x 2 nodes + probes), prefill two (the embedding's 32,000 rows read
+    below or at b x s = 32,000, and above: 2 x 3 nodes + probes each), against 792 tables with the length axis
+    alone; every entry equal to the single table's (checked here on one context in 16, and on every one by
+    the random grids above)."""
+    from explorer.core.workload.templates import get_template
+
+    model = get_template("llama2-7b").build()
+    contexts = [Context(batch=b, seq_len=s, phase=phase) for phase in ("prefill", "decode") for b in range(1, 65)
+                for s in range(128, 128 + 64 * 60, 64)]
+    st = stack_contexts(model, contexts, build)
+    assert st.builds <= 32
+    rows = st.sizes[0]
+    for k in range(0, len(contexts), 16):
+        t = build(model, contexts[k])
+        sl = slice(st.starts[k], st.starts[k] + rows)
+        assert st.table.names[sl] == t.names
+        assert np.array_equal(st.table.gemm[sl], t.gemm) and np.array_equal(st.table.gemm_count[sl], t.gemm_count)
+        for c in NUMERIC:
+            np.testing.assert_allclose(st.table.columns[c][sl], t.columns[c], rtol=1e-12, atol=0, err_msg=c)
+
+
+def test_a_mixture_of_experts_decode_interpolates_along_the_length_only():
+    """Its expected experts touched grow as 1 - (1 - p)^b: not affine in the batch, so each batch is a run of
+    lengths of its own (2 nodes + 1 probe each), still equal to the single tables."""
+    model = decoder_model("moe", vocab=1000, hidden=128, layers=2, heads=4, ffn_hidden=64,
+                          moe=MoE(experts=8, top_k=2, ffn_hidden=64), tokens=1024)
+    contexts = [Context(batch=b, seq_len=s, phase="decode") for b in (1, 2, 3, 5, 8) for s in range(64, 1024, 32)]
+    st = stack_contexts(model, contexts, build)
+    assert st.builds == 5 * 3
+    assert_equal_to_loop(model, contexts)
+
+
+def test_a_failing_context_in_the_plane_is_the_first_in_order():
+    """Lengths above 600 fail (a build that reports a layer error there); the error names the first such context
+    in the contexts' order, whichever the interpolation over (batch, length) met first."""
+    model = decoder_model("dense", vocab=1000, hidden=128, layers=2, heads=4, ffn_hidden=256, tokens=1024)
+
+    class Failing(LayerTable):
+        errors = property(lambda self: [(1, "too long")])
+
+    def failing(m, c):
+        t = build(m, c)
+        return Failing(**{f.name: getattr(t, f.name) for f in fields(t) if f.init}) if c.seq_len > 600 else t
+
+    contexts = [Context(batch=b, seq_len=s, phase="prefill") for b in (7, 3, 5, 1, 9, 2)
+                for s in range(100, 900, 50)]
+    with pytest.raises(ContextError, match=r"^batch 7, seq_len 650, prefill: layer 1: too long$"):
+        stack_contexts(model, contexts, failing)
+    ok = [c for c in contexts if c.seq_len <= 600]
+    assert_equal_to_loop(model, ok)
+
+
+@pytest.mark.parametrize("lengths", [(700,), (300, 900), (100, 400, 1000)])
+def test_a_batch_axis_at_a_few_lengths_interpolates_the_batch(lengths):
+    """Many batches at one to three lengths: every length a node, the batch interpolated (2 batches x the lengths
+    + probes per region), equal to the single tables."""
+    model = decoder_model("gqa", vocab=50_000, hidden=256, layers=3, heads=8, kv_heads=2, ffn_hidden=512,
+                          tokens=1024)
+    contexts = [Context(batch=b, seq_len=s, phase=phase) for phase in ("prefill", "decode") for b in range(1, 41)
+                for s in lengths]
+    st = stack_contexts(model, contexts, build)
+    assert st.builds <= 2 * (2 * len(lengths) + 3)
+    assert_equal_to_loop(model, contexts)
+
+
+def test_a_breakpoint_the_plane_does_not_know_is_found_by_its_probes():
+    """A build whose work changes formula at batch 6 (here: twice the MACs from there on, a regime no breakpoint
+    names): the probes of the (batch, length) region miss their interpolated values, the batches are split until
+    each half is one formula, and the stacked table still equals the loop of those tables."""
+    model = decoder_model("dense", vocab=50_000, hidden=128, layers=2, heads=4, ffn_hidden=256, tokens=2048)
+
+    def stepped(m, c):
+        t = build(m, c)
+        if c.batch < 6:
+            return t
+        columns = dict(t.columns)
+        columns["macs"] = 2 * t.columns["macs"]
+        return LayerTable(**{f.name: getattr(t, f.name) for f in fields(t) if f.init and f.name != "columns"},
+                          columns=columns)
+
+    contexts = [Context(batch=b, seq_len=s, phase=phase) for phase in ("prefill", "decode") for b in range(1, 13)
+                for s in range(100, 1100, 50)]
+    st = stack_contexts(model, contexts, stepped)
+    ref = stack_tables([stepped(model, c) for c in contexts])
+    assert st.builds < len(contexts) // 4
+    assert np.array_equal(st.table.gemm, ref.gemm)
+    for c in NUMERIC:
+        np.testing.assert_allclose(st.table.columns[c], ref.columns[c], rtol=1e-12, atol=0, err_msg=c)

@@ -156,6 +156,30 @@ def test_pareto_of_many_correlated_points_equals_brute_force(seed, n):
     np.testing.assert_array_equal(pareto_mask(values, MIN), _brute_force(values, MIN))
 
 
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(*[st.one_of(st.integers(0, 4).map(float), st.just(math.nan))] * 4), min_size=1,
+                max_size=40), st.integers(1, 12), st.integers(0, 2**32 - 1))
+def test_points_dominated_by_a_neighbour_leave_the_same_front(rows, offset, seed):
+    """dominated_by_offset flags only points their neighbour (``offset`` away, both candidates) dominates, so the
+    front of the candidates left equals the front of every candidate (NaN and ties included)."""
+    from explorer.core.sweep.pareto import dominated_by_offset
+
+    values = np.array(rows, dtype=float)
+    candidate = np.random.default_rng(seed).random(len(values)) < 0.8
+    flagged = dominated_by_offset(values, MIN, candidate, offset)
+    assert not (flagged & ~candidate).any()
+    costs = np.where(np.isnan(np.where(MIN, values, -values)), np.inf, np.where(MIN, values, -values))
+    for i in np.flatnonzero(flagged):
+        assert any(0 <= j < len(values) and candidate[j] and np.all(costs[j] <= costs[i]) and np.any(costs[j] < costs[i])
+                   for j in (i - offset, i + offset))
+    front = np.zeros(len(values), dtype=bool)
+    left = np.flatnonzero(candidate & ~flagged)
+    front[left] = pareto_mask(values[left], MIN)
+    want = np.zeros(len(values), dtype=bool)
+    want[candidate] = _brute_force(values[candidate], MIN)
+    np.testing.assert_array_equal(front, want)
+
+
 def test_sweep_front_only_fitting_points_and_non_dominated(devices):
     res = sweep(get_template("llama2-7b").build(), devices,
                 Grid(batches=(1, 8, 64, 256), seq_lens=(512, 8192, 32768), precisions=("fp16", "fp8")))
@@ -257,18 +281,27 @@ def test_fused_attention_points_equal_the_single_analysis(devices):
     assert not np.allclose(naive.columns["latency_s"], c["latency_s"])  # the setting reaches the pass
 
 
-def test_blocks_of_contexts_give_the_same_points(devices, monkeypatch):
-    """A grid too big for one pass is split into blocks of contexts: the same points, more passes."""
+@pytest.mark.parametrize("distinct", [True, False])
+def test_blocks_of_contexts_give_the_same_points(devices, monkeypatch, distinct):
+    """A grid too big for one pass is split into blocks: of distinct rows (each passed once, its results gathered
+    for every context: sweep/distinct.py), or of contexts (where the distinct rows' results would not stay small,
+    DISTINCT_CELLS): the very same floats, more passes."""
     from explorer.core.sweep import run as run_mod
+    from explorer.core.sweep.distinct import distinct_rows
+    from explorer.core.workload.context_axis import stack_contexts
 
     model = get_template("gpt2").build()
     grid = Grid(batches=(1, 2, 8), seq_lens=(128, 512), phases=("prefill", "decode"), precisions=("fp16", "fp8"))
-    whole = sweep(model, devices, grid)
-    monkeypatch.setattr(run_mod, "MAX_CELLS", 1)  # every context its own pass
+    if not distinct:
+        monkeypatch.setattr(run_mod, "DISTINCT_CELLS", 0)
+    whole = run_mod.sweep(model, devices, grid)
+    monkeypatch.setattr(run_mod, "MAX_CELLS", 1)  # every distinct row, or every context, its own pass
     split = run_mod.sweep(model, devices, grid)
-    assert whole.passes == 2 and split.passes == 2 * 12
+    rows = len(distinct_rows(stack_contexts(model, run_mod.contexts_of(model, grid)).table)[0])
+    assert rows < 12 * 15  # gpt2's 12 contexts of 15 rows: a decode step's projections repeat at both lengths
+    assert whole.passes == 2 and split.passes == 2 * (rows if distinct else 12)
     for name in ("latency_s", "energy_per_token_j", "memory_bytes", "cost_per_million_tokens_usd"):
-        np.testing.assert_allclose(split.columns[name], whole.columns[name], rtol=1e-12, equal_nan=True)
+        np.testing.assert_array_equal(split.columns[name], whole.columns[name])
     np.testing.assert_array_equal(split.columns["pareto"], whole.columns["pareto"])
 
 

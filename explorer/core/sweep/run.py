@@ -2,12 +2,13 @@
 
 What changes the work table is the context (batch, sequence length, phase); the precision changes only the
 bytes and the peak, i.e. the device arrays. So the sweep stacks every context's rows into one table (the context
-becomes a block of rows; :func:`explorer.core.workload.context_axis.stack_contexts` builds a few tables per batch
-and phase and the sequence lengths as arrays, equal to one table per context), and runs
-the single-device pass once per precision over that stacked table and every device (its time and energy only,
-:func:`explorer.core.analysis.evaluate.time_energy`: the floats ``evaluate`` makes, in buffers reused from pass to
-pass); the per-context totals are segment sums of the per-row results (``count x time``,
-``count x energy``), exactly what ``evaluate`` sums for one context.
+becomes a block of rows; :func:`explorer.core.workload.context_axis.stack_contexts` builds a few tables and
+interpolates the other contexts over batch and length, equal to one table per context), finds the stack's distinct
+rows (:mod:`.distinct`: a row's time and energy depend on that row alone, and a grid repeats most of its rows), and
+runs the single-device pass once per precision over those rows and every device (its time and energy only, the
+floats ``evaluate`` makes, in buffers reused from pass to pass, with each block's plans sliced from the whole
+table's: :mod:`.plans`); the per-context totals are segment sums of the per-row results (``count x time``,
+``count x energy``) gathered back in the stack's row order, exactly what ``evaluate`` sums for one context.
 
 Per point (device, precision, phase, batch, seq_len), SI units:
 
@@ -39,8 +40,10 @@ from explorer.core.analysis.cost import (
     _checked,  # the cost panel's checks of the ownership assumptions
 )
 from explorer.core.analysis.device_arrays import device_arrays
-from explorer.core.analysis.evaluate import MODELS, evaluate, time_energy
+from explorer.core.analysis.evaluate import MODELS, evaluate
 from explorer.core.analysis.kernel import Workspace
+from explorer.core.analysis.kernel import time_energy as kernel_time_energy
+from explorer.core.analysis.plan import device_plan
 from explorer.core.analysis.tensor_bytes import formats_of, resident_bytes  # noqa: F401 (_footprints mirrors it)
 from explorer.core.analysis.time_source import CALIBRATED, PARTLY, SPEC
 from explorer.core.formats import TensorFormats
@@ -49,8 +52,10 @@ from explorer.core.workload.context_axis import ContextError, stack_contexts, st
 from explorer.core.workload.layers import Context
 from explorer.core.workload.model import LayerTable, Model, build_table
 
+from .distinct import distinct_rows, take_rows
 from .grid import Grid
-from .pareto import OBJECTIVES, pareto_mask
+from .pareto import OBJECTIVES, dominated_by_offset, pareto_mask
+from .plans import sliced
 
 #: The columns of a sweep, in file order: (name, unit, meaning). Public: the CSV/Parquet header and --json.
 COLUMNS = (
@@ -79,6 +84,9 @@ DEFAULT_ASSUMPTIONS = CostAssumptions()
 # (row, device) cells per pass: its (level, row, device) buffers (~2 MB each per level) stay in the caches; at 10^6
 # points, passes of 65,536 cells took 1.8-2.3 s against 3.0-3.5 s for passes of 10^6 (4M: 1.3 GB peak; 1M: 0.56 GB)
 MAX_CELLS = 65_536
+#: distinct (row, device) cells whose per-row results a sweep keeps (two float arrays of 8 B per cell); more are
+#: passed per block of contexts instead
+DISTINCT_CELLS = 4_000_000
 SOURCES = np.array(["", "list price", "cloud price"], dtype=object)  # cost_source by code
 
 
@@ -120,6 +128,20 @@ def _rows(table: LayerTable, a: int, b: int) -> LayerTable:
                       attention=table.attention[a:b] if table.attention else ())
 
 
+def _pass(table: LayerTable, piece: LayerTable, a: int, b: int, dev, dp, attention: str, time_model: str,
+          work: Workspace) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Rows a..b (``piece``) of ``table`` on every device: seconds and joules per instance (L, D) of ``time_model``,
+    and under the calibrated one whether each row has a curve (else None). The ideal model's arrays are ``work``'s
+    buffers (:func:`explorer.core.analysis.evaluate.time_energy`'s floats, with the plans sliced from the whole
+    table's: sweep/plans.py): use them before the next pass."""
+    if time_model == "calibrated":  # the whole analysis: its calibrated times and where each row has a curve
+        got = evaluate(piece, dev, ctx=Context(attention=attention))
+        return got.calibrated_time, got.energy, got.calibrated  # fresh arrays of this analysis, not kept
+    tp, rp = sliced(table, piece, a, b, dev, dp, attention)
+    t, e = kernel_time_energy(piece, dev, tp, dp, rp, attention, work)
+    return t, e, None
+
+
 def _footprints(c: Mapping[str, np.ndarray], starts: np.ndarray, fm: TensorFormats) -> np.ndarray:
     """(C,) bytes resident per context of a stacked table: :func:`resident_bytes` (weights + KV cache + the
     largest row's activations) with the sums taken per block of rows."""
@@ -156,27 +178,46 @@ def sweep(model: Model, devices: Sequence[Device], grid: Grid,
     # a grid larger than build_table's cache would cycle through it, missing every time and evicting the tables
     # the app (or the caller) works with: such a grid builds its tables without the cache
     build = build_table if len(contexts) <= (build_table.cache_info().maxsize or 0) // 2 else build_table.__wrapped__
-    try:  # contexts sharing a batch and phase: a few tables and their sequence lengths as arrays (context_axis)
+    try:  # a few single tables, the other contexts interpolated (context_axis)
         stacked_all = stack_contexts(model, contexts, build)
     except ContextError as exc:
         raise ValueError(str(exc)) from None
-    # contexts in blocks of at most MAX_CELLS (row, device) cells per pass, so a huge grid stays in memory
-    sizes = stacked_all.sizes
+    table, sizes, starts_all = stacked_all.table, stacked_all.sizes, stacked_all.starts
+    n_ctx, n_dev = len(contexts), len(devices)
+    # contexts in blocks of at most MAX_CELLS (row, device) cells, so a huge grid stays in memory
     blocks, first, cells = [], 0, 0
     for k, size in enumerate(sizes):
-        if cells and cells + size * len(devices) > MAX_CELLS:
+        if cells and cells + size * n_dev > MAX_CELLS:
             blocks.append((first, k))
             first, cells = k, 0
-        cells += size * len(devices)
-    blocks.append((first, len(contexts)))
-    stacks = [(_rows(stacked_all.table, stacked_all.starts[a], stacked_all.starts[a] + sizes[a:b].sum()),
-               stacked_all.starts[a:b] - stacked_all.starts[a]) for a, b in blocks]
-    n_ctx, n_dev = len(contexts), len(devices)
+        cells += size * n_dev
+    blocks.append((first, n_ctx))
+    ctx_rows = [(int(starts_all[a]), int(starts_all[a] + sizes[a:b].sum()), starts_all[a:b] - starts_all[a])
+                for a, b in blocks]
+    # each distinct row passed once (sweep/distinct.py), its results kept per row and gathered for every context,
+    # where their (row, device) arrays stay small; else each block of contexts passed and summed in turn
+    found = distinct_rows(table)
+    if found is not None and len(found[0]) * n_dev > DISTINCT_CELLS:
+        found = None
+    if found is not None:
+        keep, where = found
+        passed = take_rows(table, keep)
+        step = max(1, MAX_CELLS // n_dev)
+        row_blocks = [(a, min(a + step, len(passed))) for a in range(0, len(passed), step)]
+        # per distinct row: count x seconds and count x joules per instance (a row's count is part of what makes it
+        # distinct: the products are those of every row it stands for), side by side for one gather per block
+        per_row = np.empty((len(passed), 2, n_dev))
+        row_cal = np.zeros((len(passed), n_dev), dtype=bool)
+        row_count = passed.columns["count"][:, None]
+    else:
+        passed, where, row_blocks = table, None, [(a, b) for a, b, _ in ctx_rows]
+    pieces = [(a, b, _rows(passed, a, b)) for a, b in row_blocks]
     default_seq = model.default_seq_len()
     seq = np.array([c.seq_len or default_seq or 1 for c in contexts], dtype=float)
     batch = np.array([c.batch for c in contexts], dtype=float)
     decode = np.array([c.phase == "decode" for c in contexts])
     tokens = np.where(decode | (default_seq is None), batch, batch * seq)[:, None]  # (C, 1) tokens per step
+    count_all = table.columns["count"]
 
     lat, energy, memory, fits, cost, source, timed = [], [], [], [], [], [], []
     notes: dict[str, dict[str, None]] = {}  # reason -> the devices it holds for
@@ -184,20 +225,33 @@ def sweep(model: Model, devices: Sequence[Device], grid: Grid,
     work = Workspace()  # the passes' buffers, reused: each pass's time and energy are summed before the next one
     for precision in grid.precisions:
         dev = device_arrays(devices, precision, formats)
-        t_parts, e_parts, m_parts, s_parts = [], [], [], []
-        for stacked, starts in stacks:
-            count = stacked.columns["count"][:, None]
-            if time_model == "calibrated":  # the whole analysis: its calibrated times and where each row has a curve
-                a = evaluate(stacked, dev, ctx=Context(attention=grid.attention))
-                row_t, row_e = a.calibrated_time, a.energy  # fresh arrays of this analysis, not kept
-                s_parts.append(_time_sources(a.calibrated, count > 0, starts))
-            else:
-                row_t, row_e = time_energy(stacked, dev, grid.attention, work)  # evaluate()'s, in work's buffers
-                s_parts.append(np.zeros((len(starts), n_dev), dtype=np.int8))
-            t_parts.append(np.add.reduceat(np.multiply(count, row_t, out=row_t), starts, axis=0))  # (C, D) s per step
-            e_parts.append(np.add.reduceat(np.multiply(count, row_e, out=row_e), starts, axis=0))  # (C, D) J
-            m_parts.append(_footprints(stacked.columns, starts, formats_of(dev)))  # (C,)
-        t_c, e_c, mem = np.concatenate(t_parts), np.concatenate(e_parts), np.concatenate(m_parts)
+        dp = device_plan(dev)
+        t_parts, e_parts, s_parts = [], [], []
+        if where is not None:  # every distinct row's time and energy, then each block of contexts gathers its own
+            for a, b, piece in pieces:
+                t, e, cal = _pass(passed, piece, a, b, dev, dp, grid.attention, time_model, work)
+                np.multiply(row_count[a:b], t, out=per_row[a:b, 0])
+                np.multiply(row_count[a:b], e, out=per_row[a:b, 1])
+                if cal is not None:
+                    row_cal[a:b] = cal
+            for ra, rb, starts in ctx_rows:
+                idx = where[ra:rb]
+                got = np.take(per_row, idx, axis=0, out=work.take("gathered", (rb - ra, 2, n_dev)), mode="clip")
+                sums = np.add.reduceat(got, starts, axis=0)  # (C, 2, D): s and J per step
+                t_parts.append(sums[:, 0])
+                e_parts.append(sums[:, 1])
+                s_parts.append(_time_sources(row_cal[idx], count_all[ra:rb, None] > 0, starts)
+                               if time_model == "calibrated" else np.zeros((len(starts), n_dev), dtype=np.int8))
+        else:  # each block of contexts passed and summed
+            for (a, b, piece), (_, _, starts) in zip(pieces, ctx_rows):
+                count = count_all[a:b, None]
+                t, e, cal = _pass(passed, piece, a, b, dev, dp, grid.attention, time_model, work)
+                t_parts.append(np.add.reduceat(np.multiply(count, t, out=t), starts, axis=0))  # (C, D) s per step
+                e_parts.append(np.add.reduceat(np.multiply(count, e, out=e), starts, axis=0))  # (C, D) J
+                s_parts.append(_time_sources(cal, count > 0, starts) if cal is not None
+                               else np.zeros((len(starts), n_dev), dtype=np.int8))
+        t_c, e_c = np.concatenate(t_parts), np.concatenate(e_parts)
+        mem = _footprints(table.columns, starts_all, formats_of(dev))  # (C,)
         timed.append(np.concatenate(s_parts))
         with np.errstate(invalid="ignore", divide="ignore"):
             thr = tokens / t_c
@@ -238,14 +292,15 @@ def sweep(model: Model, devices: Sequence[Device], grid: Grid,
         "cost_source": SOURCES[np.where(np.isfinite(cost), np.stack(source).reshape(-1), 0)],
         "time_source": TIME_SOURCES[np.stack(timed).reshape(-1)],
         "energy_per_token_j": np.stack(energy).reshape(-1),
-        "memory_bytes": np.stack(memory).reshape(-1).astype(float),
+        "memory_bytes": np.stack(memory).reshape(-1).astype(float, copy=False),
         "fits": np.stack(fits).reshape(-1),
     }
     with np.errstate(invalid="ignore", divide="ignore"):
-        cols["throughput_per_device_tok_s"] = per_point(tokens[None, :, :]) / cols["latency_s"]
+        cols["throughput_per_device_tok_s"] = np.divide(tokens[None, :, :], cols["latency_s"].reshape(shape)).reshape(-1)
     cols["pareto"] = np.zeros(len(cols["device"]), dtype=bool)
-    return with_front(SweepResult(model_name=model.name, columns=cols, passes=n_prec * len(stacks),
-                                  notes=tuple(f"{why}: {', '.join(ids)}" for why, ids in notes.items())))
+    return with_front(SweepResult(model_name=model.name, columns=cols, passes=n_prec * len(pieces),
+                                  notes=tuple(f"{why}: {', '.join(ids)}" for why, ids in notes.items())),
+                      stride=n_dev)
 
 
 def _time_sources(calibrated: np.ndarray, used: np.ndarray, starts: np.ndarray) -> np.ndarray:
@@ -256,11 +311,17 @@ def _time_sources(calibrated: np.ndarray, used: np.ndarray, starts: np.ndarray) 
     return np.where(n_cal == 0, 0, np.where(n_cal == n_used, 2, 1)).astype(np.int8)
 
 
-def with_front(result: SweepResult) -> SweepResult:
-    """``result`` with its ``pareto`` column computed over the points that fit (columns made read-only)."""
+def with_front(result: SweepResult, stride: int = 0) -> SweepResult:
+    """``result`` with its ``pareto`` column computed over the points that fit (columns made read-only). ``stride``:
+    the point that many positions away is a near neighbour (a sweep's: the same device at the next context), checked
+    first (:func:`.pareto.dominated_by_offset`: the same front, from fewer candidates)."""
     cols = dict(result.columns)
     pareto = np.zeros(len(cols["device"]), dtype=bool)
-    candidates = np.flatnonzero(np.asarray(cols["fits"], dtype=bool))
+    fits = np.asarray(cols["fits"], dtype=bool)
+    if stride:
+        fits = fits & ~dominated_by_offset([cols[name] for name, _ in OBJECTIVES],
+                                           tuple(m for _, m in OBJECTIVES), fits, stride)
+    candidates = np.flatnonzero(fits)
     if len(candidates):  # the objectives of the fitting points only, one column at a time
         objectives = np.empty((len(candidates), len(OBJECTIVES)))
         for j, (name, _) in enumerate(OBJECTIVES):

@@ -1,31 +1,16 @@
 """Many contexts in one table: the work of every context (batch, sequence length, phase) stacked, built from a few
-tables per (batch, phase) instead of one per context (issue 22, "many contexts in one pass").
+single tables instead of one per context (issue 22, "many contexts in one pass").
 
-Within one (batch, phase, attention, LM head) group the contexts differ only in the sequence length ``s``, and every
-number of the work table is a polynomial in ``s`` on each piece between the model's breakpoints (a sliding window
-``W`` clips the keys at ``min(s, W)``):
-
-* decode (one new token against ``s`` cached positions): degree 1. The rows are the same; only the attention rows'
-  keys, K/V reads, cache, score entries (and an absorbed MLA's GEMM width) grow with ``s``;
-* prefill (``s`` tokens): degree 2 (causal attention counts ``s (s + 1) / 2`` query-key pairs, the rest is
-  ``batch x s`` rows of work).
-
-A run of sequence lengths is first cut at the model's breakpoints (:func:`breakpoints`: windows, the embedding's
-rows read saturating at the table's size in prefill); a model whose prefill is not such a polynomial (a mixture
-of experts: the expected experts touched is exponential in the tokens; convolutions) builds one table per context.
-Each piece is built as: the tables at ``degree + 1`` of its lengths (the nodes), the polynomial through them
-evaluated at every other length (Newton's divided differences, vectorized over rows and lengths), and checked
-against a built table at more of its lengths (the probes, a safeguard: two in prefill; one in decode, where every
-number is ``a + b min(s, W)`` summed over windows, concave, so one probe inside a piece finds a breakpoint missed).
-Where a probe differs, a layer reports a shape error or the rows change, the piece is split in two and each half
-done the same way, down to pieces short enough to build outright. Entries whose node values are whole numbers
-(element counts, GEMM dimensions) and whose value is within rounding of one are rounded to it, which makes them
-exact; the rest are within floating-point rounding (``tests/core/test_context_axis.py`` holds the stacked table
-equal to the loop of single tables to 1e-12 on
-random dense, GQA, sliding-window, MoE and MLA models).
+The contexts of one (phase, attention, LM head) are points (batch, length) of a plane; every number of the work table
+is a polynomial in them between the model's breakpoints, so the points are built as a few tables and the rest
+interpolated and checked (:mod:`.context_plane`: Llama-2-7B's 64 batches x 60 lengths x 2 phases from 27 tables, where
+interpolating along the length alone built 792). A model whose prefill is not such a polynomial (a mixture of experts:
+the expected experts touched is exponential in the tokens; convolutions) builds one table per context there; one whose
+numbers are not affine in the batch (experts, LoRA adapters) interpolates along the length per batch.
 
 The stacked table carries what the analysis pass reads: names, kinds, layer indices, GEMM shapes and counts, the
-numeric columns, and (only when attention is ``fused``, the one reader) each attention row's K/V stream.
+numeric columns, and (only when attention is ``fused``, the one reader) each attention row's K/V stream. Consecutive
+interpolated contexts of the same rows are one block of it, their numbers written straight into its columns.
 """
 
 from __future__ import annotations
@@ -36,21 +21,20 @@ from itertools import chain, pairwise
 
 import numpy as np
 
-from explorer.core.workload.layers import REGISTRY, AttentionShape, Context, ParamError
+from explorer.core.workload.context_plane import (  # noqa: F401 (ContextError, PREFILL_POLYNOMIAL, PROBES: public here)
+    _ATT,
+    PREFILL_POLYNOMIAL,
+    PROBES,
+    ContextError,
+    _fail,
+    _Plane,
+    _Run,
+    _same_rows,
+    breakpoints,
+    plane,
+)
+from explorer.core.workload.layers import AttentionShape, Context
 from explorer.core.workload.model import NUMERIC, LayerTable, Model, build_table
-
-PROBES = 2  # built tables each run's polynomial is checked against (decode: 1, module docstring)
-#: Layer kinds whose prefill work is a polynomial of degree <= 2 in the tokens (between the breakpoints below);
-#: others (a mixture of experts' expected experts touched, convolutions, pooling) build one table per context.
-PREFILL_POLYNOMIAL = frozenset({"embedding", "dense", "matmul", "attention", "mla", "transformer_block", "rmsnorm",
-                                "layernorm", "add", "multiply", "gelu", "relu", "relu6", "sigmoid", "silu", "tanh",
-                                "softmax"})
-_ATT = ("streams", "group", "queries", "keys", "width", "dim")  # the K/V stream's numbers that vary with s
-RTOL = 1e-12
-
-
-class ContextError(ValueError):
-    """A context the model does not take (a layer's shape error); the message names the context and the layer."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -63,129 +47,6 @@ class StackedContexts:
     starts: np.ndarray
     sizes: np.ndarray
     builds: int
-
-
-def _group(ctx: Context) -> tuple:
-    """What a run of sequence lengths shares: every field of the context but the length."""
-    return ctx.batch, ctx.phase, ctx.attention, ctx.lm_head
-
-
-def _degree(ctx: Context) -> int:
-    return 1 if ctx.phase == "decode" else 2
-
-
-def breakpoints(model: Model, ctx: Context) -> list[float] | None:
-    """The sequence lengths where the model's work changes formula in ``ctx``'s phase (a run of lengths is split
-    there), or None where it is not a piecewise polynomial in the length: a sliding window ``W`` (keys
-    ``min(s, W)``), and in prefill an embedding's rows read, ``min(batch x s x tables, rows)`` (layers/linear.py).
-    Decode reads the length only through the attention's keys (layers/attention.py, layers/mla.py: the new token
-    is one row of every other layer), so every kind qualifies there."""
-    if ctx.phase not in ("prefill", "decode"):
-        return None
-    out: list[float] = []
-    for i, spec in enumerate(model.layers):
-        if ctx.phase == "prefill" and spec.kind not in PREFILL_POLYNOMIAL:
-            return None
-        try:
-            p = REGISTRY[spec.kind].check(spec.params, spec.name or f"layer {i}")
-        except ParamError:
-            return None  # the single tables report it
-        if ctx.phase == "prefill" and p.get("experts"):
-            return None
-        if p.get("window"):
-            out.append(float(p["window"]))
-        if spec.kind == "embedding" and ctx.phase == "prefill":
-            tables = 1 + (1 if p["position_embeddings"] else 0) + (1 if p["token_types"] else 0)
-            rows = p["num_embeddings"] + p["position_embeddings"] + p["token_types"]
-            out.append(rows / (ctx.batch * tables))
-    return sorted(set(out))
-
-
-def _matrix(t: LayerTable) -> np.ndarray:
-    """(F, L) every number of a table that may vary with s: the numeric columns, GEMM (M, N, K) and count, and
-    each attention row's stream numbers (0 where a row has none)."""
-    att = np.array([[getattr(a, f) for f in _ATT] if a is not None else [0] * len(_ATT) for a in t.attention],
-                   dtype=float).reshape(len(t), len(_ATT))
-    return np.vstack([np.stack([t.columns[c] for c in NUMERIC]), t.gemm.T, t.gemm_count[None, :], att.T])
-
-
-def _same_rows(a: LayerTable, b: LayerTable) -> bool:
-    return (len(a) == len(b) and a.names == b.names and a.kinds == b.kinds
-            and np.array_equal(a.layer_index, b.layer_index)
-            and [x is None for x in a.attention] == [x is None for x in b.attention])
-
-
-def _newton(xs: np.ndarray, ys: np.ndarray, at: np.ndarray) -> np.ndarray:
-    """The polynomial through (xs[i], ys[i]) (ys: (n, F, L)) evaluated at ``at`` (A,): (A, F, L)."""
-    if len(xs) == 2:  # affine: (s - x0) (y1 - y0) / (x1 - x0), exact where the true value is a whole number
-        return ys[0] + ((at - xs[0])[:, None, None] * (ys[1] - ys[0])) / (xs[1] - xs[0])
-    coef = [ys[0]]
-    diff = list(ys)
-    for k in range(1, len(xs)):
-        diff = [(diff[i + 1] - diff[i]) / (xs[i + k] - xs[i]) for i in range(len(diff) - 1)]
-        coef.append(diff[0])
-    out = np.broadcast_to(coef[-1], (len(at),) + ys.shape[1:]).copy()
-    for k in range(len(xs) - 2, -1, -1):
-        out = out * (at - xs[k])[:, None, None] + coef[k]
-    return out
-
-
-class _Run:
-    """The tables of one group (batch, phase, ...) at its sorted sequence lengths, built or interpolated."""
-
-    def __init__(self, model: Model, base: Context, seqs: Sequence[int], build: Callable):
-        self.model, self.base, self.seqs, self.build = model, base, list(seqs), build
-        self.built: dict[int, LayerTable] = {}
-
-    def table(self, s: int) -> LayerTable:
-        t = self.built.get(s)
-        if t is None:
-            t = self.built[s] = self.build(self.model, replace(self.base, seq_len=s))
-        return t
-
-    def _fail(self, s: int, t: LayerTable) -> None:
-        if t.errors:
-            i, msg = t.errors[0]
-            raise ContextError(f"batch {self.base.batch}, seq_len {s}, {self.base.phase}: layer {i}: {msg}")
-        if not len(t):
-            raise ContextError(f"model: {self.model.name} has no work to analyze")
-
-    def solve(self, lo: int, hi: int) -> list[tuple[LayerTable, np.ndarray | None]]:
-        """Per length seqs[lo:hi]: (the table of its rows, its (F, L) numbers, or None where built outright)."""
-        seqs = self.seqs[lo:hi]
-        deg = _degree(self.base)
-        n = len(seqs)
-        if n <= deg + 1 + PROBES:
-            out = []
-            for s in seqs:
-                t = self.table(s)
-                self._fail(s, t)
-                out.append((t, None))
-            return out
-        nodes = np.array([0, n - 1] if deg == 1 else [0, n // 2, n - 1])
-        probes = np.array([n // 2] if deg == 1 else [n // 4, 3 * n // 4])
-        picks = np.r_[nodes, probes]
-        tables = {int(i): self.table(seqs[i]) for i in picks}
-        ref = tables[int(nodes[0])]
-        ok = all(not t.errors and len(t) and _same_rows(ref, t) for t in tables.values())
-        if ok:
-            xs = np.array([seqs[i] for i in nodes], dtype=float)
-            ys = np.stack([_matrix(tables[int(i)]) for i in nodes])
-            whole = np.all(ys == np.rint(ys), axis=0)
-            values = _newton(xs, ys, np.array(seqs, dtype=float))
-            r = np.rint(values)  # whole where the nodes are and the value is within rounding of one
-            values = np.where(whole & (np.abs(values - r) <= 1e-9 * np.maximum(1.0, np.abs(r))), r, values)
-            for i in probes:
-                want = _matrix(tables[int(i)])
-                if not np.all(np.abs(values[i] - want) <= RTOL * np.abs(want)):
-                    ok = False
-                    break
-        if not ok:
-            mid = lo + n // 2
-            return self.solve(lo, mid) + self.solve(mid, hi)
-        for i in nodes:  # the nodes exactly as built
-            values[i] = _matrix(tables[int(i)])
-        return [(ref, values[k]) for k in range(n)]
 
 
 def _from_numbers(ref: LayerTable, blocks: np.ndarray, fused: bool) -> LayerTable:
@@ -222,64 +83,151 @@ def stack_tables(tables: Sequence[LayerTable]) -> LayerTable:
     )
 
 
+class _Solved:
+    """The points of one (phase, attention, LM head): per point the table of its rows, and its (F, L) numbers where
+    interpolated (in blocks of points as solved; :meth:`finish` puts every block of the same rows in one array)."""
+
+    def __init__(self, n: int, fused: bool):
+        self.refs: list = [None] * n
+        self.blocks: list[tuple[np.ndarray, LayerTable, np.ndarray]] = []
+        self.fused = fused
+
+    def put(self, at: np.ndarray, solved: list) -> None:
+        """``solved`` as :meth:`_Run.solve` returns it, for the points ``at``."""
+        i = 0
+        while i < len(solved):
+            ref, numbers = solved[i]
+            e = i + 1
+            if numbers is None:
+                self.refs[int(at[i])] = ref
+            else:
+                while e < len(solved) and solved[e][1] is not None and solved[e][0] is ref:
+                    e += 1
+                self.blocks.append((at[i:e], ref, np.stack([x[1] for x in solved[i:e]])))
+            i = e
+
+    def put_block(self, at: np.ndarray, ref: LayerTable, values: np.ndarray) -> None:
+        self.blocks.append((at, ref, values))
+
+    def finish(self) -> tuple[list, np.ndarray, np.ndarray | None]:
+        """(refs, has, values): per point its rows' table (one table for every interpolated point of the same rows);
+        whether it is interpolated; the numbers (P, F, L) of those that are."""
+        has = np.zeros(len(self.refs), dtype=bool)
+        values, canon = None, None
+        for at, ref, v in self.blocks:
+            if canon is None:
+                canon, values = ref, np.empty((len(self.refs),) + v.shape[1:])
+            if ref is canon or _same_rows(ref, canon):
+                values[at] = v
+                has[at] = True
+                for k in at.tolist():
+                    self.refs[k] = canon
+            else:  # other rows than the group's first (rare): a table per point
+                for k, x in zip(at.tolist(), v):
+                    self.refs[k] = _from_numbers(ref, x[None], self.fused)
+        return self.refs, has, values
+
+
 def stack_contexts(model: Model, contexts: Sequence[Context], build: Callable = build_table) -> StackedContexts:
     """Every context's work rows, in ``contexts`` order, as one table. Raises :class:`ContextError` naming the
     first context the model does not take. ``build``: how a single table is built (``build_table``, cached, or
     its uncached ``build_table.__wrapped__`` for grids larger than the cache)."""
-    counter = {"n": 0}
+    contexts = list(contexts)
+    built: dict[Context, LayerTable] = {}
 
     def counted(m, c):
-        counter["n"] += 1
-        return build(m, c)
+        t = built.get(c)
+        if t is None:
+            t = built[c] = build(m, c)
+        return t
 
+    # per context: its group (-1: a context built on its own) and its point there; a group: the contexts of one
+    # (phase, attention, LM head), its points (batch, length)
+    n = len(contexts)
+    gid, pid = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    group_of: dict[tuple, int] = {}
+    firsts: list[Context] = []
+    points: list[dict] = []
+    for k, c in enumerate(contexts):
+        if c.seq_len is None or c.phase not in ("prefill", "decode"):
+            gid[k], pid[k] = -1, k
+            continue
+        g = group_of.setdefault((c.phase, c.attention, c.lm_head), len(firsts))
+        if g == len(firsts):
+            firsts.append(c)
+            points.append({})
+        index = points[g]
+        gid[k], pid[k] = g, index.setdefault((c.batch, c.seq_len), len(index))
+    solved: list = []
+    single: dict[int, LayerTable] = {}
+    try:
+        for k in np.flatnonzero(gid < 0).tolist():
+            single[k] = counted(model, contexts[k])
+            _fail(model, contexts[k], single[k])
+        for first, index in zip(firsts, points):
+            pts = np.array(list(index), dtype=np.int64).reshape(-1, 2)
+            solved.append(_solve_group(model, replace(first, batch=1, seq_len=None), pts, counted))
+    except ContextError as exc:  # name the first context in order that fails (the solve found one of them)
+        first = contexts.index(exc.context) if exc.context in contexts else n
+        for c in contexts[:first]:
+            _fail(model, c, counted(model, c))
+        raise
+    # runs of consecutive contexts interpolated in one group with one table's rows become one block each
+    rid = np.full(n, -1, dtype=np.int64)  # per context: its rows' table among its group's, -1 where built
+    size = np.empty(n, dtype=int)
+    for g, (refs, has, _) in enumerate(solved):
+        ids: dict[int, int] = {}
+        rids = np.array([ids.setdefault(id(r), len(ids)) if h else -1 for r, h in zip(refs, has.tolist())])
+        at = np.flatnonzero(gid == g)
+        rid[at] = rids[pid[at]]
+        size[at] = np.array([len(r) for r in refs])[pid[at]]
+    for k, t in single.items():
+        size[k] = len(t)
+    cut = np.ones(n, dtype=bool)
+    cut[1:] = (gid[1:] != gid[:-1]) | (rid[1:] != rid[:-1]) | (rid[1:] < 0)
+    bounds = np.r_[np.flatnonzero(cut), n].tolist()
     parts: list[LayerTable] = []
-    sizes: list[int] = []
-    k = 0
-    contexts = list(contexts)
-    while k < len(contexts):
-        base = contexts[k]
-        j = k + 1
-        if base.seq_len is not None and base.phase in ("prefill", "decode"):
-            key = _group(base)
-            while (j < len(contexts) and contexts[j].seq_len is not None and _group(contexts[j]) == key
-                   and contexts[j].seq_len > contexts[j - 1].seq_len):
-                j += 1
-        if j - k == 1:
-            t = counted(model, base)
-            _Run(model, base, [base.seq_len], counted)._fail(base.seq_len, t)
-            parts.append(t)
-            sizes.append(len(t))
-        else:
-            seqs = [c.seq_len for c in contexts[k:j]]
-            run = _Run(model, replace(base, seq_len=None), seqs, counted)
-            cuts = breakpoints(model, base)
-            if cuts is None:  # one table per context
-                solved = [(t, None) for t in (run.table(s) for s in seqs)]
-                for s, (t, _) in zip(seqs, solved):
-                    run._fail(s, t)
-            else:  # runs between breakpoints: s <= x | s > x
-                edges = np.searchsorted(np.array(seqs, dtype=float), cuts, side="right")
-                edges = [0, *sorted({int(e) for e in edges if 0 < e < len(seqs)}), len(seqs)]
-                solved = [x for a, b in pairwise(edges) for x in run.solve(a, b)]
-            i = 0
-            while i < len(solved):  # consecutive interpolated lengths sharing rows become one block
-                ref, numbers = solved[i]
-                if numbers is None:
-                    parts.append(ref)
-                    sizes.append(len(ref))
-                    i += 1
-                    continue
-                e = i
-                while e < len(solved) and solved[e][1] is not None and solved[e][0] is ref:
-                    e += 1
-                parts.append(_from_numbers(ref, np.stack([x[1] for x in solved[i:e]]),
-                                           base.attention == "fused"))
-                sizes += [len(ref)] * (e - i)
-                i = e
-        k = j
+    for k, e in pairwise(bounds):
+        g = int(gid[k])
+        if g < 0:
+            parts.append(single[k])
+            continue
+        refs, _, values = solved[g]
+        ref = refs[int(pid[k])]
+        parts.append(ref if rid[k] < 0 else
+                     _from_numbers(ref, values[pid[k:e]], contexts[k].attention == "fused"))
     table = parts[0] if len(parts) == 1 else stack_tables(parts)
     if table.attention and len(table.attention) != len(table):  # built and interpolated blocks mixed, not fused
         table = replace(table, attention=())
-    size = np.array(sizes, dtype=int)
     return StackedContexts(contexts=tuple(contexts), table=table, sizes=size,
-                           starts=np.concatenate([[0], np.cumsum(size)[:-1]]).astype(int), builds=counter["n"])
+                           starts=np.concatenate([[0], np.cumsum(size)[:-1]]).astype(int), builds=len(built))
+
+
+def _solve_group(model: Model, base: Context, points: np.ndarray, build: Callable):
+    """The points (batch, length) of one (phase, attention, LM head): :meth:`_Solved.finish`'s (refs, has, values)
+    in the points' order."""
+    pl = plane(model, base.phase)
+    order = np.lexsort((points[:, 1], points[:, 0]))  # by batch, then length
+    b, s = points[order, 0], points[order, 1]
+    out = _Solved(len(points), base.attention == "fused")
+    if pl is None:  # not a polynomial in the length: one table per context
+        for k, bb, ss in zip(order.tolist(), b.tolist(), s.tolist()):
+            ctx = replace(base, batch=bb, seq_len=ss)
+            out.refs[k] = build(model, ctx)
+            _fail(model, ctx, out.refs[k])
+    elif pl.batch_affine:  # regions on one side of every breakpoint, each a polynomial in (b, s)
+        sides = pl.signature(b, s)
+        keys, region = np.unique(sides, axis=0, return_inverse=True)
+        region = region.reshape(-1)
+        for r in range(len(keys)):
+            idx = np.flatnonzero(region == r)
+            _Plane(model, base, pl, build).solve(b[idx], s[idx], keys[r], order[idx], out)
+    else:  # one run of lengths per batch, cut at its breakpoints
+        for bb in np.unique(b).tolist():
+            idx = np.flatnonzero(b == bb)
+            seqs = s[idx]
+            run = _Run(model, replace(base, batch=bb), seqs.tolist(), build)
+            edges = np.searchsorted(seqs.astype(float), breakpoints(model, replace(base, batch=bb)), side="right")
+            edges = [0, *sorted({int(e) for e in edges if 0 < e < len(seqs)}), len(seqs)]
+            out.put(order[idx], [x for lo, hi in pairwise(edges) for x in run.solve(lo, hi)])
+    return out.finish()
