@@ -6,7 +6,8 @@ The model is bench_large_model_app.py's (N top-level layers: N/4 x (dense up, GE
 tokens of width 768) on the first 20 shipped devices; each edit renames layer 2 to a name never used and toggles
 its bias (every edit a model not seen before), then ``device_surfaces`` is timed (the worker's call through
 ``device_setups``), with the garbage collector's passes inside it counted. The first build (no earlier model) is
-timed apart.
+timed apart. Printed at the end: the peak resident memory and a digest of every float of the last edit's surfaces
+(equal digests across checkouts: the same surfaces to the bit).
 
     .venv/bin/python bench/bench_serving_surface_edit.py [--layers 2000 10000] [--devices 20] [--edits 10]
     .venv/bin/python bench/bench_serving_surface_edit.py --compare /work/main --rounds 2   # before/after, alternated
@@ -19,7 +20,9 @@ from __future__ import annotations
 
 import argparse
 import gc
+import hashlib
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -70,13 +73,16 @@ def measure(n_layers: int, n_devices: int, edits: int) -> None:
         gcs.append(list(passes))
         assert len(got) == len(devices) and got[0].decode_s.shape == first[0].decode_s.shape
     gc.callbacks.remove(watch)
+    # every float of the last edit's surfaces: equal digests across checkouts = the same surfaces to the bit
+    digest = hashlib.sha256(b"".join(s.decode_s.tobytes() + s.prefill_s.tobytes() for s in got)).hexdigest()[:16]
     ms = sorted(t * 1e3 for t in times)
     p95 = ms[min(len(ms) - 1, round(0.95 * (len(ms) - 1)))]
     all_passes = [p for run in gcs for p in run]
     points = first[0].decode_s.size + first[0].prefill_s.size
     print(f"{n_layers} layers x {len(devices)} devices, {points} grid points: first build {first_s * 1e3:,.0f} ms; "
           f"per edit ({edits}): median {statistics.median(ms):,.1f} ms p95 {p95:,.1f} ms max {ms[-1]:,.1f} ms; "
-          f"collector passes in the edits {len(all_passes)}, longest {max(all_passes, default=0) * 1e3:.1f} ms",
+          f"collector passes in the edits {len(all_passes)}, longest {max(all_passes, default=0) * 1e3:.1f} ms; "
+          f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GiB; surfaces {digest}",
           flush=True)
 
 
