@@ -50,6 +50,7 @@ class GemmShapes:
     dims4: np.ndarray  # (2, 1, U, 1) as TablePlan.dims4
     sizes4: np.ndarray  # (2, 1, U, 1) as TablePlan.sizes4
     bpe4: np.ndarray  # (2, 1, U, 1) as RowPlan.bpe4
+    sizes_bpe4: np.ndarray | None  # (2, 1, U, 1) sizes4 x bpe4 where that product reorders exactly (:func:`_exact_fold`)
     F_g: np.ndarray | None  # (G, 1) the GEMM rows' FLOPs (RowPlan.F); None where F is (L, D): taken per pass
     nbytes_g: np.ndarray  # (1, G, 1) the GEMM rows' bytes (RowPlan.nbytes_g)
     bytes_plain: bool  # every row's bytes finite and >= 0 (what the roofline rows' shortcut needs)
@@ -96,6 +97,22 @@ def _distinct(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return order[new], inv
 
 
+_BIG, _SMALL = 2.0 ** 60, 2.0 ** -900
+
+
+def _exact_fold(dims4: np.ndarray, sizes4: np.ndarray, bpe4: np.ndarray) -> np.ndarray | None:
+    """``sizes4 * bpe4`` where ``(sizes x x) x bpe == x x (sizes x bpe)`` for every re-read count ``x`` of these shapes
+    (``x = max(ceil(dim / tile) - 1, 0)``, an integer <= dim, or inf, or NaN, with tiles >= 1 or infinite): each bytes per
+    element a power of two (multiplying by it is exact) and nothing near overflow or underflow; else None."""
+    with np.errstate(invalid="ignore", over="ignore", under="ignore"):
+        mant = np.frexp(bpe4)[0]
+        sb = sizes4 * bpe4
+        a, d = np.abs(sizes4), np.abs(dims4)
+        ok = (np.all(mant == 0.5) and np.all(bpe4 > 0) and np.all(d < _BIG) and np.all(a < _BIG)
+              and np.all((a == 0) | (a > _SMALL)) and np.all(np.isfinite(sb)))
+    return sb if ok else None
+
+
 def _shapes(tp: TablePlan, rp: RowPlan) -> GemmShapes:
     g = tp.g
     n_gemm = len(g)
@@ -119,12 +136,14 @@ def _shapes(tp: TablePlan, rp: RowPlan) -> GemmShapes:
     m, n, k, gc = (pick(a, 0) for a in (tp.m, tp.n, tp.k, tp.gc))
     F_g = rp.F[g] if rp.F.shape[1] == 1 else None  # a (G, D) copy kept per table would add up in a sweep
     nb = rp.nbytes
+    dims4, sizes4, bpe4 = pick(tp.dims4, 2), pick(tp.sizes4, 2), pick(rp.bpe4, 2)
+    sizes_bpe4 = _exact_fold(dims4, sizes4, bpe4) if n_gemm else None
     out = GemmShapes(
         n_shapes=n_gemm if first is None else len(first), inv=inv, rows=rows, m=m, n=n, k=k, gc=gc,
-        mn=tp.mn if first is None else m * n, dims4=pick(tp.dims4, 2), sizes4=pick(tp.sizes4, 2),
-        bpe4=pick(rp.bpe4, 2), F_g=F_g, nbytes_g=rp.nbytes_g,
+        mn=tp.mn if first is None else m * n, dims4=dims4, sizes4=sizes4, bpe4=bpe4, sizes_bpe4=sizes_bpe4, F_g=F_g, nbytes_g=rp.nbytes_g,
         bytes_plain=bool(rp.nbytes_finite and not np.any(nb < 0)), shapes_finite=tp.shapes_finite, first=first)
     _frozen(rows, m, n, k, gc, out.mn, out.dims4, out.sizes4, out.bpe4, *(() if F_g is None else (F_g,)),
+            *(() if sizes_bpe4 is None else (sizes_bpe4,)),
             *(() if inv is None else (inv,)))
     return out
 
@@ -142,62 +161,178 @@ def gemm_shapes(tp: TablePlan, rp: RowPlan) -> GemmShapes:
     return got
 
 
-def efficiency_table(gs: GemmShapes, tp: TablePlan, dp: DevicePlan) -> np.ndarray:
+def efficiency_table(gs: GemmShapes, tp: TablePlan, dp: DevicePlan, tmp=None) -> np.ndarray:
     """(1 + U, D): 1 (a row without GEMMs), then each shape's tile (x wave x alignment) efficiency on each device's
-    matrix engine (1 where the device has none). Call under ``np.errstate(invalid="ignore", divide="ignore")``."""
+    matrix engine (1 where the device has none); a fresh array, its temporaries in ``tmp`` (a
+    :class:`.kernel.Workspace`) when given. Computed once per distinct engine (:func:`columns`: devices of the same
+    engine and SM count give the same floats) and copied to its devices. Call under
+    ``np.errstate(invalid="ignore", divide="ignore")``."""
     ext = np.ones((1 + gs.n_shapes, dp.n_dev))
     if not gs.n_shapes:
         return ext
-    for group, fn in ((dp.systolic, _systolic), (dp.tensor_core, _tensor_core)):
+    cs = columns(dp)
+    for group, fn, (params, inv) in ((dp.systolic, _systolic, cs.systolic), (dp.tensor_core, _tensor_core,
+                                                                            cs.tensor_core)):
         if group is None:
             continue
-        if group.whole:
-            ext[1:] = fn(gs, tp, group.params)
+        if inv is not None:
+            got = fn(gs, tp, params, tmp, None)
+            if group.whole:
+                np.take(got, inv, axis=1, out=ext[1:], mode="clip")
+            else:
+                ext[1:, group.cols] = np.take(got, inv, axis=1)
+        elif group.whole:
+            fn(gs, tp, params, tmp, ext[1:])
         else:
-            ext[1:, group.cols] = fn(gs, tp, group.params)
+            ext[1:, group.cols] = fn(gs, tp, params, tmp, None)
     return ext
 
 
-def _systolic(gs: GemmShapes, tp: TablePlan, params) -> np.ndarray:
-    """:func:`.tiling.systolic_arrays` (without cycles): folds of the array, rounds over its units."""
+@dataclass(frozen=True, eq=False)
+class Columns:
+    """A device plan's devices by what the GEMM rows' terms read of them: ``(params, inv)`` per engine group, the
+    group's parameters for its distinct engines (compared by their bits) and the distinct engine of each of its devices
+    (None: every device its own, ``params`` the group's); ``tiles4`` (2, V, 1, T) the distinct columns of
+    :attr:`DevicePlan.tiles4` and ``tiles_inv`` (D,) each device's (None: all distinct)."""
+
+    systolic: tuple
+    tensor_core: tuple
+    tiles4: np.ndarray
+    tiles_inv: np.ndarray | None
+
+
+def _distinct_cols(key: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(first, inv)`` of the columns of ``key`` (C, D), or None where fewer than half of them repeat."""
+    if key.shape[1] < 2:
+        return None
+    first, inv = _distinct(np.ascontiguousarray(key.T, dtype=float))
+    if 2 * len(first) > key.shape[1]:
+        return None
+    order = np.argsort(first, kind="stable")  # the distinct columns in the devices' order
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    return first[order], rank[inv]
+
+
+def _group_columns(group, tensor: bool) -> tuple:
+    if group is None:
+        return (None, None)
+    params = group.params
+    if tensor:  # a device is its block tile and its half: columns j and j + D_tc
+        bm, bn, sm, align = params
+        h = len(bm) // 2
+        got = _distinct_cols(np.vstack([bm[:h], bn[:h], sm[:h], bm[h:], bn[h:], sm[h:]]))
+        if got is None:
+            return (params, None)
+        first, inv = got
+        both = np.concatenate([first, first + h])
+        sub = (bm[both], bn[both], sm[both], align)
+    else:
+        got = _distinct_cols(np.vstack([np.asarray(p, dtype=float) for p in params]))
+        if got is None:
+            return (params, None)
+        first, inv = got
+        sub = tuple(p[first] for p in params)
+    _frozen(inv, *(p for p in sub if isinstance(p, np.ndarray)))
+    return (sub, inv)
+
+
+_COLUMNS: weakref.WeakKeyDictionary[DevicePlan, Columns] = weakref.WeakKeyDictionary()
+
+
+def columns(dp: DevicePlan) -> Columns:
+    """The device plan's :class:`Columns`, made on first use and kept while the plan lives."""
+    got = _COLUMNS.get(dp)
+    if got is None:
+        t = dp.tiles4
+        tiles = _distinct_cols(t.reshape(-1, dp.n_dev)) if t.size else None
+        tiles4, tiles_inv = (t, None) if tiles is None else (np.ascontiguousarray(t[..., tiles[0]]), tiles[1])
+        _frozen(tiles4, *(() if tiles_inv is None else (tiles_inv,)))
+        got = Columns(systolic=_group_columns(dp.systolic, False), tensor_core=_group_columns(dp.tensor_core, True),
+                      tiles4=tiles4, tiles_inv=tiles_inv)
+        with _LOCK:
+            got = _COLUMNS.setdefault(dp, got)
+    return got
+
+
+def _buf(tmp, name: str, shape: tuple[int, int]) -> np.ndarray:
+    return np.empty(shape) if tmp is None else tmp.take(name, shape)
+
+
+def _systolic(gs: GemmShapes, tp: TablePlan, params, tmp, out: np.ndarray | None) -> np.ndarray:
+    """:func:`.tiling.systolic_arrays` (without cycles): folds of the array, rounds over its units (U, D_sa); each
+    step's operation as before, in two buffers."""
     is_os, is_is, rows, cols, rows_cols, units = params
     m, n, k, count = gs.m, gs.n, gs.k, gs.gc
+    shape = (gs.n_shapes, len(rows))
     sr = np.where(is_os, m, k)
     sc = np.where(is_is, m, n)
-    folds = np.ceil(sr / rows) * np.ceil(sc / cols)
-    rounds = np.ceil(folds * count / units)
-    return (sr * sc / rows_cols) * count / (rounds * units)
+    a = np.divide(sr, rows, out=_buf(tmp, "sa_folds", shape))
+    np.ceil(a, out=a)
+    b = np.divide(sc, cols, out=_buf(tmp, "sa_cols", shape))
+    np.ceil(b, out=b)
+    a *= b  # folds
+    a *= count
+    a /= units
+    np.ceil(a, out=a)  # rounds
+    a *= units
+    np.multiply(sr, sc, out=sr)
+    sr /= rows_cols
+    sr *= count
+    return np.divide(sr, a, out=sr if out is None else out)
 
 
-def _tensor_core(gs: GemmShapes, tp: TablePlan, params) -> np.ndarray:
-    """:func:`.tiling.tensor_core_arrays`, the block tile and its half in one (U, 2 x D) array."""
+def _tensor_core(gs: GemmShapes, tp: TablePlan, params, tmp, out: np.ndarray | None) -> np.ndarray:
+    """:func:`.tiling.tensor_core_arrays`, the block tile and its half side by side (U, 2 x D_tc), the better one per
+    device (U, D_tc); each step's operation as before, in three buffers."""
     bm, bn, sm, align = params
-    m, n, count = gs.m, gs.n, gs.gc
-    tiles = np.ceil(m / bm) * np.ceil(n / bn)
-    tile_eff = gs.mn / (tiles * bm * bn)
-    tiles_count = tiles * count
-    waves = np.ceil(tiles_count / sm)
-    eff = tile_eff * (tiles_count / (waves * sm))
+    shape = (gs.n_shapes, len(bm))
+    tiles = np.divide(gs.m, bm, out=_buf(tmp, "tc_tiles", shape))
+    np.ceil(tiles, out=tiles)
+    x = np.divide(gs.n, bn, out=_buf(tmp, "tc_eff", shape))
+    np.ceil(x, out=x)
+    tiles *= x
+    np.multiply(tiles, bm, out=x)
+    x *= bn
+    np.divide(gs.mn, x, out=x)  # the tile efficiency
+    tiles *= gs.gc  # the tiles of every GEMM
+    waves = np.divide(tiles, sm, out=_buf(tmp, "tc_waves", shape))
+    np.ceil(waves, out=waves)
+    waves *= sm
+    np.divide(tiles, waves, out=tiles)  # the wave efficiency
+    x *= tiles
     half = len(bm) // 2
-    return np.fmax(eff[:, :half], eff[:, half:]) * gs.align_efficiency(tp, align)
+    eff = np.fmax(x[:, :half], x[:, half:], out=out)
+    eff *= gs.align_efficiency(tp, align)
+    return eff
 
 
 def rereads(gs: GemmShapes, tp: TablePlan, dp: DevicePlan, bpe_finite: bool, attention: str,
-            out: np.ndarray) -> np.ndarray:
-    """(V, U, D) each shape's square-tile re-reads crossing each level, in ``out`` (2, V, U, D) (its first half):
-    both operands' in one array, [0] the left operand's (N over the tile's N), [1] the right one's (M over the tile's
-    M), each max(ceil(dim / tile) - 1, 0) x its size x its bytes per element; x the GEMMs they count for."""
-    x = np.divide(gs.dims4, dp.tiles4, out=out)
+            tmp) -> np.ndarray:
+    """(V, U, D) each shape's square-tile re-reads crossing each level, in ``tmp``'s buffers (a
+    :class:`.kernel.Workspace`): both operands' in one array, [0] the left operand's (N over the tile's N), [1] the
+    right one's (M over the tile's M), each max(ceil(dim / tile) - 1, 0) x its size x its bytes per element; x the GEMMs
+    they count for. Computed once per distinct tile column (:func:`columns`) and copied to its devices."""
+    cs = columns(dp)
+    tiles4 = cs.tiles4
+    n_cols = tiles4.shape[-1]
+    x = np.divide(gs.dims4, tiles4, out=tmp.take("rereads", (2, dp.n_levels, gs.n_shapes, n_cols)))
     np.ceil(x, out=x)
     x -= 1
     np.maximum(x, 0, out=x)
-    np.multiply(gs.sizes4, x, out=x)
-    x *= gs.bpe4
+    if gs.sizes_bpe4 is not None and dp.tiles_ok:  # sizes x bpe made once per shape: the same floats
+        x *= gs.sizes_bpe4
+    else:
+        np.multiply(gs.sizes4, x, out=x)
+        x *= gs.bpe4
     extra = np.add(x[0], x[1], out=x[0])
     if not (dp.tiles_ok and bpe_finite and gs.shapes_finite):  # else every re-read is finite (tiles >= 1)
         np.nan_to_num(extra, copy=False, nan=0.0)
     extra *= gs.tile_gc(tp, attention)
-    return extra
+    if cs.tiles_inv is None:
+        return extra
+    return np.take(extra, cs.tiles_inv, axis=2, out=tmp.take("rereads_cols", (dp.n_levels, gs.n_shapes, dp.n_dev)),
+                   mode="clip")
 
 
 @dataclass(frozen=True, eq=False)

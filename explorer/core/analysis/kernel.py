@@ -80,7 +80,7 @@ def _core(tp: TablePlan, dp: DevicePlan, rp: RowPlan, attention: str, flash: np.
     fast = rf.ok and gs.bytes_plain and flash is None
     tg = None
     if n_gemm and n_levels:  # the GEMM rows' bytes plus their re-reads (V, G, D)
-        x = rereads(gs, tp, dp, rp.bpe_finite, attention, tmp.take("rereads", (2, n_levels, gs.n_shapes, n_dev)))
+        x = rereads(gs, tp, dp, rp.bpe_finite, attention, tmp)
         tg = traffic if (fast and tp.all_gemm) else tmp.take("traffic_g", (n_levels, n_gemm, n_dev))
         if gs.inv is None:
             np.add(x, gs.nbytes_g, out=tg)
@@ -189,7 +189,7 @@ def _cross_rows(table, dev: DeviceArrays, tp: TablePlan, dp: DevicePlan, rp: Row
     memory_bound = np.less(I, dp.ridge)
     np.maximum(compute_time, memory_time, out=block[0])  # the ideal time
     gs = gemm_shapes(tp, rp)
-    ext = efficiency_table(gs, tp, dp)
+    ext = efficiency_table(gs, tp, dp, tmp)
     eff = ext[1:] if tp.all_gemm and gs.inv is None else np.take(ext, gs.rows, axis=0)
     traffic = np.empty((n_levels, n_rows, n_dev))
     time = block[1]
@@ -252,7 +252,7 @@ def _time_energy_rows(table, dev: DeviceArrays, tp: TablePlan, dp: DevicePlan, r
         traffic = tmp.take("traffic", (n_levels, n_rows, n_dev))
         time = _empty(ws, "time", (n_rows, n_dev))
         _core(tp, dp, rp, attention, _flash(table, dev, dp, attention), tmp, traffic, time, None, None,
-              efficiency_table(gs, tp, dp), gs)
+              efficiency_table(gs, tp, dp, tmp), gs)
         energy = _empty(ws, "energy", (n_rows, n_dev))
         if n_levels:  # [compute, level 0, level 1, ...] summed in that order by one reduce over the outer axis
             e = tmp.take("level_energy", (n_levels + 1, n_rows, n_dev))
