@@ -342,12 +342,18 @@ class Roof:
     others give NaN, which the slowest-level max skips), and their max is ``b / min_j bw_j`` (``bw``, (1, D)): the same
     float, as division rounds monotonically. The devices in ``fallback`` have no such level: every level time is NaN
     and the pass takes the roofline's memory time at eta_m there, ``(b / bandwidth) / eta_m`` (unknown: NaN), for the
-    GEMM rows too. ``all_present``: every device has every level (traffic x 1 is skipped)."""
+    GEMM rows too. ``all_present``: every device has every level (traffic x 1 is skipped). ``same_bw``: ``bw`` has the
+    bits of the roofline's bandwidth (:attr:`DevicePlan.bw`; eta_m 1 and the off-chip level the slowest), so the rows'
+    ``b / bw`` is their roofline memory time; ``same_peak``: peak x eta_c has the bits of the peak (eta_c 1), so
+    ``F / (peak eta_c)`` is their compute time; ``eta_m_one``: every eta_m is 1 (x eta_m changes no float)."""
 
     ok: bool
     bw: np.ndarray
     fallback: np.ndarray  # (K,) columns
     all_present: bool
+    same_bw: bool = False
+    same_peak: bool = False
+    eta_m_one: bool = False
 
 
 _ROOFS: weakref.WeakKeyDictionary[DevicePlan, Roof] = weakref.WeakKeyDictionary()
@@ -364,10 +370,15 @@ def roof(dp: DevicePlan) -> Roof:
             bw = np.min(np.where(usable, lbe, np.inf), axis=0, initial=np.inf)[None, :]
         fallback = np.flatnonzero(~usable.any(axis=0))
         _frozen(bw, fallback)
-        got = Roof(ok=ok, bw=bw, fallback=fallback, all_present=bool(np.all(present)))
+        got = Roof(ok=ok, bw=bw, fallback=fallback, all_present=bool(np.all(present)), same_bw=_same_bits(bw, dp.bw),
+                   same_peak=_same_bits(dp.peak_eta_c, dp.peak), eta_m_one=bool(np.all(dp.eta_m == 1.0)))
         with _LOCK:
             got = _ROOFS.setdefault(dp, got)
     return got
+
+
+def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.shape == b.shape and np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes()
 
 
 def fallback_memory_time(mem: np.ndarray, nbytes: np.ndarray, dp: DevicePlan, cols: np.ndarray,

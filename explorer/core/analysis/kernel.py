@@ -64,7 +64,7 @@ def scratch() -> Workspace:
 
 def _core(tp: TablePlan, dp: DevicePlan, rp: RowPlan, attention: str, flash: np.ndarray | None, tmp: Workspace,
           traffic: np.ndarray, time: np.ndarray, eff: np.ndarray | None, memory_time: np.ndarray | None,
-          ext: np.ndarray, gs: GemmShapes) -> None:
+          ext: np.ndarray, gs: GemmShapes, compute_time: np.ndarray | None = None) -> None:
     """Fill ``traffic`` (V, L, D), the bytes crossing each memory level, and ``time`` (L, D), the rows' time; ``ext``
     is :func:`.gemm_rows.efficiency_table`, ``eff`` the rows' mapping efficiency (L, D) or None (made in ``tmp`` if
     needed). Levels outermost, so that each level is one contiguous (L, D) block (the analysis shows (L, D, V)).
@@ -73,7 +73,10 @@ def _core(tp: TablePlan, dp: DevicePlan, rp: RowPlan, attention: str, flash: np.
     (or a fused kernel's K/V re-reads); the time is max(compute time at the mapping efficiency, the slowest level's
     traffic time). The GEMM rows' terms are made for the GEMM rows only, from their shapes' (:mod:`.gemm_rows`); the
     other rows' traffic is their bytes and, where :class:`.gemm_rows.Roof` holds, their time the roofline of the
-    slowest level, ``max(F / (peak eta_c), bytes / min_j bw_j eta_m)``: the same floats as the level by level max."""
+    slowest level, ``max(F / (peak eta_c), bytes / min_j bw_j eta_m)``: the same floats as the level by level max.
+    Where those two quotients are the roofline's compute and memory times bit for bit (:class:`.gemm_rows.Roof`:
+    eta_c and eta_m 1, the off-chip level the slowest), ``compute_time`` and ``memory_time`` (L, D) are taken for them
+    when given."""
     n_rows, n_dev, n_levels, g, n_gemm = tp.n_rows, dp.n_dev, dp.n_levels, tp.g, len(tp.g)
     B3 = rp.nbytes[None, :, None]
     rf = roof(dp)
@@ -105,11 +108,17 @@ def _core(tp: TablePlan, dp: DevicePlan, rp: RowPlan, attention: str, flash: np.
             np.copyto(traffic, B3)
         else:
             np.multiply(B3, dp.present, out=traffic)
-        np.divide(rp.F, dp.peak_eta_c, out=time)
-        mem = np.divide(rp.nbytes[:, None], rf.bw, out=tmp.take("memory_level_time", time.shape))
-        if len(rf.fallback):
-            fallback_memory_time(mem, rp.nbytes[:, None], dp, rf.fallback, memory_time)
-        np.maximum(time, mem, out=time)
+        if compute_time is not None and rf.same_peak:  # F / (peak eta_c) is the compute time: the same floats
+            comp = compute_time
+        else:
+            comp = np.divide(rp.F, dp.peak_eta_c, out=time)
+        if memory_time is not None and rf.same_bw and not len(rf.fallback):  # bytes / bw is the memory time
+            mem = memory_time
+        else:
+            mem = np.divide(rp.nbytes[:, None], rf.bw, out=tmp.take("memory_level_time", time.shape))
+            if len(rf.fallback):
+                fallback_memory_time(mem, rp.nbytes[:, None], dp, rf.fallback, memory_time)
+        np.maximum(comp, mem, out=time)
     if not n_gemm:
         return
     lt = np.divide(tg, dp.level_bw_eta, out=tmp.take("level_time", tg.shape))
@@ -184,7 +193,8 @@ def _cross_rows(table, dev: DeviceArrays, tp: TablePlan, dp: DevicePlan, rp: Row
     compute_time = np.divide(F, dp.peak)
     memory_time = np.divide(B, dp.bw)
     attainable = np.multiply(I, dp.bw)
-    attainable *= dp.eta_m
+    if not roof(dp).eta_m_one:  # x 1 changes no float
+        attainable *= dp.eta_m
     np.minimum(dp.peak_eta_c, attainable, out=attainable)
     memory_bound = np.less(I, dp.ridge)
     np.maximum(compute_time, memory_time, out=block[0])  # the ideal time
@@ -193,7 +203,8 @@ def _cross_rows(table, dev: DeviceArrays, tp: TablePlan, dp: DevicePlan, rp: Row
     eff = ext[1:] if tp.all_gemm and gs.inv is None else np.take(ext, gs.rows, axis=0)
     traffic = np.empty((n_levels, n_rows, n_dev))
     time = block[1]
-    _core(tp, dp, rp, attention, _flash(table, dev, dp, attention), tmp, traffic, time, eff, memory_time, ext, gs)
+    _core(tp, dp, rp, attention, _flash(table, dev, dp, attention), tmp, traffic, time, eff, memory_time, ext, gs,
+          compute_time)
     level_energy = np.multiply(traffic, dp.level_energy, out=block[len(SUMMED):-1])
     compute_energy = np.multiply(rp.mac_equivalent, dp.mac_energy, out=block[3])
     energy = block[2]
