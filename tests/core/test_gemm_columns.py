@@ -90,3 +90,28 @@ def test_sizes_times_bytes_per_element_is_folded_only_where_it_reorders_exactly(
     assert gemm_rows._exact_fold(dims, sizes, np.full_like(dims, np.nan)) is None
     assert gemm_rows._exact_fold(dims, sizes, np.zeros_like(dims)) is None
     assert gemm_rows._exact_fold(dims * 2.0 ** 61, sizes, np.full_like(dims, 2.0)) is None  # near overflow
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(picks=st.lists(st.sampled_from(CATALOG), min_size=1, max_size=4, unique_by=lambda d: d.id),
+       extra=st.lists(synthetic, max_size=2), etas=st.lists(st.sampled_from([1.0, 0.7, 0.93, 0.5]), min_size=2,
+                                                            max_size=2), n=st.integers(1, 6), batch=st.integers(1, 8))
+def test_efficiency_factors_take_the_quotients_themselves(picks, extra, etas, n, batch):
+    # with eta_c and eta_m 1 (every catalog device), F / (peak eta_c) and bytes / the slowest level's bandwidth are the
+    # roofline's compute and memory times and are taken from them; any other factor on any device divides again
+    devices = [d.with_efficiency(*etas) if i % 2 else d for i, d in enumerate([*picks, *extra])]
+    ctx = Context(batch=batch, seq_len=32)
+    table = build_table(distinct_gemms(n), ctx)
+    dev = device_arrays(devices, "fp16")
+    r = gemm_rows.roof(device_plan(dev))
+    if len(devices) > 1:
+        assert r.eta_m_one == (etas[1] == 1.0)
+    assert_same(evaluate(table, dev, ctx=ctx), reference_evaluate(table, devices, "fp16", ctx))
+
+
+def test_the_roofline_quotients_are_shared_only_bit_for_bit():
+    a = synthetic_device(1, "tensor_core", 1, True, 300.0, 2000.0)
+    plain = gemm_rows.roof(device_plan(device_arrays([a, a.with_efficiency(1.0, 1.0)], "fp16")))
+    assert plain.same_peak and plain.same_bw and plain.eta_m_one
+    slower = gemm_rows.roof(device_plan(device_arrays([a, a.with_efficiency(0.9, 0.8)], "fp16")))
+    assert not slower.same_peak and not slower.same_bw and not slower.eta_m_one
