@@ -167,9 +167,26 @@ def efficiency_table(gs: GemmShapes, tp: TablePlan, dp: DevicePlan, tmp=None) ->
     :class:`.kernel.Workspace`) when given. Computed once per distinct engine (:func:`columns`: devices of the same
     engine and SM count give the same floats) and copied to its devices. Call under
     ``np.errstate(invalid="ignore", divide="ignore")``."""
-    ext = np.ones((1 + gs.n_shapes, dp.n_dev))
-    if not gs.n_shapes:
-        return ext
+    cs = columns(dp)
+    if not gs.n_shapes or cs.engine_cols is None:
+        return np.ones((1 + gs.n_shapes, dp.n_dev))
+    ext = np.empty((1 + gs.n_shapes, dp.n_dev))
+    ext[0] = 1.0
+    if cs.engine_cols is not _WHOLE:  # [1, each distinct engine's], gathered to the devices by one take
+        small = _buf(tmp, "engines", (gs.n_shapes, cs.n_engines))
+        small[:, 0] = 1.0
+        j = 1
+        for fn, (params, _) in ((_systolic, cs.systolic), (_tensor_core, cs.tensor_core)):
+            if params is not None:
+                w = len(params[0]) // (2 if fn is _tensor_core else 1)
+                fn(gs, tp, params, tmp, small[:, j:j + w])
+                j += w
+        np.take(small, cs.engine_cols, axis=1, out=ext[1:], mode="clip")
+    else:  # one engine group of distinct devices: written in place
+        fn, params = (_systolic, dp.systolic.params) if dp.systolic is not None else (_tensor_core,
+                                                                                      dp.tensor_core.params)
+        fn(gs, tp, params, tmp, ext[1:])
+    return ext
     cs = columns(dp)
     for group, fn, (params, inv) in ((dp.systolic, _systolic, cs.systolic), (dp.tensor_core, _tensor_core,
                                                                             cs.tensor_core)):
@@ -199,6 +216,12 @@ class Columns:
     tensor_core: tuple
     tiles4: np.ndarray
     tiles_inv: np.ndarray | None
+    engine_cols: np.ndarray | None  # (D,) each device's column in [1, the distinct systolic engines', the distinct
+    # tensor cores']; None: no device has an engine; _WHOLE: every device in one group, each its own engine
+    n_engines: int
+
+
+_WHOLE = np.zeros(0, dtype=np.intp)
 
 
 def _distinct_cols(key: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
@@ -248,8 +271,20 @@ def columns(dp: DevicePlan) -> Columns:
         tiles = _distinct_cols(t.reshape(-1, dp.n_dev)) if t.size else None
         tiles4, tiles_inv = (t, None) if tiles is None else (np.ascontiguousarray(t[..., tiles[0]]), tiles[1])
         _frozen(tiles4, *(() if tiles_inv is None else (tiles_inv,)))
-        got = Columns(systolic=_group_columns(dp.systolic, False), tensor_core=_group_columns(dp.tensor_core, True),
-                      tiles4=tiles4, tiles_inv=tiles_inv)
+        sa, tc = _group_columns(dp.systolic, False), _group_columns(dp.tensor_core, True)
+        engine_cols, n_engines = np.zeros(dp.n_dev, dtype=np.intp), 1
+        for group, (params, inv), per in ((dp.systolic, sa, 1), (dp.tensor_core, tc, 2)):
+            if group is not None:
+                engine_cols[group.cols] = n_engines + (np.arange(len(group.cols)) if inv is None else inv)
+                n_engines += len(params[0]) // per
+        if n_engines == 1:
+            engine_cols = None
+        elif any(g is not None and g.whole and p[1] is None for g, p in ((dp.systolic, sa), (dp.tensor_core, tc))):
+            engine_cols = _WHOLE
+        else:
+            _frozen(engine_cols)
+        got = Columns(systolic=sa, tensor_core=tc, tiles4=tiles4, tiles_inv=tiles_inv, engine_cols=engine_cols,
+                      n_engines=n_engines)
         with _LOCK:
             got = _COLUMNS.setdefault(dp, got)
     return got
