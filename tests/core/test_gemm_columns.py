@@ -25,13 +25,15 @@ FIELDS = ("compute_time", "memory_time", "attainable", "memory_bound", "ideal_ti
           "level_traffic", "level_energy", "compute_energy", "energy", "calibrated_time")
 
 
-def distinct_gemms(n: int) -> Model:
-    """Dense layers of growing width with a norm between: no two GEMM shapes alike."""
+def distinct_gemms(n: int, copies: int = 1) -> Model:
+    """Dense layers of growing width with a norm between: no two GEMM shapes alike (``copies`` > 1: that list of
+    layers repeated, each shape ``copies`` times)."""
     layers = []
-    for i in range(n):
-        layers.append(LayerSpec.make("dense", f"d{i}", in_features=64 + 8 * i, out_features=72 + 8 * i))
-        layers.append(LayerSpec.make("layernorm", f"n{i}"))
-    layers.append(LayerSpec.make("matmul", "mm", m=48, n=40, k=96, weights=False))
+    for c in range(copies):
+        for i in range(n):
+            layers.append(LayerSpec.make("dense", f"d{c}.{i}", in_features=64 + 8 * i, out_features=72 + 8 * i))
+            layers.append(LayerSpec.make("layernorm", f"n{c}.{i}"))
+        layers.append(LayerSpec.make("matmul", f"mm{c}", m=48, n=40, k=96, weights=False))
     return Model.make("distinct", {"tokens": 24, "hidden": 64}, layers)
 
 
@@ -43,13 +45,14 @@ def bits_equal(a: np.ndarray, b: np.ndarray) -> bool:
 @given(picks=st.lists(st.sampled_from(CATALOG), min_size=1, max_size=4),
        extra=st.lists(synthetic, max_size=3), repeats=st.integers(1, 4), n=st.integers(1, 8),
        batch=st.integers(1, 8), precision=st.sampled_from(["fp16", "int8", "fp8"]),
-       weights=st.sampled_from([None, "int4-g128", "nvfp4"]), attention=st.sampled_from(["naive", "fused"]))
+       weights=st.sampled_from([None, "int4-g128", "nvfp4"]), attention=st.sampled_from(["naive", "fused"]),
+       copies=st.integers(1, 3))
 def test_repeated_devices_give_the_same_floats_as_each_on_its_own(picks, extra, repeats, n, batch, precision, weights,
-                                                                   attention):
+                                                                   attention, copies):
     devices = [*picks, *extra] * repeats  # devices alike: their engines and tiles are computed once
     ctx = Context(batch=batch, seq_len=32, attention=attention)
     formats = TensorFormats.of(precision, weights=weights) if weights else None
-    table = build_table(distinct_gemms(n), ctx)
+    table = build_table(distinct_gemms(n, copies), ctx)
     dev = device_arrays(devices, precision, formats)
     got = evaluate(table, dev, ctx=ctx)
     assert_same(got, reference_evaluate(table, devices, precision, ctx, formats=formats))

@@ -347,7 +347,8 @@ def rereads(gs: GemmShapes, tp: TablePlan, dp: DevicePlan, bpe_finite: bool, att
     """(V, U, D) each shape's square-tile re-reads crossing each level, in ``tmp``'s buffers (a
     :class:`.kernel.Workspace`): both operands' in one array, [0] the left operand's (N over the tile's N), [1] the
     right one's (M over the tile's M), each max(ceil(dim / tile) - 1, 0) x its size x its bytes per element; x the GEMMs
-    they count for. Computed once per distinct tile column (:func:`columns`) and copied to its devices."""
+    they count for. Computed once per distinct tile column (:func:`columns`) and copied to its devices; (V, U, 1) where
+    every device has the same tiles."""
     cs = columns(dp)
     tiles4 = cs.tiles4
     n_cols = tiles4.shape[-1]
@@ -364,7 +365,7 @@ def rereads(gs: GemmShapes, tp: TablePlan, dp: DevicePlan, bpe_finite: bool, att
     if not (dp.tiles_ok and bpe_finite and gs.shapes_finite):  # else every re-read is finite (tiles >= 1)
         np.nan_to_num(extra, copy=False, nan=0.0)
     extra *= gs.tile_gc(tp, attention)
-    if cs.tiles_inv is None:
+    if cs.tiles_inv is None or n_cols == 1:  # (one column: (V, U, 1), which broadcasts over the devices)
         return extra
     return np.take(extra, cs.tiles_inv, axis=2, out=tmp.take("rereads_cols", (dp.n_levels, gs.n_shapes, dp.n_dev)),
                    mode="clip")

@@ -86,10 +86,12 @@ def _core(tp: TablePlan, dp: DevicePlan, rp: RowPlan, attention: str, flash: np.
         x = rereads(gs, tp, dp, rp.bpe_finite, attention, tmp)
         tg = traffic if (fast and tp.all_gemm) else tmp.take("traffic_g", (n_levels, n_gemm, n_dev))
         if gs.inv is None:
-            np.add(x, gs.nbytes_g, out=tg)
-        else:
+            np.add(x, gs.nbytes_g, out=tg)  # (x may be (V, U, 1): every device's tiles alike)
+        elif x.shape[2] == n_dev:
             np.take(x, gs.inv, axis=1, out=tg, mode="clip")
             tg += gs.nbytes_g
+        else:
+            np.add(np.take(x, gs.inv, axis=1), gs.nbytes_g, out=tg)
     if not fast:  # every level of every row, as the pass was
         np.copyto(traffic, B3)
         if tg is not None:
