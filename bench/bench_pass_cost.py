@@ -12,7 +12,10 @@
   calibrated time and flag, compute energy, energy; traffic and energy per level), from operands already in memory.
   Target: within 3x. bench_core.py's model repeats 4 layers, so the pass computes 4 distinct rows and copies them
   (analysis/row_classes.py); "distinct rows" is the same size with every row different (dense layers of growing
-  width): the pass's worst case, every row computed.
+  width): the pass's worst case, every row computed. bench_core's 50 devices are two kinds of engine and one memory
+  layout (peaks and bandwidths differ), so the GEMM rows' efficiency and re-reads are computed for two engines and one
+  tile column (analysis/gemm_rows.py ``columns``); "distinct rows x catalog" (1,000 rows, not a target) is the same
+  pass on the catalog's devices, most of them distinct there.
 * (e) ``evaluate`` alone at 2,000 and 10,000 rows x 20 devices (the app's large models), on a table whose plans are
   made ("warm", a pass repeated) and on a new table object each time ("new table": its plans, GEMM shapes and distinct
   rows found again, as after an edit).
@@ -175,6 +178,10 @@ def main() -> int:
         table = build_table(distinct_model(n), ctx)
         cases[f"(d) {n:,} distinct rows x 50: after"] = (lambda t=table: evaluate(t, arrays, ctx=ctx))
         cases[f"(d) {n:,} distinct rows x 50: numpy lower bound"] = lower_bound(table, arrays)
+        if n == 1000:  # the catalog's devices, mostly of distinct engines and memories (not a target: for comparison)
+            shipped = device_arrays(load_shipped_devices(), "fp16")
+            cases["(d) 1,000 distinct rows x catalog: after"] = (lambda t=table, s=shipped: evaluate(t, s, ctx=ctx))
+            cases["(d) 1,000 distinct rows x catalog: numpy lower bound"] = lower_bound(table, shipped)
     twenty = device_arrays(devices[:20], "fp16")
     for n in (2000, 10000) if "e" in only else ():
         table = build_table(make_model(n), ctx)
@@ -214,9 +221,12 @@ def main() -> int:
     # (and of the CPU-time medians, "_cpu": on a shared machine the wall time is mostly the waits for a CPU)
     for n in ("1,000", "10,000") if "d" in only else ():
         k = f"(d) {n} layers x 50"
+        kd = f"(d) {n} distinct rows x 50"
         for suffix, m in (("", med), ("_cpu", med_cpu)):
             report(f"pass_vs_numpy_lower_bound_{n.replace(',', '')}x50{suffix}",
                    [m[k + ": after"] / m[k + ": numpy lower bound"]], 3.0, unit="ratio")
+            report(f"pass_vs_numpy_lower_bound_distinct_rows_{n.replace(',', '')}x50{suffix}",
+                   [m[kd + ": after"] / m[kd + ": numpy lower bound"]], 3.0, unit="ratio")
     if "LLM-Viewer analyze" in med:
         report("analyze_2_passes_vs_llm_viewer", [med["(a) analyze, 2 passes: after"] / med["LLM-Viewer analyze"]], 1.0,
                unit="ratio")
@@ -267,6 +277,10 @@ def show_ratios(med: dict[str, float]) -> None:
               f"{ratio(k + ': before', k + ': numpy lower bound'):.2f}x, after "
               f"{ratio(k + ': after', k + ': numpy lower bound'):.2f}x (target <= 3); distinct rows "
               f"{ratio(kd + ': after', kd + ': numpy lower bound'):.2f}x")
+    kc = "(d) 1,000 distinct rows x catalog"
+    if kc + ": after" in med:
+        print(f"{kc} ({len(load_shipped_devices())} devices): pass / numpy lower bound "
+              f"{ratio(kc + ': after', kc + ': numpy lower bound'):.2f}x")
     for n in ("2,000", "10,000"):
         k = f"(e) evaluate {n} x 20"
         if k + ": warm" in med:
