@@ -133,7 +133,7 @@ def parts(model, device, runs: int) -> int:
 
     from explorer.core.analysis import evaluate
     from explorer.core.analysis import generate as gen_module
-    from explorer.core.workload import context_axis
+    from explorer.core.workload import context_axis, context_plane
 
     spent: dict[str, float] = {}
 
@@ -152,7 +152,11 @@ def parts(model, device, runs: int) -> int:
 
     timed(gen_module, "stack_contexts", "stack_contexts (the work tables of every context)")
     timed(gen_module, "build_table", "  its build_table calls")
-    timed(context_axis, "_newton", "  the interpolation's _newton")
+    timed(context_plane._Run, "solve", "  the decode run (its builds included)")
+    timed(context_plane, "_newton", "  the interpolation's _newton")
+    timed(context_plane, "_rounded", "  the rounding to whole numbers")
+    timed(context_plane, "_matrix", "  the tables' numbers (_matrix)")
+    timed(context_axis, "_from_numbers", "  the stacked table's block (_from_numbers)")
     timed(gen_module, "time_energy", "time_energy (the pass)")
     timed(evaluate, "device_plan", "  device plan")
     timed(evaluate, "table_plan", "  table plan")

@@ -53,7 +53,8 @@ def _from_numbers(ref: LayerTable, blocks: np.ndarray, fused: bool) -> LayerTabl
     """A table of ``k`` contexts with ``ref``'s rows and the numbers ``blocks`` (k, F, L)."""
     k, _, n = blocks.shape
     nc = len(NUMERIC)
-    flat = blocks.transpose(1, 0, 2).reshape(blocks.shape[1], k * n)
+    flat = blocks.transpose(1, 0, 2).reshape(blocks.shape[1], k * n)  # a view where ``blocks`` is one of (F, k, L)
+    flat = flat.view()
     flat.setflags(write=False)  # tables are shared (cached): read-only like build_table's
     columns = {c: flat[i] for i, c in enumerate(NUMERIC)}
     attention: tuple = ()
@@ -93,18 +94,16 @@ class _Solved:
         self.fused = fused
 
     def put(self, at: np.ndarray, solved: list) -> None:
-        """``solved`` as :meth:`_Run.solve` returns it, for the points ``at``."""
+        """``solved`` as :meth:`_Run.solve` returns it (pieces: one length built, or a block of lengths
+        interpolated), for the points ``at`` in order."""
         i = 0
-        while i < len(solved):
-            ref, numbers = solved[i]
-            e = i + 1
+        for ref, numbers in solved:
             if numbers is None:
                 self.refs[int(at[i])] = ref
+                i += 1
             else:
-                while e < len(solved) and solved[e][1] is not None and solved[e][0] is ref:
-                    e += 1
-                self.blocks.append((at[i:e], ref, np.stack([x[1] for x in solved[i:e]])))
-            i = e
+                self.blocks.append((at[i:i + len(numbers)], ref, numbers))
+                i += len(numbers)
 
     def put_block(self, at: np.ndarray, ref: LayerTable, values: np.ndarray) -> None:
         self.blocks.append((at, ref, values))
@@ -116,9 +115,14 @@ class _Solved:
         values, canon = None, None
         for at, ref, v in self.blocks:
             if canon is None:
-                canon, values = ref, np.empty((len(self.refs),) + v.shape[1:])
+                canon = ref
+                if len(self.blocks) == 1 and len(at) == len(self.refs) and np.array_equal(at, np.arange(len(at))):
+                    values = v  # one block of every point in order (the generate task's decode steps): as it is
+                else:  # (P, F, L) as a view of (F, P, L): a block of consecutive points is columns without a copy
+                    values = np.empty((v.shape[1], len(self.refs), v.shape[2])).transpose(1, 0, 2)
             if ref is canon or _same_rows(ref, canon):
-                values[at] = v
+                if values is not v:
+                    values[at] = v
                 has[at] = True
                 for k in at.tolist():
                     self.refs[k] = canon
@@ -194,8 +198,12 @@ def stack_contexts(model: Model, contexts: Sequence[Context], build: Callable = 
             continue
         refs, _, values = solved[g]
         ref = refs[int(pid[k])]
-        parts.append(ref if rid[k] < 0 else
-                     _from_numbers(ref, values[pid[k:e]], contexts[k].attention == "fused"))
+        if rid[k] >= 0:
+            sel = pid[k:e]
+            p0 = int(sel[0])  # consecutive points: a slice (a view), not a gathered copy
+            block = values[p0:p0 + len(sel)] if np.array_equal(sel, np.arange(p0, p0 + len(sel))) else values[sel]
+            ref = _from_numbers(ref, block, contexts[k].attention == "fused")
+        parts.append(ref)
     table = parts[0] if len(parts) == 1 else stack_tables(parts)
     if table.attention and len(table.attention) != len(table):  # built and interpolated blocks mixed, not fused
         table = replace(table, attention=())
