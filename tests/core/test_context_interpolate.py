@@ -69,3 +69,18 @@ def test_the_result_is_a_view_of_a_length_major_block():
     cols = got.transpose(1, 0, 2).reshape(3, 9 * 4)
     assert np.shares_memory(cols, got)
     assert got[4, 2, 3] == 11.0 + (4 * 12.0) / 8.0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 30), st.integers(0, 6), st.data())
+def test_the_regions_are_numpys_unique_rows_in_its_order(p, k, data):
+    """``context_axis._regions``: the distinct rows of the sides and each point's region, as
+    ``np.unique(axis=0, return_inverse=True)`` gives them (the order decides which region is solved first)."""
+    from explorer.core.workload.context_axis import _regions
+
+    sides = np.array(data.draw(st.lists(st.lists(st.booleans(), min_size=k, max_size=k), min_size=p, max_size=p)),
+                     dtype=bool).reshape(p, k)
+    keys, region = _regions(sides)
+    want_keys, want_region = np.unique(sides, axis=0, return_inverse=True)
+    assert np.array_equal(keys, want_keys) and keys.dtype == want_keys.dtype
+    assert np.array_equal(region, want_region.reshape(-1))

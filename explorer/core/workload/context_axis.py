@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from itertools import chain, pairwise
+from operator import attrgetter
 
 import numpy as np
 
@@ -35,6 +36,9 @@ from explorer.core.workload.context_plane import (  # noqa: F401 (ContextError, 
 )
 from explorer.core.workload.layers import AttentionShape, Context
 from explorer.core.workload.model import NUMERIC, LayerTable, Model, build_table
+
+_GROUP = attrgetter("phase", "attention", "lm_head")  # a context's group
+_POINT = attrgetter("batch", "seq_len")  # its point there
 
 
 @dataclass(frozen=True, eq=False)
@@ -148,20 +152,25 @@ def stack_contexts(model: Model, contexts: Sequence[Context], build: Callable = 
     # per context: its group (-1: a context built on its own) and its point there; a group: the contexts of one
     # (phase, attention, LM head), its points (batch, length)
     n = len(contexts)
-    gid, pid = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    gids: list[int] = []
+    pids: list[int] = []
     group_of: dict[tuple, int] = {}
     firsts: list[Context] = []
     points: list[dict] = []
-    for k, c in enumerate(contexts):
-        if c.seq_len is None or c.phase not in ("prefill", "decode"):
-            gid[k], pid[k] = -1, k
+    for k, (key, point) in enumerate(zip(map(_GROUP, contexts), map(_POINT, contexts))):
+        if point[1] is None or key[0] not in ("prefill", "decode"):
+            gids.append(-1)
+            pids.append(k)
             continue
-        g = group_of.setdefault((c.phase, c.attention, c.lm_head), len(firsts))
-        if g == len(firsts):
-            firsts.append(c)
+        g = group_of.get(key)
+        if g is None:
+            g = group_of[key] = len(firsts)
+            firsts.append(contexts[k])
             points.append({})
         index = points[g]
-        gid[k], pid[k] = g, index.setdefault((c.batch, c.seq_len), len(index))
+        gids.append(g)
+        pids.append(index.setdefault(point, len(index)))
+    gid, pid = np.array(gids, dtype=np.int64), np.array(pids, dtype=np.int64)
     solved: list = []
     single: dict[int, LayerTable] = {}
     try:
@@ -180,11 +189,13 @@ def stack_contexts(model: Model, contexts: Sequence[Context], build: Callable = 
     rid = np.full(n, -1, dtype=np.int64)  # per context: its rows' table among its group's, -1 where built
     size = np.empty(n, dtype=int)
     for g, (refs, has, _) in enumerate(solved):
-        ids: dict[int, int] = {}
-        rids = np.array([ids.setdefault(id(r), len(ids)) if h else -1 for r, h in zip(refs, has.tolist())])
+        tables = {id(r): r for r in refs}  # the group's distinct tables (most points share one)
+        number = {i: j for j, i in enumerate(tables)}
+        ids = np.array([number[i] for i in map(id, refs)], dtype=np.int64)
+        rids = np.where(has, ids, -1)
         at = np.flatnonzero(gid == g)
         rid[at] = rids[pid[at]]
-        size[at] = np.array([len(r) for r in refs])[pid[at]]
+        size[at] = np.array([len(r) for r in tables.values()], dtype=int)[ids][pid[at]]
     for k, t in single.items():
         size[k] = len(t)
     cut = np.ones(n, dtype=bool)
@@ -225,8 +236,7 @@ def _solve_group(model: Model, base: Context, points: np.ndarray, build: Callabl
             _fail(model, ctx, out.refs[k])
     elif pl.batch_affine:  # regions on one side of every breakpoint, each a polynomial in (b, s)
         sides = pl.signature(b, s)
-        keys, region = np.unique(sides, axis=0, return_inverse=True)
-        region = region.reshape(-1)
+        keys, region = _regions(sides)
         for r in range(len(keys)):
             idx = np.flatnonzero(region == r)
             _Plane(model, base, pl, build).solve(b[idx], s[idx], keys[r], order[idx], out)
@@ -239,3 +249,16 @@ def _solve_group(model: Model, base: Context, points: np.ndarray, build: Callabl
             edges = [0, *sorted({int(e) for e in edges if 0 < e < len(seqs)}), len(seqs)]
             out.put(order[idx], [x for lo, hi in pairwise(edges) for x in run.solve(lo, hi)])
     return out.finish()
+
+
+def _regions(sides: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(sides, axis=0, return_inverse=True)`` of (P, K) booleans, in its order (rows compared as
+    their bits, the first column most significant), without its sort of (P,) structured rows: each row read as
+    one integer where K <= 62."""
+    k = sides.shape[1]
+    if k > 62:
+        keys, region = np.unique(sides, axis=0, return_inverse=True)
+        return keys, region.reshape(-1)
+    code = sides.astype(np.int64) @ (np.int64(1) << np.arange(k - 1, -1, -1, dtype=np.int64))
+    _, first, region = np.unique(code, return_index=True, return_inverse=True)
+    return sides[first], region.reshape(-1)

@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from itertools import chain
+from operator import attrgetter
 
 import numpy as np
 
@@ -133,9 +134,17 @@ def breakpoints(model: Model, ctx: Context) -> list[float] | None:
 def _matrix(t: LayerTable) -> np.ndarray:
     """(F, L) every number of a table that may vary with s: the numeric columns, GEMM (M, N, K) and count, and
     each attention row's stream numbers (0 where a row has none)."""
-    att = np.array([[getattr(a, f) for f in _ATT] if a is not None else [0] * len(_ATT) for a in t.attention],
-                   dtype=float).reshape(len(t), len(_ATT))
-    return np.vstack([np.stack([t.columns[c] for c in NUMERIC]), t.gemm.T, t.gemm_count[None, :], att.T])
+    nc = len(NUMERIC)
+    out = np.zeros((nc + 4 + len(_ATT), len(t)))
+    for i, c in enumerate(NUMERIC):
+        out[i] = t.columns[c]
+    out[nc:nc + 3] = t.gemm.T
+    out[nc + 3] = t.gemm_count
+    rows = [r for r, a in enumerate(t.attention) if a is not None]
+    if rows:
+        get = attrgetter(*_ATT)
+        out[nc + 4:, rows] = np.array([get(t.attention[r]) for r in rows], dtype=float).T
+    return out
 
 
 def _same_rows(a: LayerTable, b: LayerTable) -> bool:
