@@ -65,6 +65,13 @@ def _classes(table: LayerTable) -> RowClasses | None:
     for a in cols:  # a hash shared by different rows (never seen): no grouping
         if not np.array_equal(a[first][inv], a):
             return None
+    return given_classes(table, first, inv)
+
+
+def given_classes(table: LayerTable, first: np.ndarray, inv: np.ndarray) -> RowClasses:
+    """The classes ``first`` (U,) (each class's first row, ascending) and ``inv`` (L,) (each row's class) of
+    ``table``, as :func:`row_classes` would find them: for a caller that knows which rows are equal (bit for bit in
+    the columns of :func:`_key_columns`), e.g. the generate task's decode steps (``generate._step_classes``)."""
     c = table.columns
     sub = LayerTable(names=tuple(table.names[i] for i in first.tolist()),
                      kinds=tuple(table.kinds[i] for i in first.tolist()), layer_index=table.layer_index[first],
