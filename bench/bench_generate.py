@@ -131,8 +131,8 @@ def parts(model, device, runs: int) -> int:
     import resource
     import time
 
-    from explorer.core.analysis import evaluate
     from explorer.core.analysis import generate as gen_module
+    from explorer.core.analysis import kernel
     from explorer.core.workload import context_axis, context_plane
 
     spent: dict[str, float] = {}
@@ -157,11 +157,13 @@ def parts(model, device, runs: int) -> int:
     timed(context_plane, "_rounded", "  the rounding to whole numbers")
     timed(context_plane, "_matrix", "  the tables' numbers (_matrix)")
     timed(context_axis, "_from_numbers", "  the stacked table's block (_from_numbers)")
-    timed(gen_module, "time_energy", "time_energy (the pass)")
-    timed(evaluate, "device_plan", "  device plan")
-    timed(evaluate, "table_plan", "  table plan")
+    timed(gen_module, "_step_classes", "the decode steps' distinct rows (_step_classes)")
+    timed(gen_module, "time_energy_classes", "time_energy_classes (the pass on the distinct rows)")
+    timed(gen_module, "time_energy", "time_energy (the pass on every row: fused attention)")
+    timed(gen_module, "device_plan", "  device plan")
+    timed(kernel, "table_plan", "  table plan")
     timed(plan, "_row_plan", "  row plan")
-    timed(evaluate, "_time_energy", "  the kernel")
+    timed(kernel, "_time_energy_rows", "  the kernel")
 
     def cold():
         build_table.cache_clear()

@@ -144,10 +144,8 @@ def _step_classes(st: StackedContexts) -> RowClasses | None:
     width, start = (int(sizes[0]), int(st.starts[1])) if len(sizes) else (0, 0)
     cls = None
     if len(sizes) >= 2 and np.all(sizes == width) and start + width * len(sizes) == len(t):
-        same = np.ones(width, dtype=bool)
-        for col in _key_columns(t):
-            bits = col[start:].view(np.uint64).reshape(len(sizes), width)
-            same &= (bits == bits[0]).all(axis=0)
+        bits = np.stack([col[start:] for col in _key_columns(t)]).view(np.uint64).reshape(-1, len(sizes), width)
+        same = (bits == bits[:, :1]).all(axis=(0, 1))
         if same.any():
             rep = np.arange(len(t))
             rep[start + width:].reshape(len(sizes) - 1, width)[:, same] = rep[start:start + width][same]
