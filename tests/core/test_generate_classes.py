@@ -83,3 +83,33 @@ def test_the_kernels_distinct_keyword_gives_the_same_floats(monkeypatch, n_dev):
     b = kernel_time_energy(table, dev, tp, dp, rp, "naive", distinct=True)
     for x, y in zip(a, b):
         assert np.array_equal(_bits(x), _bits(y))
+
+
+def _same_table(a, b):
+    assert a.names == b.names and a.kinds == b.kinds and a.attention == b.attention
+    for x, y in [(a.layer_index, b.layer_index), (a.gemm, b.gemm), (a.gemm_count, b.gemm_count),
+                 *((a.columns[c], b.columns[c]) for c in b.columns)]:
+        assert x.dtype == y.dtype and x.shape == y.shape and np.array_equal(_bits(x.astype(float)), _bits(y.astype(float)))
+    assert a.columns.keys() == b.columns.keys()
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(template=st.sampled_from(["llama2-7b", "mistral-7b", "mixtral-8x7b", "gpt2"]), batch=st.integers(1, 4),
+       prompt=st.sampled_from([1, 7, 100, 1024, 4000, 4094, 4096]), out=st.integers(2, 150),
+       attention=st.sampled_from(["naive", "fused"]), gap=st.booleans())
+def test_stack_steps_equals_stack_contexts(template, batch, prompt, out, attention, gap):
+    """The generate task's run of decode lengths (``stack_steps``) gives stack_contexts' table bit for bit, with the
+    same builds, across a sliding window (Mistral's 4,096), a mixture of experts (not affine in the batch) and
+    non-consecutive lengths (``gap``: the general path)."""
+    from explorer.core.workload.context_axis import stack_contexts, stack_steps
+    from explorer.core.workload.layers import Context
+
+    model = get_template(template).build()
+    first = Context(batch=batch, seq_len=prompt, phase="prefill", attention=attention)
+    lengths = [prompt + 1 + k + (5 if gap and k > out // 2 else 0) for k in range(out - 1)]
+    steps = [Context(batch=batch, seq_len=s, phase="decode", attention=attention) for s in lengths]
+    a = stack_steps(model, first, steps)
+    b = stack_contexts(model, [first, *steps])
+    _same_table(a.table, b.table)
+    assert np.array_equal(a.starts, b.starts) and np.array_equal(a.sizes, b.sizes) and a.builds == b.builds
+    assert a.contexts == b.contexts

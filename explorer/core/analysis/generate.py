@@ -31,7 +31,7 @@ import numpy as np
 
 from explorer.core.formats import TensorFormats
 from explorer.core.hardware.device import Device
-from explorer.core.workload.context_axis import ContextError, StackedContexts, stack_contexts
+from explorer.core.workload.context_axis import ContextError, StackedContexts, stack_contexts, stack_steps
 from explorer.core.workload.layers import ATTENTION, LM_HEAD, Context
 from explorer.core.workload.model import Model, build_table
 
@@ -117,12 +117,15 @@ def _with_lengths(first: Context, seq_lens: range) -> list[Context]:
 @functools.lru_cache(maxsize=16)
 def _stacked(model: Model, batch: int, p: int, t: int, attention: str, lm_head: str) -> StackedContexts:
     """The task's work rows (the prefill, then each decode step), cached per model and task like ``build_table``."""
-    contexts = [Context(batch=batch, seq_len=p, phase="prefill", attention=attention, lm_head=lm_head)]
+    first = Context(batch=batch, seq_len=p, phase="prefill", attention=attention, lm_head=lm_head)
+    steps = []
     if t > 1:
         step = Context(batch=batch, seq_len=p + 1, phase="decode", attention=attention, lm_head=lm_head)
-        contexts += [step, *_with_lengths(step, range(p + 2, p + t))]
+        steps = [step, *_with_lengths(step, range(p + 2, p + t))]
     try:
-        return stack_contexts(model, contexts, build_table)
+        if steps:
+            return stack_steps(model, first, steps, build_table)
+        return stack_contexts(model, [first], build_table)
     except ContextError as exc:
         raise ValueError(str(exc)) from None
 

@@ -222,6 +222,61 @@ def stack_contexts(model: Model, contexts: Sequence[Context], build: Callable = 
                            starts=np.concatenate([[0], np.cumsum(size)[:-1]]).astype(int), builds=len(built))
 
 
+_STEP = attrgetter("phase", "attention", "lm_head", "batch")  # what a run's contexts share
+_SEQ = attrgetter("seq_len")
+
+
+def stack_steps(model: Model, first: Context, steps: Sequence[Context],
+                build: Callable = build_table) -> StackedContexts:
+    """:func:`stack_contexts` of ``[first, *steps]`` where ``first`` is a prefill and ``steps`` decode contexts of
+    one (attention, LM head, batch) at consecutive lengths (the generate task), the same table: the steps are one run
+    of lengths at one batch, cut where the model's work changes formula (its windows: :func:`breakpoints`, the cuts of
+    the plane's regions at one batch in decode), so the same tables are built and the same numbers interpolated,
+    without grouping every context by its fields. Any other contexts, a model that is not a piecewise polynomial in
+    the length, and a context the model does not take (to name the first in order) go through
+    :func:`stack_contexts`."""
+    general = [first, *steps]
+    if not steps or first.phase != "prefill" or first.seq_len is None or steps[0].phase != "decode":
+        return stack_contexts(model, general, build)
+    s0 = steps[0].seq_len
+    if (s0 is None or len(set(map(_STEP, steps))) != 1
+            or list(map(_SEQ, steps)) != list(range(s0, s0 + len(steps)))):
+        return stack_contexts(model, general, build)
+    base = replace(steps[0], seq_len=None)
+    cuts = breakpoints(model, base)
+    if cuts is None:
+        return stack_contexts(model, general, build)
+    built: dict[Context, LayerTable] = {}
+
+    def counted(m, c):
+        t = built.get(c)
+        if t is None:
+            t = built[c] = build(m, c)
+        return t
+
+    seqs = list(range(s0, s0 + len(steps)))
+    try:
+        pre = counted(model, first)
+        _fail(model, first, pre)
+        run = _Run(model, base, seqs, counted)
+        edges = np.searchsorted(np.array(seqs, dtype=float), cuts, side="right")
+        edges = [0, *sorted({int(e) for e in edges if 0 < e < len(seqs)}), len(seqs)]
+        pieces = [x for lo, hi in pairwise(edges) for x in run.solve(lo, hi)]
+    except ContextError:
+        return stack_contexts(model, general, build)
+    fused = base.attention == "fused"
+    parts, sizes = [pre], [len(pre)]
+    for ref, numbers in pieces:
+        parts.append(ref if numbers is None else _from_numbers(ref, numbers, fused))
+        sizes += [len(ref)] * (1 if numbers is None else len(numbers))
+    table = stack_tables(parts)
+    if table.attention and len(table.attention) != len(table):  # built and interpolated blocks mixed, not fused
+        table = replace(table, attention=())
+    size = np.array(sizes, dtype=int)
+    return StackedContexts(contexts=tuple(general), table=table, sizes=size,
+                           starts=np.concatenate([[0], np.cumsum(size)[:-1]]).astype(int), builds=len(built))
+
+
 def _solve_group(model: Model, base: Context, points: np.ndarray, build: Callable):
     """The points (batch, length) of one (phase, attention, LM head): :meth:`_Solved.finish`'s (refs, has, values)
     in the points' order."""
