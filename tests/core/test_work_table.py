@@ -235,3 +235,23 @@ def test_a_layer_name_that_is_not_text_is_named_as_the_layer_by_layer_expansion_
     build_table(model, Context())
     patched = build_table(edited, Context())
     assert list(patched.names) == list(build_table.__wrapped__(edited, Context()).names) == [b"\xff", b"x"]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_patch_carries_the_errors_and_layer_rows_found_before(seed):
+    """errors and layer_rows, found once per table, are carried over by a patch (not found again over every layer)
+    and equal a fresh build's: layers in error before, inside and after an insertion, deletion or replacement."""
+    rng = np.random.default_rng(seed)
+    layers = tuple(POOL[int(k)] for k in rng.choice([0, 4, 1, 6, 2, 5, 10], size=80))
+    model = Model.make("long", {"tokens": 512, "hidden": 64}, layers)
+    build_table.cache_clear()
+    ctx = Context(batch=2, seq_len=128, phase="decode")
+    table = build_table(model, ctx)
+    carried = 0
+    for _ in range(20):
+        table.errors, table.layer_rows  # noqa: B018 - found once on the table: what the next patch carries
+        model = replace(model, layers=random_edit(rng, model.layers, POOL))
+        table = build_table(model, ctx)
+        carried += "_errors" in table.__dict__ and "_layer_rows" in table.__dict__
+        assert_same(table, fresh(model, ctx))
+    assert carried >= 10  # the others built afresh (a width change flowing over half the layers)

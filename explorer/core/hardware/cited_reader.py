@@ -75,7 +75,8 @@ class Reader:
         elif source is not None and str(source) not in self.source_keys:
             self.problem(f"{field}.source", f"'{source}' is not a key of 'sources'")
         if kind is None:
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0 or value != int(value):
+            if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+                    or value <= 0 or value != int(value)):
                 self.problem(field, f"expected a positive whole number, got {value!r}")
                 return None
             return Cited(float(value), str(value), None if source is None else str(source), note)

@@ -179,17 +179,28 @@ class Assembler:
             memo.entries[key] = entry
         return entry
 
-    def parts(self) -> dict:
-        """The table's row parts: names, kinds, layer_index, gemm, gemm_count, columns, out_shapes, attention."""
+    def numbers(self) -> np.ndarray:
+        """(WIDTH, rows) the rows' numbers in order: the :data:`NUMERIC` columns, then GEMM M, N, K and count."""
         memo, own = self.memo, self.own
         matrix = memo.matrix()
         ids = np.array(self.ids, dtype=np.intp)
         if own:  # own rows after the memo's: ids -1, -2, ... become len, len + 1, ...
             matrix = np.hstack([matrix, np.array([row_numbers(r) for r in own], dtype=float).reshape(-1, WIDTH).T])
             ids = np.where(ids < 0, memo_rows(matrix, own) - 1 - ids, ids)
-        taken = matrix[:, ids] if len(ids) else np.zeros((WIDTH, 0))
+        return matrix[:, ids] if len(ids) else np.zeros((WIDTH, 0))
+
+    def row_parts(self) -> tuple[np.ndarray, tuple, tuple, tuple]:
+        """``(numbers, names, kinds, attention)`` of the rows: :meth:`numbers` and the rows' tuples (for callers
+        that keep the rows of many contexts together: the serving surfaces' segments)."""
+        lookup = _Lookup(self.memo, self.own)
+        return (self.numbers(), tuple(self.names), tuple(lookup.kinds(self.ids)),
+                tuple(lookup.attention(self.ids)))
+
+    def parts(self) -> dict:
+        """The table's row parts: names, kinds, layer_index, gemm, gemm_count, columns, out_shapes, attention."""
+        taken = self.numbers()
         n_num = len(NUMERIC)
-        lookup = _Lookup(memo, own)
+        lookup = _Lookup(self.memo, self.own)
         listed = self.ids
         layers = np.array(self.layers, dtype=int)
         counts = np.array(self.counts, dtype=np.intp)

@@ -6,13 +6,14 @@ a top-level layer depend only on its spec, its index (the name of an unnamed lay
 context, so the table of the edited model is the old table with the changed layers' rows rebuilt and spliced in:
 
 * the layers equal at the front and at the back of both models are found (by identity first, as the workspace's
-  commands keep the untouched spec objects);
+  commands keep the untouched spec objects; tuple slices compared in C, :mod:`.seq_diff`);
 * the layers between them are expanded again, and the layers after them too while the shape flowing out differs
   from the one the old table's next layer received (a change of width propagates until a layer maps it back), and
   while an unnamed layer's index moved (its name ``kind<i>`` changed);
 * the old rows before and after are kept: the numeric columns are spliced with one :func:`numpy.concatenate` each,
   the row indices of the layers after a change of layer count are shifted, and the per-layer statuses after a change
-  of row count are remade with their first row shifted.
+  of row count are remade with their first row shifted; what the old table had found once over every layer (its
+  errors, its layers' first rows) is carried over the same way instead of found again.
 
 The result equals a fresh build exactly (same rows, same float values: each value comes from the same expansion;
 ``tests/core/test_work_table.py`` checks random edits against fresh builds). A layer's expansion allocates a few
@@ -22,13 +23,14 @@ model from creating the ~100,000 short-lived objects a fresh build does (garbage
 
 from __future__ import annotations
 
-import operator
+from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
 
+from explorer.core.workload import seq_diff
 from explorer.core.workload.layer_memo import NUMERIC, Assembler, expand_layer  # noqa: F401 - read from here too
 from explorer.core.workload.layers import AttentionShape, Context, Shape
 
@@ -144,22 +146,34 @@ def fresh_table(layers: Sequence, shape: Shape, ctx: Context) -> LayerTable:
     return _table(_Block(**asm.parts()), tuple(status))
 
 
-def _first_change(old: Sequence, new: Sequence, n: int) -> int:
-    """The first index below ``n`` where ``old`` and ``new`` hold different layers: identity compared in C over
-    the whole run (an edit keeps the untouched spec objects), equality only where the objects differ."""
-    same = np.fromiter(map(operator.is_, old, new), dtype=bool, count=n)
-    for i in np.flatnonzero(~same).tolist():
-        if old[i] != new[i]:
-            return i
-    return n
-
-
 def changed_span(old: Sequence, new: Sequence) -> tuple[int, int]:
-    """``(p, q)``: the first ``p`` layers of both are equal, and the last ``q``, with ``p + q <= min(len)``."""
-    n = min(len(old), len(new))
-    p = _first_change(old, new, n)
-    q = _first_change(old[::-1], new[::-1], n - p)
-    return p, q
+    """``(p, q)``: the first ``p`` layers of both are equal, and the last ``q``, with ``p + q <= min(len)``: found with
+    tuple slice comparisons in C (:func:`~explorer.core.workload.seq_diff.changed_span`; identity first, as the
+    workspace's commands keep the untouched spec objects, equality where the objects differ)."""
+    p, stop, _ = seq_diff.changed_span(tuple(old), tuple(new))
+    return p, len(new) - stop
+
+
+def _carried(old: LayerTable, p: int, k: int, delta: int, shift: int, status: list[LayerStatus],
+             table: LayerTable) -> None:
+    """What ``old`` found once (its errors, its layer rows) carried over to ``table``: old layers before ``p`` as
+    they were, the rebuilt ``status``, then old layers from ``k`` moved by ``delta`` layers and ``shift`` rows (their
+    messages name them by their names: an unnamed layer that moved is among the rebuilt)."""
+    errors = old.__dict__.get("_errors")
+    if errors is not None:
+        at = [i for i, _ in errors]
+        found = (*errors[:bisect_left(at, p)], *((p + i, s.error) for i, s in enumerate(status) if s.error),
+                 *((i + delta, e) for i, e in errors[bisect_left(at, k):]))
+        object.__setattr__(table, "_errors", found)
+    rows = old.__dict__.get("_layer_rows")
+    if rows is not None:
+        first, n = rows
+        made = (np.concatenate([first[:p], np.fromiter((s.first_row for s in status), np.intp, len(status)),
+                                first[k:] + shift]),
+                np.concatenate([n[:p], np.fromiter((s.n_rows for s in status), np.intp, len(status)), n[k:]]))
+        for a in made:
+            a.setflags(write=False)
+        object.__setattr__(table, "_layer_rows", made)
 
 
 def patch_table(old_layers: Sequence, old: LayerTable, layers: Sequence, shape0: Shape, ctx: Context,
@@ -212,4 +226,6 @@ def patch_table(old_layers: Sequence, old: LayerTable, layers: Sequence, shape0:
         out_shapes=old.out_shapes[:r0] + mid.out_shapes + old.out_shapes[r1:],
         attention=old.attention[:r0] + mid.attention + old.attention[r1:],
     )
-    return _table(block, old.status[:p] + tuple(status) + tuple(tail_status))
+    table = _table(block, old.status[:p] + tuple(status) + tuple(tail_status))
+    _carried(old, p, k, delta, shift, status, table)
+    return table

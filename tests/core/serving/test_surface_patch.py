@@ -8,6 +8,7 @@ puts a layer in error is refused naming it, and the next edit still equals a fre
 from __future__ import annotations
 
 from dataclasses import replace
+from itertools import chain
 
 import numpy as np
 import pytest
@@ -17,7 +18,7 @@ from explorer.core.analysis.time_source import device_time_sources
 from explorer.core.serving import surface_work, surfaces
 from explorer.core.serving.surface import Grid, _contexts, _lengths, grid
 from explorer.core.workload.layers import Context
-from explorer.core.workload.model import LayerSpec, Model, build_table
+from explorer.core.workload.model import LayerSpec, LayerTable, Model, build_table
 from explorer.core.workload.templates import get_template
 
 DEVICES = ("nvidia-h100-sxm5", "nvidia-l4", "amd-mi300x", "google-tpu-v5e")
@@ -33,7 +34,7 @@ def fresh_surfaces(model, devices, g, precision, time_model):
                for n in pbatch for L in lengths]
     tables = [build_table.__wrapped__(model, ctx) for ctx in points]
     starts = np.cumsum([0] + [len(t) for t in tables])[:-1]
-    stacked = surface_work._rows(tables, np.zeros(len(tables), int), np.array([len(t) for t in tables]), True)
+    stacked = stack(tables)
     out = []
     for d in devices:
         r = evaluate(stacked, [d], precision, points[0], model)
@@ -42,6 +43,17 @@ def fresh_surfaces(model, devices, g, precision, time_model):
         out.append((seconds[:n_dec].reshape(len(batch), len(ctxs)),
                     seconds[n_dec:].reshape(len(pbatch), len(lengths)), device_time_sources(r, time_model)[0]))
     return out
+
+
+def stack(tables):
+    """The tables' rows one after the other, as one table (what the pass reads)."""
+    cat = np.concatenate
+    return LayerTable(names=tuple(chain.from_iterable(t.names for t in tables)),
+                      kinds=tuple(chain.from_iterable(t.kinds for t in tables)),
+                      layer_index=cat([t.layer_index for t in tables]), gemm=cat([t.gemm for t in tables]),
+                      gemm_count=cat([t.gemm_count for t in tables]),
+                      columns={c: cat([t.columns[c] for t in tables]) for c in tables[0].columns},
+                      attention=tuple(chain.from_iterable(t.attention for t in tables)))
 
 
 def clear():
@@ -128,13 +140,17 @@ def test_an_edit_of_one_layer_passes_only_its_segment(devices, monkeypatch):
     monkeypatch.setattr(surface_work, "evaluate", lambda table, *a: rows.append(len(table)) or real(table, *a))
     surfaces.device_surfaces(model, devs, G)
     total = sum(rows)
-    assert total == sum(len(t) for t in surfaces.WORK.peek(("work", model, G, "fused")).tables.tables)
+    assert total == sum(pt.rows for pt in surfaces.WORK.peek(("work", model, G, "fused")).tables.parts)
     rows.clear()
     edited = replace(model, layers=(*model.layers[:2], model.layers[2].with_params(name="d", bias=False),
                                     *model.layers[3:]))
     surfaces.device_surfaces(edited, devs, G)
     points = len(surfaces.WORK.peek(("work", edited, G, "fused")).points)
     assert sum(rows) == points * 8  # the first segment's 8 layers (2,000 / 256), one row each, at every point
+    before = surfaces.WORK.peek(("work", model, G, "fused")).tables
+    after = surfaces.WORK.peek(("work", edited, G, "fused")).tables
+    assert len(after.parts) == len(before.parts) == 250 and after.parts[0] is not before.parts[0]
+    assert all(a is b for a, b in zip(after.parts[1:], before.parts[1:]))  # the other segments kept, not copied
     check(edited, devs, "fp16", "ideal")
 
 
@@ -149,3 +165,105 @@ def test_an_edit_into_a_shape_error_is_refused_and_the_next_one_is_exact(devices
         surfaces.device_surfaces(bad, devs, G)
     good = replace(model, layers=(*model.layers[:5], POOL[4], *model.layers[5:]))
     check(good, devs, "fp16", "ideal")
+
+
+G_SMALL = Grid(max_batch=8, max_context=1024, max_prefill_batch=2, max_length=1024, points=3, anchors=())
+
+
+def assert_rows_equal_fresh(work):
+    """Each point's rows, read from the segments, equal a fresh table of the model in that context exactly."""
+    assert work.bounds[0] == 0 and work.bounds[-1] == len(work.model.layers)
+    for k, ctx in enumerate(work.points):
+        got, want = work.table(k), build_table.__wrapped__(work.model, ctx)
+        assert got.names == want.names and got.kinds == want.kinds and got.attention == want.attention
+        np.testing.assert_array_equal(got.layer_index, want.layer_index)
+        np.testing.assert_array_equal(got.gemm, want.gemm)
+        np.testing.assert_array_equal(got.gemm_count, want.gemm_count)
+        for c in want.columns:
+            np.testing.assert_array_equal(got.columns[c], want.columns[c])
+        for s, part in enumerate(work.parts):  # each segment's out shapes: the fresh statuses'
+            lo, hi = int(work.bounds[s]), int(work.bounds[s + 1])
+            n = hi - lo
+            assert part.outs[k * n:(k + 1) * n] == tuple(st.out_shape for st in want.status[lo:hi])
+
+
+def unnamed_model(n: int) -> Model:
+    """Blocks whose layers are unnamed but for the first (a layer's name is then kind<index>: it moves with an
+    insertion or deletion before it)."""
+    layers = []
+    for i in range(n // 4):
+        layers += [LayerSpec.make("dense", f"up{i}" if i % 3 == 0 else "", in_features=64, out_features=128),
+                   LayerSpec.make("gelu"), LayerSpec.make("dense", in_features=128, out_features=64),
+                   LayerSpec.make("layernorm", "ln" if i % 5 == 0 else "")]
+    return Model.make("unnamed", {"tokens": 128, "hidden": 64}, layers)
+
+
+@pytest.mark.parametrize(("make", "seed"), [(long_model, 1), (unnamed_model, 2), (unnamed_model, 3)])
+def test_segments_after_random_edits_equal_fresh_tables(devices, make, seed):
+    """A 600-layer model (segments of 3 layers), named or mostly unnamed, edited at random (insertions and deletions
+    shift the later segments and rename the unnamed layers): every point's rows equal a fresh build's, and the
+    surfaces a fresh computation's."""
+    rng = np.random.default_rng(seed)
+    model = make(600)
+    devs = [devices[d] for d in DEVICES[:2]]
+    clear()
+    surfaces.device_surfaces(model, devs, G_SMALL)
+    assert len(surfaces.WORK.peek(("work", model, G_SMALL, "fused")).tables.parts) == 200
+    patched = misaligned = shifted = 0
+    for step in range(24):
+        edited = replace(model, layers=random_edit(rng, model.layers, POOL))
+        if build_table.__wrapped__(edited, Context(batch=1, seq_len=64, phase="decode")).errors:
+            continue
+        model = edited
+        # every 4th edit a device seen 4 edits ago joins: its sums are made afresh, over segments cut afresh, which
+        # the segments kept since no longer match (their bounds moved with the insertions and deletions)
+        now = devs + [devices[DEVICES[2]]] if step % 4 == 3 else devs
+        got = surfaces.device_surfaces(model, now, G_SMALL)
+        work = surfaces.WORK.peek(("work", model, G_SMALL, "fused")).tables
+        patched += work.parent is not None
+        shifted += work.parent is not None and len(work.parent.layers) != len(model.layers)
+        misaligned += not np.isin(surface_work.fresh_bounds(len(model.layers)), work.bounds).all()
+        assert_rows_equal_fresh(work)
+        if step % 4 == 3:
+            for s, (dec, pre, _) in zip(got, fresh_surfaces(model, now, G_SMALL, "fp16", "ideal")):
+                np.testing.assert_allclose(s.decode_s, dec, rtol=1e-12, atol=0)
+                np.testing.assert_allclose(s.prefill_s, pre, rtol=1e-12, atol=0)
+    assert shifted >= 3  # patched after an insertion or deletion (for the unnamed model: the later ones renamed)
+    assert make is unnamed_model or misaligned >= 4  # (an unnamed model after an insertion: mostly afresh)
+    assert patched >= 8  # the rest: errors skipped, or unnamed layers renamed over half the model (built afresh)
+
+
+def gelu_run_model(n: int) -> Model:
+    """A dense layer, 30 width-keeping layers, then ``b`` (in_features 64), then blocks: a width change at layer 0
+    flows through the next segments (3 layers each) up to ``b``."""
+    layers = [LayerSpec.make("dense", "a", in_features=64, out_features=64)]
+    layers += [LayerSpec.make("gelu", f"g{i}") for i in range(30)]
+    layers += [LayerSpec.make("dense", "b", in_features=64, out_features=64)]
+    return Model.make("run", {"tokens": 64, "hidden": 64}, layers + list(long_model(n - 32).layers))
+
+
+def test_a_width_change_is_refused_where_a_later_segment_fails_as_a_fresh_build_says(devices):
+    model = gelu_run_model(600)
+    devs = [devices["nvidia-h100-sxm5"]]
+    clear()
+    surfaces.device_surfaces(model, devs, G_SMALL)
+    narrow = replace(model, layers=(model.layers[0].with_params(out_features=32), *model.layers[1:]))
+    with pytest.raises(ValueError) as patched:
+        surfaces.device_surfaces(narrow, devs, G_SMALL)
+    clear()
+    with pytest.raises(ValueError) as fresh:
+        surfaces.device_surfaces(narrow, devs, G_SMALL)
+    assert str(patched.value) == str(fresh.value) and str(patched.value).startswith("layer 31 (b): ")
+    # a layer with an explicit input shape maps the change back: the layers up to it are expanded again, exactly
+    pinned = replace(model, layers=(*model.layers[:31], model.layers[31].with_params(input_shape=(1, 64)),
+                                    *model.layers[32:]))
+    clear()
+    surfaces.device_surfaces(pinned, devs, G_SMALL)
+    narrow = replace(pinned, layers=(pinned.layers[0].with_params(out_features=32), *pinned.layers[1:]))
+    got = surfaces.device_surfaces(narrow, devs, G_SMALL)
+    work = surfaces.WORK.peek(("work", narrow, G_SMALL, "fused")).tables
+    assert work.parent is pinned and work.span == (0, 32, 32)  # layer 0 changed, 1 .. 31 receive another width
+    assert_rows_equal_fresh(work)
+    (dec, pre, _), = fresh_surfaces(narrow, devs, G_SMALL, "fp16", "ideal")
+    np.testing.assert_allclose(got[0].decode_s, dec, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(got[0].prefill_s, pre, rtol=1e-12, atol=0)
