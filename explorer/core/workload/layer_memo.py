@@ -69,6 +69,8 @@ def expand_layer(i: int, spec, shape: Shape, ctx: Context, name: str | None = No
 
 
 _NUMBERS = operator.attrgetter(*NUMERIC, "gemm", "gemm_count")  # one C call per row
+_PLAIN, _GEMM = operator.attrgetter(*NUMERIC, "gemm_count"), operator.attrgetter("gemm")  # the memo's, in C
+N_NUMERIC, N_PLAIN = len(NUMERIC), len(NUMERIC) + 1
 
 
 _KIND, _OUT_SHAPE, _ATTENTION, _NAME = (operator.attrgetter(a) for a in ("kind", "out_shape", "attention", "name"))
@@ -87,7 +89,8 @@ class _Memo:
 
     def __init__(self):
         self.entries: dict = {}
-        self.numbers: list[tuple] = []
+        self.numbers: list[tuple] = []  # per row: its NUMERIC columns and GEMM count (one C call each)
+        self.gemms: list[tuple] = []  # per row: its GEMM (M, N, K)
         self.kinds: list[str] = []
         self.out_shapes: list[Shape] = []
         self.attention: list = []
@@ -97,8 +100,14 @@ class _Memo:
     def matrix(self) -> np.ndarray:
         """(WIDTH, rows) the distinct rows' numbers (made again only when rows were added)."""
         with self.lock:
-            if self._matrix.shape[1] != len(self.numbers):
-                self._matrix = np.array(self.numbers, dtype=float).reshape(-1, WIDTH).T.copy()
+            n = len(self.numbers)
+            if self._matrix.shape[1] != n:
+                plain = np.array(self.numbers, dtype=float).reshape(n, N_PLAIN)
+                made = np.empty((WIDTH, n))
+                made[:N_NUMERIC] = plain[:, :N_NUMERIC].T
+                made[N_NUMERIC:WIDTH - 1] = np.array(self.gemms, dtype=float).reshape(n, 3).T
+                made[WIDTH - 1] = plain[:, N_NUMERIC]
+                self._matrix = made
             return self._matrix
 
 
@@ -178,7 +187,8 @@ class Assembler:
             if key in memo.entries:  # another thread learnt it meanwhile
                 return memo.entries[key]
             start = len(memo.numbers)
-            memo.numbers.extend(map(row_numbers, rows))
+            memo.numbers.extend(map(_PLAIN, rows))
+            memo.gemms.extend(map(_GEMM, rows))
             memo.kinds.extend(map(_KIND, rows))
             memo.out_shapes.extend(map(_OUT_SHAPE, rows))
             memo.attention.extend(map(_ATTENTION, rows))
