@@ -110,3 +110,29 @@ def test_defaults_checked_once_are_each_kinds_own():
         for p in kind.params:
             if p.default is not None:
                 assert defaults[p.name] == p.default and type(defaults[p.name]) is type(p.default)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.sampled_from(["a", "b", "heads", "window"]), VALUES, max_size=4))
+def test_the_inline_key_is_checked_key(raw):
+    """``LayerKind.check`` keys its memo as :func:`_checked_key` does (inline there): the same key, or none."""
+    from explorer.core.workload.layers import base
+
+    kind = REGISTRY["attention"]
+    seen = []
+    real = base._CHECKED
+
+    class Spy(dict):
+        def get(self, key, default=None):
+            seen.append(key)
+
+    base._CHECKED = Spy()
+    try:
+        try:
+            kind.check(raw, "m")
+        except (ParamError, TypeError):
+            pass
+    finally:
+        base._CHECKED = real
+    want = base._checked_key(id(kind), raw)
+    assert seen == ([want] if want is not None else [])

@@ -120,7 +120,10 @@ class LayerKind:
         """Validate and complete parameters; raise ParamError naming ``where.param``. A set of parameters that
         passed is remembered (:func:`_checked_key`): the same set is checked once, not once per context a work
         table is built in and per block a sub-layer runs in (a new dict each call: callers may keep or change it)."""
-        key = _checked_key(id(self), raw)
+        values = tuple(raw.values())  # _checked_key(id(self), raw), inline: a check per sub-layer per context
+        types = tuple(map(type, values))
+        key = (None if float in types and any(type(v) is float and v == 0.0 for v in values)
+               else (id(self), tuple(raw), values, types))
         if key is not None:
             try:
                 got = _CHECKED.get(key)
@@ -275,6 +278,7 @@ class Expansion:
     rows: list[Row] = field(default_factory=list)
 
     def add(self, kind: str, label: str, **params) -> Shape:
-        self.shape, rows = run(kind, params, self.shape, self.ctx, f"{self.prefix}.{label}")
+        lk, where = REGISTRY[kind], f"{self.prefix}.{label}"  # :func:`run`, inline (~10 sub-layers a block)
+        self.shape, rows = lk.expand(lk.check(params, where), self.shape, self.ctx, where)
         self.rows.extend(rows)
         return self.shape
