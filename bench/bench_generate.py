@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -88,11 +89,14 @@ def main() -> int:
         runs["LLM-Viewer generate"] = lambda: lv.analyze_generate_task(SEQ, GEN, BATCH)
     # interleaved: every run times each in turn, so that both sides see the same load of a shared machine
     times: dict[str, list[float]] = {name: [] for name in runs}
+    cpu: dict[str, list[float]] = {name: [] for name in runs}  # the process's CPU time (less disturbed by load)
     for fn in runs.values():
         fn()
     for _ in range(args.runs):
         for name, fn in runs.items():
+            c = time.process_time()
             times[name] += samples(fn, 1, warmup=0)
+            cpu[name].append(time.process_time() - c)
     g = gen()
     ours_total = float(g.total_s[0])
     print(f"ours: generate {SEQ} + {GEN} tokens: TTFT {g.ttft_s[0] * 1e3:.2f} ms, {len(g.step_s)} decode steps, "
@@ -104,10 +108,10 @@ def main() -> int:
               f"ours / theirs - 1 = {(ours_total / peer_total - 1) * 100:+.2f} %")
     else:
         print(f"LLM-Viewer not found at {args.peer}: comparison skipped")
-    print(f"{'what':<22} {'median ms':>10} {'p95 ms':>10}")
+    print(f"{'what':<22} {'median ms':>10} {'p95 ms':>10} {'CPU ms':>10}")
     for name, v in times.items():
         med, p95 = median_p95(v)
-        print(f"{name:<22} {med * 1e3:10.3f} {p95 * 1e3:10.3f}")
+        print(f"{name:<22} {med * 1e3:10.3f} {p95 * 1e3:10.3f} {median_p95(cpu[name])[0] * 1e3:10.3f}")
     med = {k: median_p95(v)[0] for k, v in times.items()}
     report("generate_llama2_7b_1024+128_cold", times["ours generate cold"], 0.020)
     report("generate_llama2_7b_1024+128_warm", times["ours generate warm"], 0.005)
@@ -116,7 +120,8 @@ def main() -> int:
             print(f"analyze ({kind}): LLM-Viewer / ours = {med['LLM-Viewer analyze'] / med[f'ours analyze {kind}']:.2f}x"
                   f"  (target >= 1)")
             print(f"generate ({kind}): LLM-Viewer / ours = "
-                  f"{med['LLM-Viewer generate'] / med[f'ours generate {kind}']:.1f}x  (target >= 5)")
+                  f"{med['LLM-Viewer generate'] / med[f'ours generate {kind}']:.1f}x  (target >= 5); CPU time: "
+                  f"{median_p95(cpu['LLM-Viewer generate'])[0] / median_p95(cpu[f'ours generate {kind}'])[0]:.2f}x")
         report("generate_vs_llm_viewer_cold", [med["ours generate cold"] / med["LLM-Viewer generate"]], 0.2,
                unit="ratio")
         report("generate_vs_llm_viewer_warm", [med["ours generate warm"] / med["LLM-Viewer generate"]], 0.2,
@@ -129,11 +134,10 @@ def main() -> int:
 def parts(model, device, runs: int) -> int:
     """The cold task's CPU time per part (wrapped functions; a part's time includes the parts inside it)."""
     import resource
-    import time
 
-    from explorer.core.analysis import evaluate
     from explorer.core.analysis import generate as gen_module
-    from explorer.core.workload import context_axis
+    from explorer.core.analysis import kernel
+    from explorer.core.workload import context_axis, context_plane
 
     spent: dict[str, float] = {}
 
@@ -150,14 +154,20 @@ def parts(model, device, runs: int) -> int:
 
         setattr(owner, name, wrapper)
 
-    timed(gen_module, "stack_contexts", "stack_contexts (the work tables of every context)")
+    timed(gen_module, "stack_steps", "stack_steps (the work tables of every context)")
     timed(gen_module, "build_table", "  its build_table calls")
-    timed(context_axis, "_newton", "  the interpolation's _newton")
-    timed(gen_module, "time_energy", "time_energy (the pass)")
-    timed(evaluate, "device_plan", "  device plan")
-    timed(evaluate, "table_plan", "  table plan")
+    timed(context_plane._Run, "solve", "  the decode run (its builds included)")
+    timed(context_plane, "_newton", "  the interpolation's _newton")
+    timed(context_plane, "_rounded", "  the rounding to whole numbers")
+    timed(context_plane, "_matrix", "  the tables' numbers (_matrix)")
+    timed(context_axis, "_from_numbers", "  the stacked table's block (_from_numbers)")
+    timed(gen_module, "_step_classes", "the decode steps' distinct rows (_step_classes)")
+    timed(gen_module, "time_energy_classes", "time_energy_classes (the pass on the distinct rows)")
+    timed(gen_module, "time_energy", "time_energy (the pass on every row: fused attention)")
+    timed(gen_module, "device_plan", "  device plan")
+    timed(kernel, "table_plan", "  table plan")
     timed(plan, "_row_plan", "  row plan")
-    timed(evaluate, "_time_energy", "  the kernel")
+    timed(kernel, "_time_energy_rows", "  the kernel")
 
     def cold():
         build_table.cache_clear()

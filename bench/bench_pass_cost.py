@@ -190,7 +190,7 @@ def main() -> int:
             lambda t=table: evaluate(dataclasses.replace(t), twenty, ctx=ctx))
         cases[f"(e) evaluate {n:,} x 20: before"] = (lambda t=table: ref(t, twenty, ctx=ctx))
     if "a" in only or "b" in only:
-        add_peer(cases, args.peer)
+        add_peer(cases, args.peer, only)
     times: dict[str, list[float]] = {name: [] for name in cases}
     cpu: dict[str, list[float]] = {name: [] for name in cases}
     for fn in cases.values():
@@ -227,19 +227,22 @@ def main() -> int:
                    [m[k + ": after"] / m[k + ": numpy lower bound"]], 3.0, unit="ratio")
             report(f"pass_vs_numpy_lower_bound_distinct_rows_{n.replace(',', '')}x50{suffix}",
                    [m[kd + ": after"] / m[kd + ": numpy lower bound"]], 3.0, unit="ratio")
-    if "LLM-Viewer analyze" in med:
+    if "LLM-Viewer analyze" in med:  # with (a)
         report("analyze_2_passes_vs_llm_viewer", [med["(a) analyze, 2 passes: after"] / med["LLM-Viewer analyze"]], 1.0,
                unit="ratio")
         report("analyze_stacked_vs_llm_viewer", [med["(a) analyze, 1 stacked pass: after"] / med["LLM-Viewer analyze"]],
                1.0, unit="ratio")
         report("prefill_decode_vs_llm_viewer", [med["(a) prefill_decode: after"] / med["LLM-Viewer analyze"]], 1.0,
                unit="ratio")
+    if "LLM-Viewer generate" in med:  # with (b)
         report("generate_cold_vs_llm_viewer", [med["(b) generate cold: after"] / med["LLM-Viewer generate"]], 0.2,
                unit="ratio")
     return 0
 
 
-def add_peer(cases: dict, peer: Path) -> None:
+def add_peer(cases: dict, peer: Path, only: str = "ab") -> None:
+    """LLM-Viewer's ``analyze`` beside (a) and its generate task beside (b), for the cases run only (``--only b``
+    alone has no (a) results to compare its ``analyze`` with)."""
     if not (peer / "run_peer.py").exists():
         print(f"LLM-Viewer not found at {peer}: comparison skipped")
         return
@@ -249,8 +252,10 @@ def add_peer(cases: dict, peer: Path) -> None:
     cwd = os.getcwd()
     lv = load("llama2-7b", "nvidia_A100_80G")
     os.chdir(cwd)
-    cases["LLM-Viewer analyze"] = lambda: lv.analyze(SEQ, BATCH)
-    cases["LLM-Viewer generate"] = lambda: lv.analyze_generate_task(SEQ, GEN, BATCH)
+    if "a" in only:
+        cases["LLM-Viewer analyze"] = lambda: lv.analyze(SEQ, BATCH)
+    if "b" in only:
+        cases["LLM-Viewer generate"] = lambda: lv.analyze_generate_task(SEQ, GEN, BATCH)
 
 
 def show_ratios(med: dict[str, float]) -> None:
@@ -261,8 +266,8 @@ def show_ratios(med: dict[str, float]) -> None:
         if what + ": after" not in med:
             continue
         line = f"{what}: before / after = {ratio(what + ': before', what + ': after'):.2f}x"
-        if "LLM-Viewer analyze" in med:
-            peer = "LLM-Viewer analyze" if what.startswith("(a)") else "LLM-Viewer generate"
+        peer = "LLM-Viewer analyze" if what.startswith("(a)") else "LLM-Viewer generate"
+        if peer in med:
             line += (f"; LLM-Viewer / ours: before {ratio(peer, what + ': before'):.2f}x, "
                      f"after {ratio(peer, what + ': after'):.2f}x")
         print(line)

@@ -23,6 +23,7 @@ context axis's (:func:`explorer.core.workload.context_axis.stack_contexts`): 4 s
 from __future__ import annotations
 
 import functools
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -30,13 +31,15 @@ import numpy as np
 
 from explorer.core.formats import TensorFormats
 from explorer.core.hardware.device import Device
-from explorer.core.workload.context_axis import ContextError, StackedContexts, stack_contexts
+from explorer.core.workload.context_axis import ContextError, StackedContexts, stack_contexts, stack_steps
 from explorer.core.workload.layers import ATTENTION, LM_HEAD, Context
 from explorer.core.workload.model import Model, build_table
 
 from .device_arrays import DeviceArrays
 from .evaluate import time_energy
-from .plan import cached_device_arrays
+from .kernel import time_energy_classes
+from .plan import cached_device_arrays, device_plan
+from .row_classes import RowClasses, _key_columns, given_classes
 from .tensor_bytes import formats_of, resident_bytes
 
 
@@ -114,14 +117,45 @@ def _with_lengths(first: Context, seq_lens: range) -> list[Context]:
 @functools.lru_cache(maxsize=16)
 def _stacked(model: Model, batch: int, p: int, t: int, attention: str, lm_head: str) -> StackedContexts:
     """The task's work rows (the prefill, then each decode step), cached per model and task like ``build_table``."""
-    contexts = [Context(batch=batch, seq_len=p, phase="prefill", attention=attention, lm_head=lm_head)]
+    first = Context(batch=batch, seq_len=p, phase="prefill", attention=attention, lm_head=lm_head)
+    steps = []
     if t > 1:
         step = Context(batch=batch, seq_len=p + 1, phase="decode", attention=attention, lm_head=lm_head)
-        contexts += [step, *_with_lengths(step, range(p + 2, p + t))]
+        steps = [step, *_with_lengths(step, range(p + 2, p + t))]
     try:
-        return stack_contexts(model, contexts, build_table)
+        if steps:
+            return stack_steps(model, first, steps, build_table)
+        return stack_contexts(model, [first], build_table)
     except ContextError as exc:
         raise ValueError(str(exc)) from None
+
+
+_CLASSES: weakref.WeakKeyDictionary[StackedContexts, tuple[RowClasses | None]] = weakref.WeakKeyDictionary()
+
+
+def _step_classes(st: StackedContexts) -> RowClasses | None:
+    """The task's distinct rows for the pass (:func:`.kernel.time_energy_classes`): a decode step's row whose
+    numbers the pass reads (:func:`.row_classes._key_columns`) are bit for bit those of the first step's row at its
+    place in every step is that row's class (in decode only the attention's score, softmax and context rows grow
+    with the KV length: 3 of Llama-2's 17 rows per step); every other row is its own. So the pass computes 17 + 17 +
+    126 x 3 rows, not 17 + 127 x 17, and the same floats (a row's cells depend only on those numbers). None where
+    fewer than two steps, their row counts differ or no row repeats. Found once per stacked table (kept weakly)."""
+    got = _CLASSES.get(st)
+    if got is not None:
+        return got[0]
+    sizes, t = st.sizes[1:], st.table
+    width, start = (int(sizes[0]), int(st.starts[1])) if len(sizes) else (0, 0)
+    cls = None
+    if len(sizes) >= 2 and np.all(sizes == width) and start + width * len(sizes) == len(t):
+        bits = np.stack([col[start:] for col in _key_columns(t)]).view(np.uint64).reshape(-1, len(sizes), width)
+        same = (bits == bits[:, :1]).all(axis=(0, 1))
+        if same.any():
+            rep = np.arange(len(t))
+            rep[start + width:].reshape(len(sizes) - 1, width)[:, same] = rep[start:start + width][same]
+            own = rep == np.arange(len(t))
+            cls = given_classes(t, np.flatnonzero(own), (np.cumsum(own) - 1)[rep])
+    _CLASSES[st] = (cls,)
+    return cls
 
 
 def generate(model: Model, devices: Sequence[Device] | DeviceArrays, precision: str = "fp16", *, batch: int = 1,
@@ -142,7 +176,11 @@ def generate(model: Model, devices: Sequence[Device] | DeviceArrays, precision: 
     kv = np.arange(p + 1, p + t, dtype=int)
     st = _stacked(model, batch, p, t, attention, lm_head)
     dev = devices if isinstance(devices, DeviceArrays) else cached_device_arrays(devices, precision, formats)
-    row_time, row_energy = time_energy(st.table, dev, attention)  # evaluate()'s time and energy, nothing else
+    cls = None if attention == "fused" else _step_classes(st)
+    if cls is None:
+        row_time, row_energy = time_energy(st.table, dev, attention)  # evaluate()'s time and energy, nothing else
+    else:  # the same floats, the pass on the distinct rows
+        row_time, row_energy = time_energy_classes(cls, dev, device_plan(dev), attention)
     count = st.table.columns["count"][:, None]
     time = np.add.reduceat(count * row_time, st.starts, axis=0)  # (1 + T - 1, D)
     energy = np.add.reduceat(count * row_energy, st.starts, axis=0)

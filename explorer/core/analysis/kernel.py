@@ -26,7 +26,7 @@ from .device_arrays import DeviceArrays
 from .flash import kv_rereads
 from .gemm_rows import GemmShapes, efficiency_table, fallback_memory_time, gemm_shapes, rereads, roof
 from .plan import DevicePlan, RowPlan, TablePlan, table_plan
-from .row_classes import row_classes
+from .row_classes import RowClasses, row_classes
 
 
 @dataclass(eq=False)
@@ -241,16 +241,27 @@ def _time(F, eff, dp: DevicePlan, traffic: np.ndarray, memory_time, B, tmp: Work
 
 
 def time_energy(table, dev: DeviceArrays, tp: TablePlan, dp: DevicePlan, rp: RowPlan, attention: str,
-                ws: Workspace | None = None) -> tuple[np.ndarray, np.ndarray]:
+                ws: Workspace | None = None, *, distinct: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Only ``time`` and ``energy`` (L, D), equal to :func:`cross`'s; in ``ws``'s buffers when given (see the module
-    docstring for who may keep them)."""
-    cls = row_classes(table, tp, dp.n_dev, attention)
+    docstring for who may keep them). ``distinct``: the caller says the rows are already distinct (e.g. the sweep's
+    blocks), so they are not searched for repeats (:mod:`.row_classes`): the same floats either way."""
+    cls = None if distinct else row_classes(table, tp, dp.n_dev, attention)
     if cls is None:
         return _time_energy_rows(table, dev, tp, dp, rp, attention, ws)
+    return time_energy_classes(cls, dev, dp, attention, ws)
+
+
+def time_energy_classes(cls: RowClasses, dev: DeviceArrays, dp: DevicePlan, attention: str,
+                        ws: Workspace | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`time_energy` of a table whose distinct rows ``cls`` are known (:func:`.row_classes.given_classes`):
+    the pass on the distinct rows (their own plans; the whole table's are not made), gathered by row. Not for
+    ``attention="fused"`` (its K/V re-reads are per row)."""
+    if attention == "fused":
+        raise ValueError("attention: a fused kernel's rows are not grouped (row classes)")
     sub = cls.table
     stp = table_plan(sub)
     t, e = _time_energy_rows(sub, dev, stp, dp, stp.rows(sub, dev, dp), attention, None)
-    shape = (tp.n_rows, dp.n_dev)
+    shape = (len(cls.inv), dp.n_dev)
     return (np.take(t, cls.inv, axis=0, out=_empty(ws, "time", shape), mode="clip"),
             np.take(e, cls.inv, axis=0, out=_empty(ws, "energy", shape), mode="clip"))
 

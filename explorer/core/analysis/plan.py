@@ -273,6 +273,21 @@ def _unknown_as_zero(x: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(x), 0.0, x)
 
 
+#: TensorFormats.of(precision) by precision: constant (made from the format tables), the tensors' formats of an
+#: analysis given by its precision alone (a cold plan parsed the precision into three formats each time)
+_UNIFORM: dict[str, TensorFormats] = {}
+
+
+def _formats_of(dev: DeviceArrays) -> TensorFormats:
+    """:func:`.tensor_bytes.formats_of`, the formats of a precision alone made once per precision."""
+    if dev.formats is not None:
+        return dev.formats
+    got = _UNIFORM.get(dev.precision)
+    if got is None:
+        got = _UNIFORM[dev.precision] = formats_of(dev)
+    return got
+
+
 def _device_plan(dev: DeviceArrays) -> DevicePlan:
     n_dev, n_levels = len(dev), dev.level_bw.shape[1]
     bpe = dev.bytes_per_element
@@ -301,9 +316,11 @@ def _device_plan(dev: DeviceArrays) -> DevicePlan:
             params = (df == "os", df == "is", dev.rows[cols], dev.cols[cols], dev.rows[cols] * dev.cols[cols],
                       dev.units[cols])
         else:  # both block tiles (the device's and its half) side by side: (2 x D_tc,)
-            bm = np.maximum(np.floor(dev.block_m[cols] * _BLOCK_SCALES), 1).ravel()
-            bn = np.maximum(np.floor(dev.block_n[cols] * _BLOCK_SCALES), 1).ravel()
-            params = (bm, bn, np.tile(dev.sm_count[cols], 2), max(1.0, 16.0 / bpe))
+            # M and N at once: (2 [M, N], 2 [the tile, its half], D_tc), each side ravelled as (2 x D_tc,)
+            bmn = np.maximum(np.floor(np.stack((dev.block_m[cols], dev.block_n[cols]))[:, None, :] * _BLOCK_SCALES),
+                             1).reshape(2, -1)
+            sm = dev.sm_count[cols]
+            params = (bmn[0], bmn[1], np.concatenate((sm, sm)), max(1.0, 16.0 / bpe))
         _frozen(cols, *params)
         groups.append(EngineGroup(cols=cols, whole=len(cols) == n_dev, params=params))
     curves = device_curves(dev)
@@ -315,7 +332,7 @@ def _device_plan(dev: DeviceArrays) -> DevicePlan:
         present=present.T.astype(float)[:, None, :], level_energy=_unknown_as_zero(dev.level_energy).T[:, None, :],
         level_bw_eta=level_bw_eta.T[:, None, :], systolic=groups[0], tensor_core=groups[1], curves=curves,
         calibrated_any=bool((curves[0].present | curves[1].present).any()), status=calibration_status(dev),
-        row_key=(formats_of(dev), dev.computes, len(dev) if dev.computes else 0),
+        row_key=(_formats_of(dev), dev.computes, len(dev) if dev.computes else 0),
         tiles_ok=bool(((tiles >= 1) | (tiles == np.inf)).all()),
         every_device_timed=bool((present & np.isfinite(level_bw_eta) & (level_bw_eta > 0)).any(axis=1).all()))
     _frozen(plan.peak, plan.bw, plan.eta_c, plan.eta_m, plan.peak_eta_c, plan.ridge, plan.mac_energy, plan.tiles4,

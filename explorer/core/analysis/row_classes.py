@@ -19,6 +19,7 @@ from __future__ import annotations
 import threading
 import weakref
 from dataclasses import dataclass
+from operator import itemgetter
 
 import numpy as np
 
@@ -65,9 +66,18 @@ def _classes(table: LayerTable) -> RowClasses | None:
     for a in cols:  # a hash shared by different rows (never seen): no grouping
         if not np.array_equal(a[first][inv], a):
             return None
+    return given_classes(table, first, inv)
+
+
+def given_classes(table: LayerTable, first: np.ndarray, inv: np.ndarray) -> RowClasses:
+    """The classes ``first`` (U,) (each class's first row, ascending) and ``inv`` (L,) (each row's class) of
+    ``table``, as :func:`row_classes` would find them: for a caller that knows which rows are equal (bit for bit in
+    the columns of :func:`_key_columns`), e.g. the generate task's decode steps (``generate._step_classes``)."""
     c = table.columns
-    sub = LayerTable(names=tuple(table.names[i] for i in first.tolist()),
-                     kinds=tuple(table.kinds[i] for i in first.tolist()), layer_index=table.layer_index[first],
+    pick = itemgetter(*first.tolist()) if len(first) > 1 else (lambda seq: tuple(seq[i] for i in first.tolist()))
+    names, kinds = pick(table.names), pick(table.kinds)
+    sub = LayerTable(names=names if isinstance(names, tuple) else (names,),
+                     kinds=kinds if isinstance(kinds, tuple) else (kinds,), layer_index=table.layer_index[first],
                      gemm=table.gemm[first], gemm_count=table.gemm_count[first],
                      columns={name: v[first] for name, v in c.items()})
     inv = inv.astype(np.intp, copy=False).reshape(-1)

@@ -129,16 +129,17 @@ def _rows(table: LayerTable, a: int, b: int) -> LayerTable:
 
 
 def _pass(table: LayerTable, piece: LayerTable, a: int, b: int, dev, dp, attention: str, time_model: str,
-          work: Workspace) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+          work: Workspace, distinct: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """Rows a..b (``piece``) of ``table`` on every device: seconds and joules per instance (L, D) of ``time_model``,
     and under the calibrated one whether each row has a curve (else None). The ideal model's arrays are ``work``'s
     buffers (:func:`explorer.core.analysis.evaluate.time_energy`'s floats, with the plans sliced from the whole
-    table's: sweep/plans.py): use them before the next pass."""
+    table's: sweep/plans.py): use them before the next pass. ``distinct``: the rows are the stack's distinct ones
+    (:mod:`.distinct`), so the kernel does not search them for repeats again (the same floats)."""
     if time_model == "calibrated":  # the whole analysis: its calibrated times and where each row has a curve
         got = evaluate(piece, dev, ctx=Context(attention=attention))
         return got.calibrated_time, got.energy, got.calibrated  # fresh arrays of this analysis, not kept
     tp, rp = sliced(table, piece, a, b, dev, dp, attention)
-    t, e = kernel_time_energy(piece, dev, tp, dp, rp, attention, work)
+    t, e = kernel_time_energy(piece, dev, tp, dp, rp, attention, work, distinct=distinct)
     return t, e, None
 
 
@@ -229,7 +230,7 @@ def sweep(model: Model, devices: Sequence[Device], grid: Grid,
         t_parts, e_parts, s_parts = [], [], []
         if where is not None:  # every distinct row's time and energy, then each block of contexts gathers its own
             for a, b, piece in pieces:
-                t, e, cal = _pass(passed, piece, a, b, dev, dp, grid.attention, time_model, work)
+                t, e, cal = _pass(passed, piece, a, b, dev, dp, grid.attention, time_model, work, distinct=True)
                 np.multiply(row_count[a:b], t, out=per_row[a:b, 0])
                 np.multiply(row_count[a:b], e, out=per_row[a:b, 1])
                 if cal is not None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from itertools import chain, pairwise
+from operator import attrgetter
 
 import numpy as np
 
@@ -36,6 +37,9 @@ from explorer.core.workload.context_plane import (  # noqa: F401 (ContextError, 
 from explorer.core.workload.layers import AttentionShape, Context
 from explorer.core.workload.model import NUMERIC, LayerTable, Model, build_table
 
+_GROUP = attrgetter("phase", "attention", "lm_head")  # a context's group
+_POINT = attrgetter("batch", "seq_len")  # its point there
+
 
 @dataclass(frozen=True, eq=False)
 class StackedContexts:
@@ -53,7 +57,8 @@ def _from_numbers(ref: LayerTable, blocks: np.ndarray, fused: bool) -> LayerTabl
     """A table of ``k`` contexts with ``ref``'s rows and the numbers ``blocks`` (k, F, L)."""
     k, _, n = blocks.shape
     nc = len(NUMERIC)
-    flat = blocks.transpose(1, 0, 2).reshape(blocks.shape[1], k * n)
+    flat = blocks.transpose(1, 0, 2).reshape(blocks.shape[1], k * n)  # a view where ``blocks`` is one of (F, k, L)
+    flat = flat.view()
     flat.setflags(write=False)  # tables are shared (cached): read-only like build_table's
     columns = {c: flat[i] for i, c in enumerate(NUMERIC)}
     attention: tuple = ()
@@ -93,18 +98,16 @@ class _Solved:
         self.fused = fused
 
     def put(self, at: np.ndarray, solved: list) -> None:
-        """``solved`` as :meth:`_Run.solve` returns it, for the points ``at``."""
+        """``solved`` as :meth:`_Run.solve` returns it (pieces: one length built, or a block of lengths
+        interpolated), for the points ``at`` in order."""
         i = 0
-        while i < len(solved):
-            ref, numbers = solved[i]
-            e = i + 1
+        for ref, numbers in solved:
             if numbers is None:
                 self.refs[int(at[i])] = ref
+                i += 1
             else:
-                while e < len(solved) and solved[e][1] is not None and solved[e][0] is ref:
-                    e += 1
-                self.blocks.append((at[i:e], ref, np.stack([x[1] for x in solved[i:e]])))
-            i = e
+                self.blocks.append((at[i:i + len(numbers)], ref, numbers))
+                i += len(numbers)
 
     def put_block(self, at: np.ndarray, ref: LayerTable, values: np.ndarray) -> None:
         self.blocks.append((at, ref, values))
@@ -116,9 +119,14 @@ class _Solved:
         values, canon = None, None
         for at, ref, v in self.blocks:
             if canon is None:
-                canon, values = ref, np.empty((len(self.refs),) + v.shape[1:])
+                canon = ref
+                if len(self.blocks) == 1 and len(at) == len(self.refs) and np.array_equal(at, np.arange(len(at))):
+                    values = v  # one block of every point in order (the generate task's decode steps): as it is
+                else:  # (P, F, L) as a view of (F, P, L): a block of consecutive points is columns without a copy
+                    values = np.empty((v.shape[1], len(self.refs), v.shape[2])).transpose(1, 0, 2)
             if ref is canon or _same_rows(ref, canon):
-                values[at] = v
+                if values is not v:
+                    values[at] = v
                 has[at] = True
                 for k in at.tolist():
                     self.refs[k] = canon
@@ -144,20 +152,25 @@ def stack_contexts(model: Model, contexts: Sequence[Context], build: Callable = 
     # per context: its group (-1: a context built on its own) and its point there; a group: the contexts of one
     # (phase, attention, LM head), its points (batch, length)
     n = len(contexts)
-    gid, pid = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    gids: list[int] = []
+    pids: list[int] = []
     group_of: dict[tuple, int] = {}
     firsts: list[Context] = []
     points: list[dict] = []
-    for k, c in enumerate(contexts):
-        if c.seq_len is None or c.phase not in ("prefill", "decode"):
-            gid[k], pid[k] = -1, k
+    for k, (key, point) in enumerate(zip(map(_GROUP, contexts), map(_POINT, contexts))):
+        if point[1] is None or key[0] not in ("prefill", "decode"):
+            gids.append(-1)
+            pids.append(k)
             continue
-        g = group_of.setdefault((c.phase, c.attention, c.lm_head), len(firsts))
-        if g == len(firsts):
-            firsts.append(c)
+        g = group_of.get(key)
+        if g is None:
+            g = group_of[key] = len(firsts)
+            firsts.append(contexts[k])
             points.append({})
         index = points[g]
-        gid[k], pid[k] = g, index.setdefault((c.batch, c.seq_len), len(index))
+        gids.append(g)
+        pids.append(index.setdefault(point, len(index)))
+    gid, pid = np.array(gids, dtype=np.int64), np.array(pids, dtype=np.int64)
     solved: list = []
     single: dict[int, LayerTable] = {}
     try:
@@ -176,11 +189,13 @@ def stack_contexts(model: Model, contexts: Sequence[Context], build: Callable = 
     rid = np.full(n, -1, dtype=np.int64)  # per context: its rows' table among its group's, -1 where built
     size = np.empty(n, dtype=int)
     for g, (refs, has, _) in enumerate(solved):
-        ids: dict[int, int] = {}
-        rids = np.array([ids.setdefault(id(r), len(ids)) if h else -1 for r, h in zip(refs, has.tolist())])
+        tables = {id(r): r for r in refs}  # the group's distinct tables (most points share one)
+        number = {i: j for j, i in enumerate(tables)}
+        ids = np.array([number[i] for i in map(id, refs)], dtype=np.int64)
+        rids = np.where(has, ids, -1)
         at = np.flatnonzero(gid == g)
         rid[at] = rids[pid[at]]
-        size[at] = np.array([len(r) for r in refs])[pid[at]]
+        size[at] = np.array([len(r) for r in tables.values()], dtype=int)[ids][pid[at]]
     for k, t in single.items():
         size[k] = len(t)
     cut = np.ones(n, dtype=bool)
@@ -194,12 +209,71 @@ def stack_contexts(model: Model, contexts: Sequence[Context], build: Callable = 
             continue
         refs, _, values = solved[g]
         ref = refs[int(pid[k])]
-        parts.append(ref if rid[k] < 0 else
-                     _from_numbers(ref, values[pid[k:e]], contexts[k].attention == "fused"))
+        if rid[k] >= 0:
+            sel = pid[k:e]
+            p0 = int(sel[0])  # consecutive points: a slice (a view), not a gathered copy
+            block = values[p0:p0 + len(sel)] if np.array_equal(sel, np.arange(p0, p0 + len(sel))) else values[sel]
+            ref = _from_numbers(ref, block, contexts[k].attention == "fused")
+        parts.append(ref)
     table = parts[0] if len(parts) == 1 else stack_tables(parts)
     if table.attention and len(table.attention) != len(table):  # built and interpolated blocks mixed, not fused
         table = replace(table, attention=())
     return StackedContexts(contexts=tuple(contexts), table=table, sizes=size,
+                           starts=np.concatenate([[0], np.cumsum(size)[:-1]]).astype(int), builds=len(built))
+
+
+_STEP = attrgetter("phase", "attention", "lm_head", "batch")  # what a run's contexts share
+_SEQ = attrgetter("seq_len")
+
+
+def stack_steps(model: Model, first: Context, steps: Sequence[Context],
+                build: Callable = build_table) -> StackedContexts:
+    """:func:`stack_contexts` of ``[first, *steps]`` where ``first`` is a prefill and ``steps`` decode contexts of
+    one (attention, LM head, batch) at consecutive lengths (the generate task), the same table: the steps are one run
+    of lengths at one batch, cut where the model's work changes formula (its windows: :func:`breakpoints`, the cuts of
+    the plane's regions at one batch in decode), so the same tables are built and the same numbers interpolated,
+    without grouping every context by its fields. Any other contexts, a model that is not a piecewise polynomial in
+    the length, and a context the model does not take (to name the first in order) go through
+    :func:`stack_contexts`."""
+    general = [first, *steps]
+    if not steps or first.phase != "prefill" or first.seq_len is None or steps[0].phase != "decode":
+        return stack_contexts(model, general, build)
+    s0 = steps[0].seq_len
+    if (s0 is None or len(set(map(_STEP, steps))) != 1
+            or list(map(_SEQ, steps)) != list(range(s0, s0 + len(steps)))):
+        return stack_contexts(model, general, build)
+    base = replace(steps[0], seq_len=None)
+    cuts = breakpoints(model, base)
+    if cuts is None:
+        return stack_contexts(model, general, build)
+    built: dict[Context, LayerTable] = {}
+
+    def counted(m, c):
+        t = built.get(c)
+        if t is None:
+            t = built[c] = build(m, c)
+        return t
+
+    seqs = list(range(s0, s0 + len(steps)))
+    try:
+        pre = counted(model, first)
+        _fail(model, first, pre)
+        run = _Run(model, base, seqs, counted)
+        edges = np.searchsorted(np.array(seqs, dtype=float), cuts, side="right")
+        edges = [0, *sorted({int(e) for e in edges if 0 < e < len(seqs)}), len(seqs)]
+        pieces = [x for lo, hi in pairwise(edges) for x in run.solve(lo, hi)]
+    except ContextError:
+        return stack_contexts(model, general, build)
+    fused = base.attention == "fused"
+    parts, sizes = [pre], [len(pre)]
+    for ref, numbers in pieces:
+        parts.append(ref if numbers is None else _from_numbers(ref, numbers, fused))
+        sizes += [len(ref)] * (1 if numbers is None else len(numbers))
+    table = stack_tables(parts)
+    if table.attention and len(table.attention) != len(table):  # built and interpolated blocks mixed, not fused
+        table = replace(table, attention=())
+    size = np.array(sizes, dtype=int)
+    return StackedContexts(contexts=tuple(general), table=table, sizes=size,
                            starts=np.concatenate([[0], np.cumsum(size)[:-1]]).astype(int), builds=len(built))
 
 
@@ -217,8 +291,7 @@ def _solve_group(model: Model, base: Context, points: np.ndarray, build: Callabl
             _fail(model, ctx, out.refs[k])
     elif pl.batch_affine:  # regions on one side of every breakpoint, each a polynomial in (b, s)
         sides = pl.signature(b, s)
-        keys, region = np.unique(sides, axis=0, return_inverse=True)
-        region = region.reshape(-1)
+        keys, region = _regions(sides)
         for r in range(len(keys)):
             idx = np.flatnonzero(region == r)
             _Plane(model, base, pl, build).solve(b[idx], s[idx], keys[r], order[idx], out)
@@ -231,3 +304,16 @@ def _solve_group(model: Model, base: Context, points: np.ndarray, build: Callabl
             edges = [0, *sorted({int(e) for e in edges if 0 < e < len(seqs)}), len(seqs)]
             out.put(order[idx], [x for lo, hi in pairwise(edges) for x in run.solve(lo, hi)])
     return out.finish()
+
+
+def _regions(sides: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(sides, axis=0, return_inverse=True)`` of (P, K) booleans, in its order (rows compared as
+    their bits, the first column most significant), without its sort of (P,) structured rows: each row read as
+    one integer where K <= 62."""
+    k = sides.shape[1]
+    if k > 62:
+        keys, region = np.unique(sides, axis=0, return_inverse=True)
+        return keys, region.reshape(-1)
+    code = sides.astype(np.int64) @ (np.int64(1) << np.arange(k - 1, -1, -1, dtype=np.int64))
+    _, first, region = np.unique(code, return_index=True, return_inverse=True)
+    return sides[first], region.reshape(-1)

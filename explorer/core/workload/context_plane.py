@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from itertools import chain
+from operator import attrgetter
 
 import numpy as np
 
@@ -133,9 +134,17 @@ def breakpoints(model: Model, ctx: Context) -> list[float] | None:
 def _matrix(t: LayerTable) -> np.ndarray:
     """(F, L) every number of a table that may vary with s: the numeric columns, GEMM (M, N, K) and count, and
     each attention row's stream numbers (0 where a row has none)."""
-    att = np.array([[getattr(a, f) for f in _ATT] if a is not None else [0] * len(_ATT) for a in t.attention],
-                   dtype=float).reshape(len(t), len(_ATT))
-    return np.vstack([np.stack([t.columns[c] for c in NUMERIC]), t.gemm.T, t.gemm_count[None, :], att.T])
+    nc = len(NUMERIC)
+    out = np.zeros((nc + 4 + len(_ATT), len(t)))
+    for i, c in enumerate(NUMERIC):
+        out[i] = t.columns[c]
+    out[nc:nc + 3] = t.gemm.T
+    out[nc + 3] = t.gemm_count
+    rows = [r for r, a in enumerate(t.attention) if a is not None]
+    if rows:
+        get = attrgetter(*_ATT)
+        out[nc + 4:, rows] = np.array([get(t.attention[r]) for r in rows], dtype=float).T
+    return out
 
 
 def _same_rows(a: LayerTable, b: LayerTable) -> bool:
@@ -172,7 +181,8 @@ class _Run:
         _fail(self.model, replace(self.base, seq_len=s), t)
 
     def solve(self, lo: int, hi: int) -> list[tuple[LayerTable, np.ndarray | None]]:
-        """Per length seqs[lo:hi]: (the table of its rows, its (F, L) numbers, or None where built outright)."""
+        """The lengths seqs[lo:hi] in order, in pieces: (the table of one length's rows, None) where built outright;
+        (the table of its rows, the (k, F, L) numbers of k consecutive lengths) where interpolated."""
         seqs = self.seqs[lo:hi]
         deg = _degree(self.base)
         n = len(seqs)
@@ -190,15 +200,15 @@ class _Run:
         ref = tables[int(nodes[0])]
         ok = all(not t.errors and len(t) and _same_rows(ref, t) for t in tables.values())
         if ok:
-            values = _interpolate(np.array([seqs[i] for i in nodes], dtype=float),
-                                  np.stack([_matrix(tables[int(i)]) for i in nodes]), np.array(seqs, dtype=float))
-            ok = all(_close(values[i], _matrix(tables[int(i)])) for i in probes)
+            ys = np.stack([_matrix(tables[int(i)]) for i in nodes])
+            values = _interpolate(np.array([seqs[i] for i in nodes], dtype=float), ys, np.array(seqs, dtype=float))
+            checks = [_matrix(tables[int(i)]) for i in probes]
+            ok = all(_close(values[i], m) for i, m in zip(probes.tolist(), checks))
         if not ok:
             mid = lo + n // 2
             return self.solve(lo, mid) + self.solve(mid, hi)
-        for i in nodes:  # the nodes exactly as built
-            values[i] = _matrix(tables[int(i)])
-        return [(ref, values[k]) for k in range(n)]
+        values[nodes] = ys  # the nodes exactly as built
+        return [(ref, values)]
 
 
 def _fail(model: Model, ctx: Context, t: LayerTable) -> None:
@@ -211,8 +221,28 @@ def _fail(model: Model, ctx: Context, t: LayerTable) -> None:
 
 def _interpolate(xs: np.ndarray, ys: np.ndarray, at: np.ndarray) -> np.ndarray:
     """The polynomial through the nodes (xs, ys (n, F, L)) at ``at``: (A, F, L), entries whose node values are all
-    whole numbers and which are within rounding of one rounded to it (element counts, GEMM dimensions: exact)."""
-    return _rounded(_newton(xs, ys, at), _whole(ys, 1))
+    whole numbers and which are within rounding of one rounded to it (element counts, GEMM dimensions: exact).
+
+    Only the entries that differ between the nodes are interpolated (in decode: the attention rows' K/V numbers);
+    the others are copied: the polynomial through equal finite values ``c`` is ``c`` exactly (its divided
+    differences are ``+0.0``: ``c + (+-0.0) = c``), except ``c = -0.0`` (``-0.0 + 0.0 = +0.0``), which is
+    interpolated with the moving entries, as is any entry not bit for bit equal at every node or not finite. So
+    every float is :func:`_newton`'s. The result is a view of an (F, A, L) array: a block of consecutive lengths
+    is its table's columns (F, k x L) without a copy (``context_axis._from_numbers``)."""
+    n, f, rows = ys.shape
+    flat = ys.reshape(n, f * rows)
+    first = flat[0]
+    bits = flat.view(np.int64)
+    fixed = (bits == bits[0]).all(axis=0) & np.isfinite(first) & ~((first == 0) & np.signbit(first))
+    buf = np.empty((f, len(at), rows))
+    buf[...] = ys[0][:, None, :]
+    values = buf.transpose(1, 0, 2)
+    idx = np.flatnonzero(~fixed)
+    if len(idx):
+        moving = flat[:, idx].reshape(n, 1, len(idx))
+        got = _rounded(_newton(xs, moving, at), _whole(moving, 1))
+        values[:, idx // rows, idx % rows] = got.reshape(len(at), len(idx))
+    return values
 
 
 def _whole(ys: np.ndarray, axes: int) -> np.ndarray:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import operator
 import threading
 from collections import OrderedDict
-from dataclasses import replace
 
 import numpy as np
 
@@ -35,20 +34,24 @@ MAX_CONTEXTS = 192  # contexts kept
 PLACEHOLDER = "\x00"  # the name a layer is expanded under (a layer's name replaces it)
 
 
-def expand_layer(i: int, spec, shape: Shape, ctx: Context) -> tuple[Shape, list[Row], str | None, Shape]:
+def expand_layer(i: int, spec, shape: Shape, ctx: Context, name: str | None = None
+                 ) -> tuple[Shape, list[Row], str | None, Shape]:
     """Layer ``i`` (a :class:`~explorer.core.workload.model.LayerSpec`) receiving ``shape``: ``(out shape, rows,
     error, the shape it computes on)``. A layer that does not fit is flagged with the reason and passes its input
-    through unchanged, so the layers after it are still analyzed."""
-    name = spec.name or f"{spec.kind}{i}"
+    through unchanged, so the layers after it are still analyzed. ``name``: the name it is expanded under (the
+    spec's, or ``kind<i>``, when not given; the memo passes its placeholder instead of copying the spec)."""
+    if name is None:
+        name = spec.name or f"{spec.kind}{i}"
     kind = REGISTRY[spec.kind]
+    raw = dict(spec.items)
     try:
-        explicit = spec.params.get("input_shape")
+        explicit = raw.get("input_shape")
         if explicit is not None:  # graphs with branches (imported models) give each layer its own input
             if not (isinstance(explicit, (list, tuple)) and explicit
                     and all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in explicit)):
                 raise ParamError(f"{name}.input_shape: expected a list of positive whole numbers")
             shape = tuple(explicit)
-        params = kind.check(spec.params, name)
+        params = kind.check(raw, name)
         out, rows = kind.expand(params, shape, ctx, name)
         if kind.is_block and spec.repeat > 1 and out != shape:  # a repeated block maps its output to its input
             raise ShapeError(f"repeat {spec.repeat} needs the block to keep its shape, "
@@ -56,18 +59,23 @@ def expand_layer(i: int, spec, shape: Shape, ctx: Context) -> tuple[Shape, list[
         error = None
     except (ShapeError, ParamError) as exc:
         out, rows, error = shape, [], str(exc)
+    repeat = spec.repeat
     for r in rows:
         r.layer_index = i
-        r.count = spec.repeat
+        r.count = repeat
         if r.active_params is None:  # a row that does not say otherwise computes with all its parameters
             r.active_params = r.params
     return out, rows, error, shape
 
 
 _NUMBERS = operator.attrgetter(*NUMERIC, "gemm", "gemm_count")  # one C call per row
+_PLAIN, _GEMM = operator.attrgetter(*NUMERIC, "gemm_count"), operator.attrgetter("gemm")  # the memo's, in C
+N_NUMERIC, N_PLAIN = len(NUMERIC), len(NUMERIC) + 1
 
 
-_KIND, _OUT_SHAPE, _ATTENTION = (operator.attrgetter(a) for a in ("kind", "out_shape", "attention"))
+_KIND, _OUT_SHAPE, _ATTENTION, _NAME = (operator.attrgetter(a) for a in ("kind", "out_shape", "attention", "name"))
+_SUFFIX = operator.itemgetter(slice(1, None))  # a row name without the placeholder
+_STARTS = operator.methodcaller("startswith", PLACEHOLDER)
 
 
 def row_numbers(r: Row) -> tuple[float, ...]:
@@ -81,7 +89,8 @@ class _Memo:
 
     def __init__(self):
         self.entries: dict = {}
-        self.numbers: list[tuple] = []
+        self.numbers: list[tuple] = []  # per row: its NUMERIC columns and GEMM count (one C call each)
+        self.gemms: list[tuple] = []  # per row: its GEMM (M, N, K)
         self.kinds: list[str] = []
         self.out_shapes: list[Shape] = []
         self.attention: list = []
@@ -91,8 +100,14 @@ class _Memo:
     def matrix(self) -> np.ndarray:
         """(WIDTH, rows) the distinct rows' numbers (made again only when rows were added)."""
         with self.lock:
-            if self._matrix.shape[1] != len(self.numbers):
-                self._matrix = np.array(self.numbers, dtype=float).reshape(-1, WIDTH).T.copy()
+            n = len(self.numbers)
+            if self._matrix.shape[1] != n:
+                plain = np.array(self.numbers, dtype=float).reshape(n, N_PLAIN)
+                made = np.empty((WIDTH, n))
+                made[:N_NUMERIC] = plain[:, :N_NUMERIC].T
+                made[N_NUMERIC:WIDTH - 1] = np.array(self.gemms, dtype=float).reshape(n, 3).T
+                made[WIDTH - 1] = plain[:, N_NUMERIC]
+                self._matrix = made
             return self._matrix
 
 
@@ -164,30 +179,35 @@ class Assembler:
         memo = self.memo
         if len(memo.numbers) >= MAX_ROWS or PLACEHOLDER in spec.name:
             return None
-        out, rows, error, seen = expand_layer(0, replace(spec, name=PLACEHOLDER), shape, self.ctx)
-        if not all(r.name.startswith(PLACEHOLDER) for r in rows):
+        out, rows, error, seen = expand_layer(0, spec, shape, self.ctx, PLACEHOLDER)
+        names = list(map(_NAME, rows))
+        if not all(map(_STARTS, names)):
             return None
         with memo.lock:
             if key in memo.entries:  # another thread learnt it meanwhile
                 return memo.entries[key]
             start = len(memo.numbers)
-            memo.numbers.extend(map(row_numbers, rows))
+            memo.numbers.extend(map(_PLAIN, rows))
+            memo.gemms.extend(map(_GEMM, rows))
             memo.kinds.extend(map(_KIND, rows))
             memo.out_shapes.extend(map(_OUT_SHAPE, rows))
             memo.attention.extend(map(_ATTENTION, rows))
-            entry = (tuple(range(start, start + len(rows))), tuple(r.name[1:] for r in rows), out, error, seen)
+            entry = (tuple(range(start, start + len(rows))), tuple(map(_SUFFIX, names)), out, error, seen)
             memo.entries[key] = entry
         return entry
 
     def numbers(self) -> np.ndarray:
-        """(WIDTH, rows) the rows' numbers in order: the :data:`NUMERIC` columns, then GEMM M, N, K and count."""
+        """(WIDTH, rows) the rows' numbers in order: the :data:`NUMERIC` columns, then GEMM M, N, K and count
+        (C-contiguous: each column a contiguous row of it)."""
         memo, own = self.memo, self.own
         matrix = memo.matrix()
+        if not own:
+            return matrix.take(self.ids, axis=1) if self.ids else np.zeros((WIDTH, 0))
         ids = np.array(self.ids, dtype=np.intp)
-        if own:  # own rows after the memo's: ids -1, -2, ... become len, len + 1, ...
-            matrix = np.hstack([matrix, np.array([row_numbers(r) for r in own], dtype=float).reshape(-1, WIDTH).T])
-            ids = np.where(ids < 0, memo_rows(matrix, own) - 1 - ids, ids)
-        return matrix[:, ids] if len(ids) else np.zeros((WIDTH, 0))
+        # own rows after the memo's: ids -1, -2, ... become len, len + 1, ...
+        matrix = np.hstack([matrix, np.array([row_numbers(r) for r in own], dtype=float).reshape(-1, WIDTH).T])
+        ids = np.where(ids < 0, memo_rows(matrix, own) - 1 - ids, ids)
+        return matrix.take(ids, axis=1) if len(ids) else np.zeros((WIDTH, 0))
 
     def row_parts(self) -> tuple[np.ndarray, tuple, tuple, tuple]:
         """``(numbers, names, kinds, attention)`` of the rows: :meth:`numbers` and the rows' tuples (for callers
@@ -199,18 +219,18 @@ class Assembler:
     def parts(self) -> dict:
         """The table's row parts: names, kinds, layer_index, gemm, gemm_count, columns, out_shapes, attention."""
         taken = self.numbers()
-        n_num = len(NUMERIC)
         lookup = _Lookup(self.memo, self.own)
         listed = self.ids
-        layers = np.array(self.layers, dtype=int)
-        counts = np.array(self.counts, dtype=np.intp)
+        *columns, m, n, k, gemm_count = taken  # each a contiguous row of ``taken``
+        gemm = np.empty((taken.shape[1], 3))
+        gemm[:, 0], gemm[:, 1], gemm[:, 2] = m, n, k
         return {
             "names": tuple(self.names),
             "kinds": tuple(lookup.kinds(listed)),
-            "layer_index": np.repeat(layers, counts).astype(int),
-            "gemm": np.ascontiguousarray(taken[n_num:n_num + 3].T),
-            "gemm_count": np.ascontiguousarray(taken[n_num + 3]),
-            "columns": {c: np.ascontiguousarray(taken[k]) for k, c in enumerate(NUMERIC)},
+            "layer_index": np.repeat(np.array(self.layers, dtype=int), self.counts),
+            "gemm": gemm,
+            "gemm_count": gemm_count,
+            "columns": dict(zip(NUMERIC, columns)),
             "out_shapes": tuple(lookup.out_shapes(listed)),
             "attention": tuple(lookup.attention(listed)),
         }

@@ -15,8 +15,9 @@ Conventions (``docs/model-file.md`` states them for users):
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from explorer.core.files import names
 
@@ -119,7 +120,10 @@ class LayerKind:
         """Validate and complete parameters; raise ParamError naming ``where.param``. A set of parameters that
         passed is remembered (:func:`_checked_key`): the same set is checked once, not once per context a work
         table is built in and per block a sub-layer runs in (a new dict each call: callers may keep or change it)."""
-        key = _checked_key(id(self), raw)
+        values = tuple(raw.values())  # _checked_key(id(self), raw), inline: a check per sub-layer per context
+        types = tuple(map(type, values))
+        key = (None if float in types and any(type(v) is float and v == 0.0 for v in values)
+               else (id(self), tuple(raw), values, types))
         if key is not None:
             try:
                 got = _CHECKED.get(key)
@@ -135,17 +139,41 @@ class LayerKind:
             return dict(out)
         return out
 
+    def _schema(self) -> tuple[frozenset, dict]:
+        """The names a layer of this kind may give, and each parameter's default as checked (those whose default
+        passes :func:`_coerce`; a default that does not is checked, and fails, each time as before): made once per
+        kind (the kind and its parameters are frozen, :func:`_coerce` a pure function of them)."""
+        schema = self.__dict__.get("_schema_made")
+        if schema is None:
+            defaults = {}
+            for p in self.params:
+                if p.default is not None:
+                    try:
+                        defaults[p.name] = _coerce(p, p.default, p.name)
+                    except ParamError:
+                        pass
+            schema = (frozenset({p.name for p in self.params} | {"kind", "name", "repeat", "input_shape"}), defaults)
+            object.__setattr__(self, "_schema_made", schema)
+        return schema
+
     def _check(self, raw: dict, where: str) -> dict:
-        known = {p.name for p in self.params} | {"kind", "name", "repeat", "input_shape"}
-        unknown = sorted(set(raw) - known)
-        if unknown:
+        known, defaults = self._schema()
+        if not known.issuperset(raw):
+            unknown = sorted(set(raw) - known)
             raise ParamError(f"{where}: unknown parameter(s) {names(unknown)} for '{self.kind}'")
         out = {}
         for p in self.params:
-            value = raw.get(p.name, p.default)
+            name = p.name
+            if name in raw:
+                value = raw[name]
+            elif name in defaults:  # the default, as _coerce returns it
+                out[name] = defaults[name]
+                continue
+            else:
+                value = p.default
             if value is None:
-                raise ParamError(f"{where}.{p.name}: is required for '{self.kind}'")
-            out[p.name] = _coerce(p, value, f"{where}.{p.name}")
+                raise ParamError(f"{where}.{name}: is required for '{self.kind}'")
+            out[name] = _coerce(p, value, f"{where}.{name}")
         return out
 
 
@@ -176,6 +204,10 @@ MAX_WHOLE = 2**53
 
 
 def _coerce(p: Param, value: Any, where: str) -> Any:
+    if type(value) is int and p.type is int and -MAX_WHOLE <= value <= MAX_WHOLE:  # the common case, as below
+        if p.minimum is not None and value < p.minimum:
+            raise ParamError(f"{where}: must be at least {p.minimum:g}, got {value!r}")
+        return value
     if p.type is bool:
         if not isinstance(value, bool):
             raise ParamError(f"{where}: expected true or false, got {value!r}")
@@ -246,6 +278,7 @@ class Expansion:
     rows: list[Row] = field(default_factory=list)
 
     def add(self, kind: str, label: str, **params) -> Shape:
-        self.shape, rows = run(kind, params, self.shape, self.ctx, f"{self.prefix}.{label}")
+        lk, where = REGISTRY[kind], f"{self.prefix}.{label}"  # :func:`run`, inline (~10 sub-layers a block)
+        self.shape, rows = lk.expand(lk.check(params, where), self.shape, self.ctx, where)
         self.rows.extend(rows)
         return self.shape

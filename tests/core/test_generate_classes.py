@@ -1,0 +1,115 @@
+"""The generate task's pass on its distinct rows (``generate._step_classes``, ``kernel.time_energy_classes``): each
+decode step's rows that do not grow with the KV length are computed once, the rest per step, gathered by row. The
+floats must be the pass's over every row of the stacked table, bit for bit, on random repeated models, catalog and
+synthetic devices, precisions and task sizes; and the kernel's ``distinct`` keyword (the caller says its rows are
+distinct) must give the same floats as the search."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_evaluate_fast import CATALOG, synthetic
+from test_pass_rows import PALETTE, repeated_model
+
+from explorer.core.analysis import generate as gen
+from explorer.core.analysis import row_classes
+from explorer.core.analysis.device_arrays import device_arrays
+from explorer.core.analysis.evaluate import time_energy
+from explorer.core.analysis.kernel import time_energy as kernel_time_energy
+from explorer.core.analysis.kernel import time_energy_classes
+from explorer.core.analysis.plan import device_plan, table_plan
+from explorer.core.workload.templates import get_template
+
+
+def _bits(a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(a).view(np.int64)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(block=st.lists(st.integers(0, len(PALETTE) - 1), min_size=1, max_size=5), repeats=st.integers(1, 6),
+       batch=st.integers(1, 8), prompt=st.integers(1, 300), out=st.integers(2, 40),
+       precision=st.sampled_from(["fp16", "int8", "fp8"]),
+       catalog=st.lists(st.sampled_from(CATALOG), min_size=1, max_size=4, unique_by=lambda d: d.id),
+       extra_devices=st.lists(synthetic, max_size=2))
+def test_the_pass_on_the_steps_distinct_rows_equals_the_pass_on_every_row(block, repeats, batch, prompt, out,
+                                                                           precision, catalog, extra_devices):
+    model = repeated_model(block, repeats, [4])  # an attention layer last: some rows grow with the KV length
+    st_ = gen._stacked(model, batch, prompt, out, "naive", "last")
+    cls = gen._step_classes(st_)
+    dev = device_arrays(catalog + extra_devices, precision)
+    want_t, want_e = time_energy(st_.table, dev, "naive")
+    if cls is None:
+        return
+    assert len(cls.table) < len(st_.table)
+    got_t, got_e = time_energy_classes(cls, dev, device_plan(dev), "naive")
+    assert np.array_equal(_bits(got_t), _bits(want_t)) and np.array_equal(_bits(got_e), _bits(want_e))
+
+
+def test_llama_decode_steps_share_all_but_their_attention_rows():
+    """Llama-2-7B, 1,024 + 128: 17 rows per context; in decode only the attention's scores, softmax and context grow
+    with the KV length, so the pass runs on 17 (prefill) + 17 (the first step) + 126 x 3 rows."""
+    model = get_template("llama2-7b").build()
+    st_ = gen._stacked(model, 1, 1024, 128, "naive", "last")
+    cls = gen._step_classes(st_)
+    assert len(st_.table) == 17 * 128 and len(cls.table) == 17 + 17 + 126 * 3
+    assert gen._step_classes(st_) is cls  # found once per stacked table
+    moving = {st_.table.names[i] for i in range(17 * 2, 17 * 3) if cls.inv[i] >= 34}
+    assert moving == {"layers.attn.scores", "layers.attn.softmax", "layers.attn.context"}
+
+
+def test_fused_attention_is_not_grouped():
+    cls = row_classes.given_classes(*_tiny())
+    with pytest.raises(ValueError, match="attention"):
+        time_energy_classes(cls, device_arrays(CATALOG[:1], "fp16"), device_plan(device_arrays(CATALOG[:1], "fp16")),
+                            "fused")
+
+
+def _tiny():
+    t = gen._stacked(repeated_model([0, 4], 2, []), 1, 16, 4, "naive", "last").table
+    return t, np.arange(len(t)), np.arange(len(t))
+
+
+@pytest.mark.parametrize("n_dev", [1, 6])
+def test_the_kernels_distinct_keyword_gives_the_same_floats(monkeypatch, n_dev):
+    monkeypatch.setattr(row_classes, "MIN_CELLS", 0)  # the search would group these repeated rows
+    monkeypatch.setattr(row_classes, "MIN_DEVICES", 1)
+    table = gen._stacked(repeated_model([0, 1, 2, 4], 5, []), 2, 64, 3, "naive", "last").table
+    dev = device_arrays(CATALOG[:n_dev], "fp16")
+    tp, dp = table_plan(table), device_plan(dev)
+    rp = tp.rows(table, dev, dp)
+    a = kernel_time_energy(table, dev, tp, dp, rp, "naive")
+    b = kernel_time_energy(table, dev, tp, dp, rp, "naive", distinct=True)
+    for x, y in zip(a, b):
+        assert np.array_equal(_bits(x), _bits(y))
+
+
+def _same_table(a, b):
+    assert a.names == b.names and a.kinds == b.kinds and a.attention == b.attention
+    for x, y in [(a.layer_index, b.layer_index), (a.gemm, b.gemm), (a.gemm_count, b.gemm_count),
+                 *((a.columns[c], b.columns[c]) for c in b.columns)]:
+        assert x.dtype == y.dtype and x.shape == y.shape and np.array_equal(_bits(x.astype(float)), _bits(y.astype(float)))
+    assert a.columns.keys() == b.columns.keys()
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(template=st.sampled_from(["llama2-7b", "mistral-7b", "mixtral-8x7b", "gpt2"]), batch=st.integers(1, 4),
+       prompt=st.sampled_from([1, 7, 100, 1024, 4000, 4094, 4096]), out=st.integers(2, 150),
+       attention=st.sampled_from(["naive", "fused"]), gap=st.booleans())
+def test_stack_steps_equals_stack_contexts(template, batch, prompt, out, attention, gap):
+    """The generate task's run of decode lengths (``stack_steps``) gives stack_contexts' table bit for bit, with the
+    same builds, across a sliding window (Mistral's 4,096), a mixture of experts (not affine in the batch) and
+    non-consecutive lengths (``gap``: the general path)."""
+    from explorer.core.workload.context_axis import stack_contexts, stack_steps
+    from explorer.core.workload.layers import Context
+
+    model = get_template(template).build()
+    first = Context(batch=batch, seq_len=prompt, phase="prefill", attention=attention)
+    lengths = [prompt + 1 + k + (5 if gap and k > out // 2 else 0) for k in range(out - 1)]
+    steps = [Context(batch=batch, seq_len=s, phase="decode", attention=attention) for s in lengths]
+    a = stack_steps(model, first, steps)
+    b = stack_contexts(model, [first, *steps])
+    _same_table(a.table, b.table)
+    assert np.array_equal(a.starts, b.starts) and np.array_equal(a.sizes, b.sizes) and a.builds == b.builds
+    assert a.contexts == b.contexts
