@@ -1,6 +1,6 @@
-"""The GEMM rows' terms per distinct device (analysis/gemm_rows.py ``columns``, issue 22 (d)): the mapping efficiency
-is computed once per distinct matrix engine and the square-tile re-reads once per distinct tile column, then copied to
-the devices alike; the operands' sizes x bytes per element is folded once per shape only where that reorders exactly.
+"""The GEMM rows' terms per distinct device (analysis/engine_columns.py, used by analysis/gemm_rows.py; issue 22 (d)):
+the mapping efficiency is computed once per distinct matrix engine and the square-tile re-reads once per distinct tile
+column, then copied to the devices alike; the operands' sizes x bytes per element is folded once per shape only where that reorders exactly.
 On device sets with repeated and different devices, every field is the same float as with each device computed on
 its own, and as the pass as it was (tests/core/evaluate_reference.py)."""
 
@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_evaluate_fast import CATALOG, assert_same, synthetic, synthetic_device
 
-from explorer.core.analysis import gemm_rows
+from explorer.core.analysis import engine_columns, gemm_rows
 from explorer.core.analysis.device_arrays import device_arrays
 from explorer.core.analysis.evaluate import evaluate, time_energy
 from explorer.core.analysis.plan import device_plan
@@ -59,7 +59,7 @@ def test_repeated_devices_give_the_same_floats_as_each_on_its_own(picks, extra, 
     t, e = time_energy(table, dev, attention)
     assert bits_equal(t, got.time) and bits_equal(e, got.energy)
     with pytest.MonkeyPatch.context() as mp:  # each device computed on its own, no fold: the very same floats
-        mp.setattr(gemm_rows, "_distinct_cols", lambda key: None)
+        mp.setattr(engine_columns, "_distinct_cols", lambda key: None)
         mp.setattr(gemm_rows, "_exact_fold", lambda *a: None)
         alone = evaluate(dataclasses.replace(table), device_arrays(devices, precision, formats), ctx=ctx)
     for name in FIELDS:
@@ -71,7 +71,7 @@ def test_the_distinct_columns_of_a_hand_made_device_set():
                                                                                         300.0, 2000.0)
     s = synthetic_device(2, "systolic", 1, True, 100.0, 900.0)
     dp = device_plan(device_arrays([a, a, b, s, a, s], "fp16"))
-    cs = gemm_rows.columns(dp)
+    cs = engine_columns.columns(dp)
     # tensor cores a, a, b, a: a and b differ in SM count (61, 63); each engine's block tile and its half side by side
     params, inv = cs.tensor_core
     assert inv.tolist() == [0, 0, 1, 0] and params[2].tolist() == [61.0, 63.0, 61.0, 63.0]
@@ -79,7 +79,8 @@ def test_the_distinct_columns_of_a_hand_made_device_set():
     # tiles: a and b have the same memories (one column), the systolic device another
     assert cs.tiles_inv.tolist() == [0, 0, 0, 1, 0, 1] and cs.tiles4.shape[-1] == 2
     distinct = device_plan(device_arrays([a, b, s], "fp16"))
-    assert gemm_rows.columns(distinct).tiles_inv is None and gemm_rows.columns(distinct).tensor_core[1] is None
+    alone = engine_columns.columns(distinct)
+    assert alone.tiles_inv is None and alone.tensor_core[1] is None
 
 
 def test_sizes_times_bytes_per_element_is_folded_only_where_it_reorders_exactly():

@@ -6,7 +6,8 @@ element and whether a fused attention kernel runs the row. A model is blocks rep
 thousands of GEMM rows but a handful of such shapes: :class:`GemmShapes` finds the distinct ones once per row plan
 (kept weakly by it), the pass computes the efficiency and the re-reads once per shape and device, and gathers them to
 the rows by index. A shape's numbers are computed by the same operations on the same floats as a row's were, so every
-row gets the same floats as before (``tests/core/test_evaluate_fast.py``). Shapes are compared by their bits.
+row gets the same floats as before (``tests/core/test_evaluate_fast.py``). Shapes are compared by their bits. On the
+device side, both are computed once per distinct matrix engine and tile column (:mod:`.engine_columns`).
 
 :func:`roof` is the device side of the other rows: with nothing re-read, a row's bytes cross every level, and the
 slowest level of a device is the one of least bandwidth x eta_m (:class:`Roof`).
@@ -21,6 +22,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .engine_columns import WHOLE as _WHOLE
+from .engine_columns import columns
+from .engine_columns import distinct_rows as _distinct
 from .flash import FUSED_KINDS
 from .plan import DevicePlan, RowPlan, TablePlan
 
@@ -81,20 +85,6 @@ class GemmShapes:
             with _LOCK:
                 got = self.by_key.setdefault(("align", align), got)
         return got
-
-
-def _distinct(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(first, inv)`` of the rows of ``key`` (G, C) compared by their bits: a row of each distinct one (U,) and the
-    distinct row of each row (G,)."""
-    bits = np.ascontiguousarray(key).view(np.int64)
-    order = np.lexsort(bits.T[::-1])
-    ordered = bits[order]
-    new = np.empty(len(bits), dtype=bool)
-    new[:1] = True
-    np.any(ordered[1:] != ordered[:-1], axis=1, out=new[1:])
-    inv = np.empty(len(bits), dtype=np.intp)
-    inv[order] = np.cumsum(new) - 1
-    return order[new], inv
 
 
 _BIG, _SMALL = 2.0 ** 60, 2.0 ** -900
@@ -203,91 +193,6 @@ def efficiency_table(gs: GemmShapes, tp: TablePlan, dp: DevicePlan, tmp=None) ->
         else:
             ext[1:, group.cols] = fn(gs, tp, params, tmp, None)
     return ext
-
-
-@dataclass(frozen=True, eq=False)
-class Columns:
-    """A device plan's devices by what the GEMM rows' terms read of them: ``(params, inv)`` per engine group, the
-    group's parameters for its distinct engines (compared by their bits) and the distinct engine of each of its devices
-    (None: every device its own, ``params`` the group's); ``tiles4`` (2, V, 1, T) the distinct columns of
-    :attr:`DevicePlan.tiles4` and ``tiles_inv`` (D,) each device's (None: all distinct)."""
-
-    systolic: tuple
-    tensor_core: tuple
-    tiles4: np.ndarray
-    tiles_inv: np.ndarray | None
-    engine_cols: np.ndarray | None  # (D,) each device's column in [1, the distinct systolic engines', the distinct
-    # tensor cores']; None: no device has an engine; _WHOLE: every device in one group, each its own engine
-    n_engines: int
-
-
-_WHOLE = np.zeros(0, dtype=np.intp)
-
-
-def _distinct_cols(key: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """``(first, inv)`` of the columns of ``key`` (C, D), or None where fewer than half of them repeat."""
-    if key.shape[1] < 2:
-        return None
-    first, inv = _distinct(np.ascontiguousarray(key.T, dtype=float))
-    if 2 * len(first) > key.shape[1]:
-        return None
-    order = np.argsort(first, kind="stable")  # the distinct columns in the devices' order
-    rank = np.empty_like(order)
-    rank[order] = np.arange(len(order))
-    return first[order], rank[inv]
-
-
-def _group_columns(group, tensor: bool) -> tuple:
-    if group is None:
-        return (None, None)
-    params = group.params
-    if tensor:  # a device is its block tile and its half: columns j and j + D_tc
-        bm, bn, sm, align = params
-        h = len(bm) // 2
-        got = _distinct_cols(np.vstack([bm[:h], bn[:h], sm[:h], bm[h:], bn[h:], sm[h:]]))
-        if got is None:
-            return (params, None)
-        first, inv = got
-        both = np.concatenate([first, first + h])
-        sub = (bm[both], bn[both], sm[both], align)
-    else:
-        got = _distinct_cols(np.vstack([np.asarray(p, dtype=float) for p in params]))
-        if got is None:
-            return (params, None)
-        first, inv = got
-        sub = tuple(p[first] for p in params)
-    _frozen(inv, *(p for p in sub if isinstance(p, np.ndarray)))
-    return (sub, inv)
-
-
-_COLUMNS: weakref.WeakKeyDictionary[DevicePlan, Columns] = weakref.WeakKeyDictionary()
-
-
-def columns(dp: DevicePlan) -> Columns:
-    """The device plan's :class:`Columns`, made on first use and kept while the plan lives."""
-    got = _COLUMNS.get(dp)
-    if got is None:
-        t = dp.tiles4
-        tiles = _distinct_cols(t.reshape(-1, dp.n_dev)) if t.size else None
-        tiles4, tiles_inv = (t, None) if tiles is None else (np.ascontiguousarray(t[..., tiles[0]]), tiles[1])
-        _frozen(tiles4, *(() if tiles_inv is None else (tiles_inv,)))
-        sa, tc = _group_columns(dp.systolic, False), _group_columns(dp.tensor_core, True)
-        engine_cols, n_engines = np.zeros(dp.n_dev, dtype=np.intp), 1
-        for group, (params, inv), per in ((dp.systolic, sa, 1), (dp.tensor_core, tc, 2)):
-            if group is not None:
-                engine_cols[group.cols] = n_engines + (np.arange(len(group.cols)) if inv is None else inv)
-                n_engines += len(params[0]) // per
-        if n_engines == 1:
-            engine_cols = None
-        elif any(g is not None and g.whole and p[1] is None for g, p in ((dp.systolic, sa), (dp.tensor_core, tc))):
-            engine_cols = _WHOLE
-        else:
-            _frozen(engine_cols)
-        got = Columns(systolic=sa, tensor_core=tc, tiles4=tiles4, tiles_inv=tiles_inv, engine_cols=engine_cols,
-                      n_engines=n_engines)
-        with _LOCK:
-            got = _COLUMNS.setdefault(dp, got)
-    return got
 
 
 def _buf(tmp, name: str, shape: tuple[int, int]) -> np.ndarray:
