@@ -14,7 +14,7 @@
   (analysis/row_classes.py); "distinct rows" is the same size with every row different (dense layers of growing
   width): the pass's worst case, every row computed. bench_core's 50 devices are two kinds of engine and one memory
   layout (peaks and bandwidths differ), so the GEMM rows' efficiency and re-reads are computed for two engines and one
-  tile column (analysis/gemm_rows.py ``columns``); "distinct rows x catalog" (1,000 rows, not a target) is the same
+  tile column (analysis/engine_columns.py); "distinct rows x catalog" (1,000 rows, not a target) is the same
   pass on the catalog's devices, most of them distinct there.
 * (e) ``evaluate`` alone at 2,000 and 10,000 rows x 20 devices (the app's large models), on a table whose plans are
   made ("warm", a pass repeated) and on a new table object each time ("new table": its plans, GEMM shapes and distinct
