@@ -125,18 +125,8 @@ def _bilinear(xs, ys, z, x, y):
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if x.shape != y.shape:
         x, y = np.broadcast_arrays(x, y)
-    # clamped as np.clip does (maximum, then minimum), without its wrappers: the fixed points call this a lot
-    x, y = np.minimum(np.maximum(x, xs[0]), xs[-1]), np.minimum(np.maximum(y, ys[0]), ys[-1])
-    i = np.clip(np.searchsorted(xs, x, side="right") - 1, 0, max(len(xs) - 2, 0))
-    j = np.clip(np.searchsorted(ys, y, side="right") - 1, 0, max(len(ys) - 2, 0))
-    if len(xs) == 1:
-        fx, i1 = np.zeros_like(x), i
-    else:
-        fx, i1 = (x - xs[i]) / (xs[i + 1] - xs[i]), i + 1
-    if len(ys) == 1:
-        fy, j1 = np.zeros_like(y), j
-    else:
-        fy, j1 = (y - ys[j]) / (ys[j + 1] - ys[j]), j + 1
+    i, i1, fx = _axis(xs, x)
+    j, j1, fy = _axis(ys, y)
     out = (z[i, j] * (1 - fx) * (1 - fy) + z[i1, j] * fx * (1 - fy) + z[i, j1] * (1 - fx) * fy
            + z[i1, j1] * fx * fy)
     return out if out.ndim else float(out)
@@ -154,15 +144,21 @@ def _axis0(xs: np.ndarray, x: float) -> tuple[int, int, float]:
     return i, i + 1, (x - lo) / (float(xs[i + 1]) - lo)
 
 
-def _bilinear_x(xs, z, x, j, j1, fy):
-    """:func:`_bilinear` with the second axis located already (``j``, ``j1``, ``fy``: :func:`_axis0`)."""
+def _axis(xs: np.ndarray, x) -> tuple:
+    """(i, i1, fx) over arrays: ``x`` clamped to the grid (maximum, then minimum, as np.clip does without its
+    wrappers: the fixed points call this a lot), the interval's index clipped to [0, len - 2], its fraction (0 on
+    a one-point axis)."""
     x = np.minimum(np.maximum(np.asarray(x, dtype=float), xs[0]), xs[-1])
     n = len(xs)
     i = np.minimum(np.maximum(np.searchsorted(xs, x, side="right") - 1, 0), max(n - 2, 0))
     if n == 1:
-        fx, i1 = np.zeros_like(x), i
-    else:
-        fx, i1 = (x - xs[i]) / (xs[i + 1] - xs[i]), i + 1
+        return i, i, np.zeros_like(x)
+    return i, i + 1, (x - xs[i]) / (xs[i + 1] - xs[i])
+
+
+def _bilinear_x(xs, z, x, j, j1, fy):
+    """:func:`_bilinear` with the second axis located already (``j``, ``j1``, ``fy``: :func:`_axis0`)."""
+    i, i1, fx = _axis(xs, x)
     a, a1, i, i1 = _flat(z[..., j], z[..., j1], i, i1)
     gx, gy = 1 - fx, 1 - fy
     out = a[i] * gx * gy + a[i1] * fx * gy + a1[i] * gx * fy + a1[i1] * fx * fy
@@ -171,13 +167,7 @@ def _bilinear_x(xs, z, x, j, j1, fy):
 
 def _bilinear_y(ys, z, y, i, i1, fx):
     """:func:`_bilinear` with the first axis located already (``i``, ``i1``, ``fx``: :func:`_axis0`)."""
-    y = np.minimum(np.maximum(np.asarray(y, dtype=float), ys[0]), ys[-1])
-    n = len(ys)
-    j = np.minimum(np.maximum(np.searchsorted(ys, y, side="right") - 1, 0), max(n - 2, 0))
-    if n == 1:
-        fy, j1 = np.zeros_like(y), j
-    else:
-        fy, j1 = (y - ys[j]) / (ys[j + 1] - ys[j]), j + 1
+    j, j1, fy = _axis(ys, y)
     r, r1, j, j1 = _flat(z[..., i, :], z[..., i1, :], j, j1)
     gx, gy = 1 - fx, 1 - fy
     out = r[j] * gx * gy + r1[j] * fx * gy + r[j1] * gx * fy + r1[j1] * fx * fy
