@@ -113,3 +113,30 @@ def test_stack_steps_equals_stack_contexts(template, batch, prompt, out, attenti
     _same_table(a.table, b.table)
     assert np.array_equal(a.starts, b.starts) and np.array_equal(a.sizes, b.sizes) and a.builds == b.builds
     assert a.contexts == b.contexts
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(block=st.lists(st.integers(0, len(PALETTE) - 1), min_size=1, max_size=5), repeats=st.integers(1, 4),
+       batch=st.integers(1, 8), prompt=st.integers(1, 300), out=st.integers(2, 60),
+       attention=st.sampled_from(["naive", "fused"]))
+def test_the_interpolations_copied_entries_give_the_searchs_repeated_rows(block, repeats, batch, prompt, out,
+                                                                          attention):
+    """``_step_classes`` reads the repeated rows from the interpolation (``StackedContexts.fixed``) where every step
+    is one interpolated block: the same rows as comparing every step's bits with the first's (``_searched_steady``),
+    so the same classes."""
+    model = repeated_model(block, repeats, [4])
+    st_ = gen._stacked(model, batch, prompt, out, attention, "last")
+    sizes = st_.sizes[1:]
+    if st_.fixed is None:
+        return
+    width, start = int(sizes[0]), int(st_.starts[1])
+    assert np.all(sizes == width) and st_.fixed.shape[1] == width
+    fast = gen._steady(st_, start, width, len(sizes))
+    assert np.array_equal(fast, gen._searched_steady(st_.table, start, width, len(sizes)))
+
+
+def test_llama_steps_repeated_rows_come_from_the_interpolation():
+    st_ = gen._stacked(get_template("llama2-7b").build(), 1, 1024, 128, "naive", "last")
+    assert st_.fixed is not None  # one interpolated block: no search
+    same = gen._steady(st_, 17, 17, 127)
+    assert same.sum() == 14 and np.array_equal(same, gen._searched_steady(st_.table, 17, 17, 127))

@@ -32,6 +32,7 @@ import numpy as np
 from explorer.core.formats import TensorFormats
 from explorer.core.hardware.device import Device
 from explorer.core.workload.context_axis import ContextError, StackedContexts, stack_contexts, stack_steps
+from explorer.core.workload.layer_memo import NUMERIC
 from explorer.core.workload.layers import ATTENTION, LM_HEAD, Context
 from explorer.core.workload.model import Model, build_table
 
@@ -39,7 +40,7 @@ from .device_arrays import DeviceArrays
 from .evaluate import time_energy
 from .kernel import time_energy_classes
 from .plan import cached_device_arrays, device_plan
-from .row_classes import RowClasses, _key_columns, given_classes
+from .row_classes import PASS_COLUMNS, RowClasses, _key_columns, given_classes
 from .tensor_bytes import formats_of, resident_bytes
 
 
@@ -131,6 +132,22 @@ def _stacked(model: Model, batch: int, p: int, t: int, attention: str, lm_head: 
 
 
 _CLASSES: weakref.WeakKeyDictionary[StackedContexts, tuple[RowClasses | None]] = weakref.WeakKeyDictionary()
+#: the entries of ``StackedContexts.fixed`` (``context_plane._matrix``'s layout) that are ``_key_columns``' numbers
+_KEY_ENTRIES = np.array([NUMERIC.index(c) for c in PASS_COLUMNS] + [len(NUMERIC) + k for k in range(4)])
+
+
+def _steady(st: StackedContexts, start: int, width: int, steps: int) -> np.ndarray:
+    """(width,) the rows of a decode step whose numbers the pass reads are bit for bit the same in every step: from
+    the interpolation where every step is one interpolated block (its copied entries: ``st.fixed``, no search),
+    else by comparing every step's bits with the first's."""
+    if st.fixed is not None and st.fixed.shape[1] == width:
+        return st.fixed[_KEY_ENTRIES].all(axis=0)
+    return _searched_steady(st.table, start, width, steps)
+
+
+def _searched_steady(t, start: int, width: int, steps: int) -> np.ndarray:
+    bits = np.stack([col[start:] for col in _key_columns(t)]).view(np.uint64).reshape(-1, steps, width)
+    return (bits == bits[:, :1]).all(axis=(0, 1))
 
 
 def _step_classes(st: StackedContexts) -> RowClasses | None:
@@ -147,8 +164,7 @@ def _step_classes(st: StackedContexts) -> RowClasses | None:
     width, start = (int(sizes[0]), int(st.starts[1])) if len(sizes) else (0, 0)
     cls = None
     if len(sizes) >= 2 and np.all(sizes == width) and start + width * len(sizes) == len(t):
-        bits = np.stack([col[start:] for col in _key_columns(t)]).view(np.uint64).reshape(-1, len(sizes), width)
-        same = (bits == bits[:, :1]).all(axis=(0, 1))
+        same = _steady(st, start, width, len(sizes))
         if same.any():
             rep = np.arange(len(t))
             rep[start + width:].reshape(len(sizes) - 1, width)[:, same] = rep[start:start + width][same]

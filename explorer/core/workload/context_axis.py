@@ -44,13 +44,16 @@ _POINT = attrgetter("batch", "seq_len")  # its point there
 @dataclass(frozen=True, eq=False)
 class StackedContexts:
     """One table holding every context's rows in turn; ``starts[k]`` is context k's first row, ``sizes[k]`` its
-    row count; ``builds`` the single tables built to make it."""
+    row count; ``builds`` the single tables built to make it. ``fixed`` (only from :func:`stack_steps` where every
+    step is one interpolated block, else None): (F, L) per entry of a step's rows in ``context_plane._matrix``'s
+    layout, True where it was copied, so the same bit for bit in every step (``generate._step_classes``)."""
 
     contexts: tuple[Context, ...]
     table: LayerTable
     starts: np.ndarray
     sizes: np.ndarray
     builds: int
+    fixed: np.ndarray | None = None
 
 
 def _from_numbers(ref: LayerTable, blocks: np.ndarray, fused: bool) -> LayerTable:
@@ -273,8 +276,12 @@ def stack_steps(model: Model, first: Context, steps: Sequence[Context],
     if table.attention and len(table.attention) != len(table):  # built and interpolated blocks mixed, not fused
         table = replace(table, attention=())
     size = np.array(sizes, dtype=int)
+    fixed = None
+    if len(pieces) == 1 and pieces[0][1] is not None and len(pieces[0][1]) == len(steps):
+        fixed = run.fixed.get(id(pieces[0][1]))  # every step one block: its copied entries, no search needed
     return StackedContexts(contexts=tuple(general), table=table, sizes=size,
-                           starts=np.concatenate([[0], np.cumsum(size)[:-1]]).astype(int), builds=len(built))
+                           starts=np.concatenate([[0], np.cumsum(size)[:-1]]).astype(int), builds=len(built),
+                           fixed=fixed)
 
 
 def _solve_group(model: Model, base: Context, points: np.ndarray, build: Callable):
