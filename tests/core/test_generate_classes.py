@@ -140,3 +140,33 @@ def test_llama_steps_repeated_rows_come_from_the_interpolation():
     assert st_.fixed is not None  # one interpolated block: no search
     same = gen._steady(st_, 17, 17, 127)
     assert same.sum() == 14 and np.array_equal(same, gen._searched_steady(st_.table, 17, 17, 127))
+
+
+@settings(max_examples=60, deadline=None)
+@given(head=st.integers(1, 40), width=st.integers(1, 12), later=st.integers(1, 9), data=st.data())
+def test_the_step_classes_are_the_row_order_numbering(head, width, later, data):
+    """``_step_rows`` builds (first, inv) by arithmetic; the same as each row's representative numbered in row
+    order (the construction it replaced: a row repeating its first-step row takes that row's class)."""
+    width = min(width, head)
+    same = np.array(data.draw(st.lists(st.booleans(), min_size=width, max_size=width)))
+    n = head + later * width
+    rep = np.arange(n)
+    rep[head:].reshape(later, width)[:, same] = rep[head - width:head][same]
+    own = rep == np.arange(n)
+    first, inv = gen._step_rows(head, width, later, same)
+    assert np.array_equal(first, np.flatnonzero(own)) and np.array_equal(inv, (np.cumsum(own) - 1)[rep])
+
+
+def test_the_footprint_reads_the_columns_resident_bytes_reads():
+    from explorer.core.analysis.tensor_bytes import formats_of, resident_bytes
+
+    model = get_template("llama2-7b").build()
+    st_ = gen._stacked(model, 2, 700, 30, "naive", "last")
+    for precision in ("fp16", "fp8", "int8"):
+        dev = device_arrays(CATALOG[:2], precision)
+        c = st_.table.columns
+        want = 0.0
+        for k in (0, len(st_.sizes) - 1):
+            a, b = st_.starts[k], st_.starts[k] + st_.sizes[k]
+            want = max(want, sum(resident_bytes({n: v[a:b] for n, v in c.items()}, formats_of(dev))))
+        assert gen._footprint(st_, dev) == want

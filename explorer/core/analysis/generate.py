@@ -39,9 +39,9 @@ from explorer.core.workload.model import Model, build_table
 from .device_arrays import DeviceArrays
 from .evaluate import time_energy
 from .kernel import time_energy_classes
-from .plan import cached_device_arrays, device_plan
+from .plan import _formats_of, cached_device_arrays, device_plan
 from .row_classes import PASS_COLUMNS, RowClasses, _key_columns, given_classes
-from .tensor_bytes import formats_of, resident_bytes
+from .tensor_bytes import resident_bytes
 
 
 @dataclass(frozen=True, eq=False)
@@ -150,6 +150,20 @@ def _searched_steady(t, start: int, width: int, steps: int) -> np.ndarray:
     return (bits == bits[:, :1]).all(axis=(0, 1))
 
 
+def _step_rows(head: int, width: int, later: int, same: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(first, inv) of the classes of ``head`` rows (the prefill and the first step: each its own) followed by
+    ``later`` steps of ``width`` rows, where a later step's row is its first-step row's class if ``same`` (width,),
+    else its own: numbered in row order, as a search in row order numbers them."""
+    steady, moving = np.flatnonzero(same), np.flatnonzero(~same)
+    m = len(moving)
+    own = head + width * np.arange(later)[:, None] + moving  # (later, m) the later steps' own rows
+    inv = np.empty((later, width), dtype=np.intp)
+    inv[:, steady] = head - width + steady
+    inv[:, moving] = head + m * np.arange(later)[:, None] + np.arange(m)
+    head_rows = np.arange(head)
+    return np.concatenate([head_rows, own.reshape(-1)]), np.concatenate([head_rows, inv.reshape(-1)])
+
+
 def _step_classes(st: StackedContexts) -> RowClasses | None:
     """The task's distinct rows for the pass (:func:`.kernel.time_energy_classes`): a decode step's row whose
     numbers the pass reads (:func:`.row_classes._key_columns`) are bit for bit those of the first step's row at its
@@ -166,12 +180,24 @@ def _step_classes(st: StackedContexts) -> RowClasses | None:
     if len(sizes) >= 2 and np.all(sizes == width) and start + width * len(sizes) == len(t):
         same = _steady(st, start, width, len(sizes))
         if same.any():
-            rep = np.arange(len(t))
-            rep[start + width:].reshape(len(sizes) - 1, width)[:, same] = rep[start:start + width][same]
-            own = rep == np.arange(len(t))
-            cls = given_classes(t, np.flatnonzero(own), (np.cumsum(own) - 1)[rep])
+            cls = given_classes(t, *_step_rows(start + width, width, len(sizes) - 1, same))
     _CLASSES[st] = (cls,)
     return cls
+
+
+_RESIDENT = ("count", "params", "kv_cache_elems", "input_elems", "output_elems")  # the columns resident_bytes reads
+
+
+def _footprint(st: StackedContexts, dev: DeviceArrays) -> float:
+    """The larger :func:`.tensor_bytes.resident_bytes` total of the prefill and the last step (the largest KV
+    cache), given only the columns it reads, under the formats kept per precision (``plan._formats_of``)."""
+    c = st.table.columns
+    fm = _formats_of(dev)
+    footprint = 0.0
+    for k in {0, len(st.sizes) - 1}:
+        a, b = int(st.starts[k]), int(st.starts[k] + st.sizes[k])
+        footprint = max(footprint, sum(resident_bytes({n: c[n][a:b] for n in _RESIDENT}, fm)))
+    return footprint
 
 
 def generate(model: Model, devices: Sequence[Device] | DeviceArrays, precision: str = "fp16", *, batch: int = 1,
@@ -200,12 +226,7 @@ def generate(model: Model, devices: Sequence[Device] | DeviceArrays, precision: 
     count = st.table.columns["count"][:, None]
     time = np.add.reduceat(count * row_time, st.starts, axis=0)  # (1 + T - 1, D)
     energy = np.add.reduceat(count * row_energy, st.starts, axis=0)
-    fm = formats_of(dev)
-    c = st.table.columns
-    footprint = 0.0
-    for k in {0, len(st.sizes) - 1}:  # the prefill and the last step (the largest KV cache)
-        a, b = st.starts[k], st.starts[k] + st.sizes[k]
-        footprint = max(footprint, sum(resident_bytes({n: v[a:b] for n, v in c.items()}, fm)))
+    footprint = _footprint(st, dev)
     return GenerateAnalysis(
         model=model, devices=dev, batch=batch, input_tokens=p, output_tokens=t, attention=attention, step_kv=kv,
         ttft_s=time[0], step_s=time[1:], prefill_energy_j=energy[0], step_energy_j=energy[1:],
