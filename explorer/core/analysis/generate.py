@@ -154,12 +154,14 @@ def _step_rows(head: int, width: int, later: int, same: np.ndarray) -> tuple[np.
     """(first, inv) of the classes of ``head`` rows (the prefill and the first step: each its own) followed by
     ``later`` steps of ``width`` rows, where a later step's row is its first-step row's class if ``same`` (width,),
     else its own: numbered in row order, as a search in row order numbers them."""
-    steady, moving = np.flatnonzero(same), np.flatnonzero(~same)
+    moving = np.flatnonzero(~same)
     m = len(moving)
+    pos = np.arange(width)
+    # per place in a step: its class in the step after the first (the first step's row, or the m-th own row on)
+    # and how far it moves per later step (0 where the same, m where its own)
+    base = np.where(same, head - width + pos, head + np.cumsum(~same) - 1)
+    inv = base + np.arange(later)[:, None] * np.where(same, 0, m)
     own = head + width * np.arange(later)[:, None] + moving  # (later, m) the later steps' own rows
-    inv = np.empty((later, width), dtype=np.intp)
-    inv[:, steady] = head - width + steady
-    inv[:, moving] = head + m * np.arange(later)[:, None] + np.arange(m)
     head_rows = np.arange(head)
     return np.concatenate([head_rows, own.reshape(-1)]), np.concatenate([head_rows, inv.reshape(-1)])
 

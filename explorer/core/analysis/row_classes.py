@@ -78,7 +78,7 @@ def given_classes(table: LayerTable, first: np.ndarray, inv: np.ndarray) -> RowC
     names, kinds = pick(table.names), pick(table.kinds)
     sub = LayerTable(names=names if isinstance(names, tuple) else (names,),
                      kinds=kinds if isinstance(kinds, tuple) else (kinds,), layer_index=table.layer_index[first],
-                     gemm=table.gemm[first], gemm_count=table.gemm_count[first],
+                     gemm=table.gemm.take(first, axis=0), gemm_count=table.gemm_count[first],  # take: a third of [first]'s time
                      columns={name: v[first] for name, v in c.items()})
     inv = inv.astype(np.intp, copy=False).reshape(-1)
     inv.setflags(write=False)
