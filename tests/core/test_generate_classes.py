@@ -170,3 +170,23 @@ def test_the_footprint_reads_the_columns_resident_bytes_reads():
             a, b = st_.starts[k], st_.starts[k] + st_.sizes[k]
             want = max(want, sum(resident_bytes({n: v[a:b] for n, v in c.items()}, formats_of(dev))))
         assert gen._footprint(st_, dev) == want
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(template=st.sampled_from(["llama2-7b", "mistral-7b", "mixtral-8x7b"]), batch=st.integers(1, 4),
+       prompt=st.sampled_from([1, 100, 1024, 4094]), out=st.integers(2, 150),
+       attention=st.sampled_from(["naive", "fused"]))
+def test_the_tasks_stack_made_consecutive_equals_stack_contexts(template, batch, prompt, out, attention):
+    """``generate._stacked`` tells ``stack_steps`` its steps are consecutive copies (``made_consecutive``: not
+    compared again): the same table, builds and contexts as stack_contexts over the contexts made one by one."""
+    from explorer.core.workload.context_axis import stack_contexts
+    from explorer.core.workload.layers import Context
+
+    model = get_template(template).build()
+    a = gen._stacked(model, batch, prompt, out, attention, "last")
+    first = Context(batch=batch, seq_len=prompt, phase="prefill", attention=attention)
+    steps = [Context(batch=batch, seq_len=prompt + k, phase="decode", attention=attention) for k in range(1, out)]
+    b = stack_contexts(model, [first, *steps])
+    _same_table(a.table, b.table)
+    assert np.array_equal(a.starts, b.starts) and np.array_equal(a.sizes, b.sizes) and a.builds == b.builds
+    assert a.contexts == b.contexts

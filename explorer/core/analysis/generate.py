@@ -125,7 +125,7 @@ def _stacked(model: Model, batch: int, p: int, t: int, attention: str, lm_head: 
         steps = [step, *_with_lengths(step, range(p + 2, p + t))]
     try:
         if steps:
-            return stack_steps(model, first, steps, build_table)
+            return stack_steps(model, first, steps, build_table, made_consecutive=True)  # _with_lengths' copies
         return stack_contexts(model, [first], build_table)
     except ContextError as exc:
         raise ValueError(str(exc)) from None

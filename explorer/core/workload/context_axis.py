@@ -241,20 +241,21 @@ _SEQ = attrgetter("seq_len")
 
 
 def stack_steps(model: Model, first: Context, steps: Sequence[Context],
-                build: Callable = build_table) -> StackedContexts:
+                build: Callable = build_table, *, made_consecutive: bool = False) -> StackedContexts:
     """:func:`stack_contexts` of ``[first, *steps]`` where ``first`` is a prefill and ``steps`` decode contexts of
     one (attention, LM head, batch) at consecutive lengths (the generate task), the same table: the steps are one run
     of lengths at one batch, cut where the model's work changes formula (its windows: :func:`breakpoints`, the cuts of
     the plane's regions at one batch in decode), so the same tables are built and the same numbers interpolated,
     without grouping every context by its fields. Any other contexts, a model that is not a piecewise polynomial in
     the length, and a context the model does not take (to name the first in order) go through
-    :func:`stack_contexts`."""
+    :func:`stack_contexts`. ``made_consecutive``: the caller made ``steps`` as copies of ``steps[0]`` at lengths
+    ``s0, s0 + 1, ...`` (``generate._stacked``), so their shared fields and lengths are not compared again."""
     general = [first, *steps]
     if not steps or first.phase != "prefill" or first.seq_len is None or steps[0].phase != "decode":
         return stack_contexts(model, general, build)
     s0 = steps[0].seq_len
-    if (s0 is None or len(set(map(_STEP, steps))) != 1
-            or list(map(_SEQ, steps)) != list(range(s0, s0 + len(steps)))):
+    if s0 is None or (not made_consecutive and (len(set(map(_STEP, steps))) != 1
+                                                or list(map(_SEQ, steps)) != list(range(s0, s0 + len(steps))))):
         return stack_contexts(model, general, build)
     base = replace(steps[0], seq_len=None)
     cuts = breakpoints(model, base)
