@@ -190,3 +190,23 @@ def test_the_tasks_stack_made_consecutive_equals_stack_contexts(template, batch,
     _same_table(a.table, b.table)
     assert np.array_equal(a.starts, b.starts) and np.array_equal(a.sizes, b.sizes) and a.builds == b.builds
     assert a.contexts == b.contexts
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(block=st.lists(st.integers(0, len(PALETTE) - 1), min_size=1, max_size=5), repeats=st.integers(1, 4),
+       batch=st.integers(1, 8), prompt=st.integers(1, 300), out=st.integers(2, 60))
+def test_the_step_classes_names_and_kinds_are_their_first_rows(block, repeats, batch, prompt, out):
+    """Where every step is one interpolated block, ``_step_classes`` gives ``given_classes`` the classes' names and
+    kinds from the first step's; they are the table's at each class's first row, and every column matches."""
+    st_ = gen._stacked(repeated_model(block, repeats, [4]), batch, prompt, out, "naive", "last")
+    gen._CLASSES.pop(st_, None)
+    cls = gen._step_classes(st_)
+    if cls is None:
+        return
+    first = np.unique(cls.inv, return_index=True)[1]
+    want = row_classes.given_classes(st_.table, first, cls.inv)
+    assert cls.table.names == want.table.names and cls.table.kinds == want.table.kinds
+    assert np.array_equal(cls.table.layer_index, want.table.layer_index)
+    assert np.array_equal(cls.table.gemm, want.table.gemm) and np.array_equal(cls.table.gemm_count,
+                                                                               want.table.gemm_count)
+    assert all(np.array_equal(_bits(cls.table.columns[c]), _bits(want.table.columns[c])) for c in want.table.columns)

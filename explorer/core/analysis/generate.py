@@ -182,7 +182,13 @@ def _step_classes(st: StackedContexts) -> RowClasses | None:
     if len(sizes) >= 2 and np.all(sizes == width) and start + width * len(sizes) == len(t):
         same = _steady(st, start, width, len(sizes))
         if same.any():
-            cls = given_classes(t, *_step_rows(start + width, width, len(sizes) - 1, same))
+            first, inv = _step_rows(start + width, width, len(sizes) - 1, same)
+            names = kinds = None
+            if st.fixed is not None:  # one interpolated block: every step has the first step's names and kinds
+                head, moving = start + width, np.flatnonzero(~same).tolist()
+                names = t.names[:head] + tuple(t.names[start + j] for j in moving) * (len(sizes) - 1)
+                kinds = t.kinds[:head] + tuple(t.kinds[start + j] for j in moving) * (len(sizes) - 1)
+            cls = given_classes(t, first, inv, names, kinds)
     _CLASSES[st] = (cls,)
     return cls
 

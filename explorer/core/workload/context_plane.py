@@ -194,18 +194,16 @@ class _Run:
                 self._fail(s, t)
                 out.append((t, None))
             return out
-        nodes = np.array([0, n - 1] if deg == 1 else [0, n // 2, n - 1])
-        probes = np.array([n // 2] if deg == 1 else [n // 4, 3 * n // 4])
-        picks = np.r_[nodes, probes]
-        tables = {int(i): self.table(seqs[i]) for i in picks}
-        ref = tables[int(nodes[0])]
+        nodes = [0, n - 1] if deg == 1 else [0, n // 2, n - 1]
+        probes = [n // 2] if deg == 1 else [n // 4, 3 * n // 4]
+        tables = {i: self.table(seqs[i]) for i in nodes + probes}
+        ref = tables[nodes[0]]
         ok = all(not t.errors and len(t) and _same_rows(ref, t) for t in tables.values())
         if ok:
-            ys = np.stack([_matrix(tables[int(i)]) for i in nodes])
+            ys = np.stack([_matrix(tables[i]) for i in nodes])
             values, fixed = _interpolated(np.array([seqs[i] for i in nodes], dtype=float), ys,
                                          np.array(seqs, dtype=float))
-            checks = [_matrix(tables[int(i)]) for i in probes]
-            ok = all(_close(values[i], m) for i, m in zip(probes.tolist(), checks))
+            ok = all(_close(values[i], _matrix(tables[i])) for i in probes)
         if not ok:
             mid = lo + n // 2
             return self.solve(lo, mid) + self.solve(mid, hi)
