@@ -210,3 +210,24 @@ def test_the_step_classes_names_and_kinds_are_their_first_rows(block, repeats, b
     assert np.array_equal(cls.table.gemm, want.table.gemm) and np.array_equal(cls.table.gemm_count,
                                                                                want.table.gemm_count)
     assert all(np.array_equal(_bits(cls.table.columns[c]), _bits(want.table.columns[c])) for c in want.table.columns)
+
+
+@pytest.mark.parametrize("template", ["llama2-7b", "gpt2"])
+def test_the_prefill_and_one_block_equal_stack_tables(template):
+    """``context_axis._prefill_and_block``: stack_tables of the prefill and the block's own table, attention dropped,
+    bit for bit, with the columns in the same order."""
+    from dataclasses import replace
+
+    from explorer.core.workload import context_axis as ca
+    from explorer.core.workload.context_plane import _Run
+    from explorer.core.workload.layers import Context
+    from explorer.core.workload.model import build_table
+
+    model = get_template(template).build()
+    pre = build_table(model, Context(batch=2, seq_len=300, phase="prefill"))
+    base = Context(batch=2, seq_len=None, phase="decode")
+    [(ref, numbers)] = _Run(model, base, list(range(301, 340)), build_table).solve(0, 39)
+    want = replace(ca.stack_tables([pre, ca._from_numbers(ref, numbers, False)]), attention=())
+    got = ca._prefill_and_block(pre, ref, numbers)
+    _same_table(got, want)
+    assert list(got.columns) == list(want.columns)

@@ -282,11 +282,15 @@ def stack_steps(model: Model, first: Context, steps: Sequence[Context],
     fused = base.attention == "fused"
     parts, sizes = [pre], [len(pre)]
     for ref, numbers in pieces:
-        parts.append(ref if numbers is None else _from_numbers(ref, numbers, fused))
         sizes += [len(ref)] * (1 if numbers is None else len(numbers))
-    table = stack_tables(parts)
-    if table.attention and len(table.attention) != len(table):  # built and interpolated blocks mixed, not fused
-        table = replace(table, attention=())
+    if len(pieces) == 1 and pieces[0][1] is not None and not fused:
+        table = _prefill_and_block(pre, *pieces[0])  # stack_tables([pre, _from_numbers(...)]) in one step
+    else:
+        for ref, numbers in pieces:
+            parts.append(ref if numbers is None else _from_numbers(ref, numbers, fused))
+        table = stack_tables(parts)
+        if table.attention and len(table.attention) != len(table):  # built and interpolated blocks mixed, not fused
+            table = replace(table, attention=())
     size = np.array(sizes, dtype=int)
     fixed = None
     if len(pieces) == 1 and pieces[0][1] is not None and len(pieces[0][1]) == len(steps):
@@ -294,6 +298,24 @@ def stack_steps(model: Model, first: Context, steps: Sequence[Context],
     return StackedContexts(contexts=tuple(general), table=table, sizes=size,
                            starts=np.concatenate([[0], np.cumsum(size)[:-1]]).astype(int), builds=len(built),
                            fixed=fixed)
+
+
+_AT = {c: i for i, c in enumerate(NUMERIC)}  # a numeric column's row in ``_from_numbers``' blocks
+
+
+def _prefill_and_block(pre: LayerTable, ref: LayerTable, blocks: np.ndarray) -> LayerTable:
+    """``stack_tables([pre, _from_numbers(ref, blocks, False)])`` with its attention dropped as there (a prefill
+    and one interpolated block, not fused: the generate task), without the block's own table: each column one
+    concatenation of the prefill's with its row of ``blocks`` (k, F, L), the GEMM shape copied once."""
+    k, _, n = blocks.shape
+    nc = len(NUMERIC)
+    flat = blocks.transpose(1, 0, 2).reshape(blocks.shape[1], k * n)
+    cols = pre.columns
+    return LayerTable(names=pre.names + ref.names * k, kinds=pre.kinds + ref.kinds * k,
+                      layer_index=np.concatenate([pre.layer_index, np.tile(ref.layer_index, k)]),
+                      gemm=np.concatenate([pre.gemm, flat[nc:nc + 3].T]),
+                      gemm_count=np.concatenate([pre.gemm_count, flat[nc + 3]]),
+                      columns={c: np.concatenate([cols[c], flat[_AT[c]]]) for c in cols})  # stack_tables' order
 
 
 def _solve_group(model: Model, base: Context, points: np.ndarray, build: Callable):
