@@ -231,3 +231,21 @@ def test_the_prefill_and_one_block_equal_stack_tables(template):
     got = ca._prefill_and_block(pre, ref, numbers)
     _same_table(got, want)
     assert list(got.columns) == list(want.columns)
+
+
+def test_a_context_run_is_its_contexts():
+    """``ContextRun``: the contexts made on demand equal (and hash as) those made one by one; items, negative
+    indices, slices, iteration, length, equality with tuples and lists, IndexError past the end."""
+    from explorer.core.workload.context_axis import ContextRun
+    from explorer.core.workload.layers import Context
+
+    first = Context(batch=3, seq_len=50, phase="prefill", attention="fused")
+    step = Context(batch=3, seq_len=51, phase="decode", attention="fused")
+    want = (first, *(Context(batch=3, seq_len=s, phase="decode", attention="fused") for s in range(51, 58)))
+    run = ContextRun(first, step, 7)
+    assert len(run) == 8 and run[0] is first and run[3] == want[3] and hash(run[3]) == hash(want[3])
+    assert run[-1] == want[-1] and run[2:5] == want[2:5] and list(run) == list(want)
+    assert run == want and want == run and run == list(want) and run != want[:-1] and ContextRun(first, step, 7) == run
+    assert ContextRun(None, step, 7) == want[1:] and len(ContextRun(None, step, 7)) == 7
+    with pytest.raises(IndexError):
+        run[8]

@@ -31,7 +31,13 @@ import numpy as np
 
 from explorer.core.formats import TensorFormats
 from explorer.core.hardware.device import Device
-from explorer.core.workload.context_axis import ContextError, StackedContexts, stack_contexts, stack_steps
+from explorer.core.workload.context_axis import (
+    ContextError,
+    ContextRun,
+    StackedContexts,
+    stack_contexts,
+    stack_steps,
+)
 from explorer.core.workload.layer_memo import NUMERIC
 from explorer.core.workload.layers import ATTENTION, LM_HEAD, Context
 from explorer.core.workload.model import Model, build_table
@@ -119,13 +125,13 @@ def _with_lengths(first: Context, seq_lens: range) -> list[Context]:
 def _stacked(model: Model, batch: int, p: int, t: int, attention: str, lm_head: str) -> StackedContexts:
     """The task's work rows (the prefill, then each decode step), cached per model and task like ``build_table``."""
     first = Context(batch=batch, seq_len=p, phase="prefill", attention=attention, lm_head=lm_head)
-    steps = []
+    steps = None
     if t > 1:
         step = Context(batch=batch, seq_len=p + 1, phase="decode", attention=attention, lm_head=lm_head)
-        steps = [step, *_with_lengths(step, range(p + 2, p + t))]
+        steps = ContextRun(None, step, t - 1)  # the steps at p + 1 .. p + t - 1, made only where read
     try:
         if steps:
-            return stack_steps(model, first, steps, build_table, made_consecutive=True)  # _with_lengths' copies
+            return stack_steps(model, first, steps, build_table, made_consecutive=True)
         return stack_contexts(model, [first], build_table)
     except ContextError as exc:
         raise ValueError(str(exc)) from None

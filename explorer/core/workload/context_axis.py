@@ -48,7 +48,7 @@ class StackedContexts:
     step is one interpolated block, else None): (F, L) per entry of a step's rows in ``context_plane._matrix``'s
     layout, True where it was copied, so the same bit for bit in every step (``generate._step_classes``)."""
 
-    contexts: tuple[Context, ...]
+    contexts: tuple[Context, ...]  # or a ContextRun equal to it (the generate task)
     table: LayerTable
     starts: np.ndarray
     sizes: np.ndarray
@@ -236,6 +236,54 @@ def stack_contexts(model: Model, contexts: Sequence[Context], build: Callable = 
                            starts=np.concatenate([[0], np.cumsum(size)[:-1]]).astype(int), builds=len(built))
 
 
+class ContextRun(Sequence):
+    """``(first, step at s0, step at s0 + 1, ..., step at s0 + n - 1)`` (no ``first`` where None; s0 is ``step``'s
+    length), made only when read: the generate task's steps and its :class:`StackedContexts`' contexts, which the
+    task never reads (making 128 frozen contexts was ~2 % of a cold task). A single item is made on its own; a
+    slice, iteration or comparison makes every item once. Equal to the tuple (or list) of its items."""
+
+    __slots__ = ("_first", "_made", "_n", "_step")
+
+    def __init__(self, first: Context | None, step: Context, n: int):
+        self._first, self._step, self._n, self._made = first, step, n, None
+
+    def __len__(self) -> int:
+        return self._n + (self._first is not None)
+
+    def _item(self, k: int) -> Context:
+        if self._first is not None:
+            if k == 0:
+                return self._first
+            k -= 1
+        return self._step if k == 0 else replace(self._step, seq_len=self._step.seq_len + k)
+
+    def _all(self) -> tuple:
+        if self._made is None:
+            self._made = tuple(self._item(k) for k in range(len(self)))
+        return self._made
+
+    def __getitem__(self, k):
+        if isinstance(k, slice) or self._made is not None:
+            return self._all()[k]
+        n = len(self)
+        if not -n <= k < n:
+            raise IndexError(k)
+        return self._item(k % n)
+
+    def __iter__(self):
+        return iter(self._all())
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, ContextRun):
+            other = other._all()
+        return isinstance(other, (tuple, list)) and self._all() == tuple(other)
+
+    __hash__ = None  # type: ignore[assignment]  (equal to a tuple, so not hashable as one)
+
+    def __repr__(self) -> str:
+        return f"ContextRun({self._first!r}, {self._step!r}, {self._n})"
+
+
 _STEP = attrgetter("phase", "attention", "lm_head", "batch")  # what a run's contexts share
 _SEQ = attrgetter("seq_len")
 
@@ -249,18 +297,21 @@ def stack_steps(model: Model, first: Context, steps: Sequence[Context],
     without grouping every context by its fields. Any other contexts, a model that is not a piecewise polynomial in
     the length, and a context the model does not take (to name the first in order) go through
     :func:`stack_contexts`. ``made_consecutive``: the caller made ``steps`` as copies of ``steps[0]`` at lengths
-    ``s0, s0 + 1, ...`` (``generate._stacked``), so their shared fields and lengths are not compared again."""
-    general = [first, *steps]
+    ``s0, s0 + 1, ...`` (``generate._stacked``: a :class:`ContextRun`, kept as one in the result's contexts), so their
+    shared fields and lengths are not compared again."""
+    def general() -> list[Context]:
+        return [first, *steps]
+
     if not steps or first.phase != "prefill" or first.seq_len is None or steps[0].phase != "decode":
-        return stack_contexts(model, general, build)
+        return stack_contexts(model, general(), build)
     s0 = steps[0].seq_len
     if s0 is None or (not made_consecutive and (len(set(map(_STEP, steps))) != 1
                                                 or list(map(_SEQ, steps)) != list(range(s0, s0 + len(steps))))):
-        return stack_contexts(model, general, build)
+        return stack_contexts(model, general(), build)
     base = replace(steps[0], seq_len=None)
     cuts = breakpoints(model, base)
     if cuts is None:
-        return stack_contexts(model, general, build)
+        return stack_contexts(model, general(), build)
     built: dict[Context, LayerTable] = {}
 
     def counted(m, c):
@@ -278,7 +329,7 @@ def stack_steps(model: Model, first: Context, steps: Sequence[Context],
         edges = [0, *sorted({int(e) for e in edges if 0 < e < len(seqs)}), len(seqs)]
         pieces = [x for lo, hi in pairwise(edges) for x in run.solve(lo, hi)]
     except ContextError:
-        return stack_contexts(model, general, build)
+        return stack_contexts(model, general(), build)
     fused = base.attention == "fused"
     parts, sizes = [pre], [len(pre)]
     for ref, numbers in pieces:
@@ -295,7 +346,9 @@ def stack_steps(model: Model, first: Context, steps: Sequence[Context],
     fixed = None
     if len(pieces) == 1 and pieces[0][1] is not None and len(pieces[0][1]) == len(steps):
         fixed = run.fixed.get(id(pieces[0][1]))  # every step one block: its copied entries, no search needed
-    return StackedContexts(contexts=tuple(general), table=table, sizes=size,
+    contexts = (ContextRun(first, steps[0], len(steps)) if isinstance(steps, ContextRun) and made_consecutive
+                else (first, *steps))
+    return StackedContexts(contexts=contexts, table=table, sizes=size,
                            starts=np.concatenate([[0], np.cumsum(size)[:-1]]).astype(int), builds=len(built),
                            fixed=fixed)
 
