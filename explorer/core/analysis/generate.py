@@ -31,16 +31,23 @@ import numpy as np
 
 from explorer.core.formats import TensorFormats
 from explorer.core.hardware.device import Device
-from explorer.core.workload.context_axis import ContextError, StackedContexts, stack_contexts, stack_steps
+from explorer.core.workload.context_axis import (
+    ContextError,
+    ContextRun,
+    StackedContexts,
+    stack_contexts,
+    stack_steps,
+)
+from explorer.core.workload.layer_memo import NUMERIC
 from explorer.core.workload.layers import ATTENTION, LM_HEAD, Context
 from explorer.core.workload.model import Model, build_table
 
 from .device_arrays import DeviceArrays
 from .evaluate import time_energy
 from .kernel import time_energy_classes
-from .plan import cached_device_arrays, device_plan
-from .row_classes import RowClasses, _key_columns, given_classes
-from .tensor_bytes import formats_of, resident_bytes
+from .plan import _formats_of, cached_device_arrays, device_plan
+from .row_classes import PASS_COLUMNS, RowClasses, _key_columns, given_classes
+from .tensor_bytes import resident_bytes
 
 
 @dataclass(frozen=True, eq=False)
@@ -118,19 +125,51 @@ def _with_lengths(first: Context, seq_lens: range) -> list[Context]:
 def _stacked(model: Model, batch: int, p: int, t: int, attention: str, lm_head: str) -> StackedContexts:
     """The task's work rows (the prefill, then each decode step), cached per model and task like ``build_table``."""
     first = Context(batch=batch, seq_len=p, phase="prefill", attention=attention, lm_head=lm_head)
-    steps = []
+    steps = None
     if t > 1:
         step = Context(batch=batch, seq_len=p + 1, phase="decode", attention=attention, lm_head=lm_head)
-        steps = [step, *_with_lengths(step, range(p + 2, p + t))]
+        steps = ContextRun(None, step, t - 1)  # the steps at p + 1 .. p + t - 1, made only where read
     try:
         if steps:
-            return stack_steps(model, first, steps, build_table)
+            return stack_steps(model, first, steps, build_table, made_consecutive=True)
         return stack_contexts(model, [first], build_table)
     except ContextError as exc:
         raise ValueError(str(exc)) from None
 
 
 _CLASSES: weakref.WeakKeyDictionary[StackedContexts, tuple[RowClasses | None]] = weakref.WeakKeyDictionary()
+#: the entries of ``StackedContexts.fixed`` (``context_plane._matrix``'s layout) that are ``_key_columns``' numbers
+_KEY_ENTRIES = np.array([NUMERIC.index(c) for c in PASS_COLUMNS] + [len(NUMERIC) + k for k in range(4)])
+
+
+def _steady(st: StackedContexts, start: int, width: int, steps: int) -> np.ndarray:
+    """(width,) the rows of a decode step whose numbers the pass reads are bit for bit the same in every step: from
+    the interpolation where every step is one interpolated block (its copied entries: ``st.fixed``, no search),
+    else by comparing every step's bits with the first's."""
+    if st.fixed is not None and st.fixed.shape[1] == width:
+        return st.fixed[_KEY_ENTRIES].all(axis=0)
+    return _searched_steady(st.table, start, width, steps)
+
+
+def _searched_steady(t, start: int, width: int, steps: int) -> np.ndarray:
+    bits = np.stack([col[start:] for col in _key_columns(t)]).view(np.uint64).reshape(-1, steps, width)
+    return (bits == bits[:, :1]).all(axis=(0, 1))
+
+
+def _step_rows(head: int, width: int, later: int, same: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(first, inv) of the classes of ``head`` rows (the prefill and the first step: each its own) followed by
+    ``later`` steps of ``width`` rows, where a later step's row is its first-step row's class if ``same`` (width,),
+    else its own: numbered in row order, as a search in row order numbers them."""
+    moving = np.flatnonzero(~same)
+    m = len(moving)
+    pos = np.arange(width)
+    # per place in a step: its class in the step after the first (the first step's row, or the m-th own row on)
+    # and how far it moves per later step (0 where the same, m where its own)
+    base = np.where(same, head - width + pos, head + np.cumsum(~same) - 1)
+    inv = base + np.arange(later)[:, None] * np.where(same, 0, m)
+    own = head + width * np.arange(later)[:, None] + moving  # (later, m) the later steps' own rows
+    head_rows = np.arange(head)
+    return np.concatenate([head_rows, own.reshape(-1)]), np.concatenate([head_rows, inv.reshape(-1)])
 
 
 def _step_classes(st: StackedContexts) -> RowClasses | None:
@@ -147,15 +186,32 @@ def _step_classes(st: StackedContexts) -> RowClasses | None:
     width, start = (int(sizes[0]), int(st.starts[1])) if len(sizes) else (0, 0)
     cls = None
     if len(sizes) >= 2 and np.all(sizes == width) and start + width * len(sizes) == len(t):
-        bits = np.stack([col[start:] for col in _key_columns(t)]).view(np.uint64).reshape(-1, len(sizes), width)
-        same = (bits == bits[:, :1]).all(axis=(0, 1))
+        same = _steady(st, start, width, len(sizes))
         if same.any():
-            rep = np.arange(len(t))
-            rep[start + width:].reshape(len(sizes) - 1, width)[:, same] = rep[start:start + width][same]
-            own = rep == np.arange(len(t))
-            cls = given_classes(t, np.flatnonzero(own), (np.cumsum(own) - 1)[rep])
+            first, inv = _step_rows(start + width, width, len(sizes) - 1, same)
+            names = kinds = None
+            if st.fixed is not None:  # one interpolated block: every step has the first step's names and kinds
+                head, moving = start + width, np.flatnonzero(~same).tolist()
+                names = t.names[:head] + tuple(t.names[start + j] for j in moving) * (len(sizes) - 1)
+                kinds = t.kinds[:head] + tuple(t.kinds[start + j] for j in moving) * (len(sizes) - 1)
+            cls = given_classes(t, first, inv, names, kinds)
     _CLASSES[st] = (cls,)
     return cls
+
+
+_RESIDENT = ("count", "params", "kv_cache_elems", "input_elems", "output_elems")  # the columns resident_bytes reads
+
+
+def _footprint(st: StackedContexts, dev: DeviceArrays) -> float:
+    """The larger :func:`.tensor_bytes.resident_bytes` total of the prefill and the last step (the largest KV
+    cache), given only the columns it reads, under the formats kept per precision (``plan._formats_of``)."""
+    c = st.table.columns
+    fm = _formats_of(dev)
+    footprint = 0.0
+    for k in {0, len(st.sizes) - 1}:
+        a, b = int(st.starts[k]), int(st.starts[k] + st.sizes[k])
+        footprint = max(footprint, sum(resident_bytes({n: c[n][a:b] for n in _RESIDENT}, fm)))
+    return footprint
 
 
 def generate(model: Model, devices: Sequence[Device] | DeviceArrays, precision: str = "fp16", *, batch: int = 1,
@@ -184,12 +240,7 @@ def generate(model: Model, devices: Sequence[Device] | DeviceArrays, precision: 
     count = st.table.columns["count"][:, None]
     time = np.add.reduceat(count * row_time, st.starts, axis=0)  # (1 + T - 1, D)
     energy = np.add.reduceat(count * row_energy, st.starts, axis=0)
-    fm = formats_of(dev)
-    c = st.table.columns
-    footprint = 0.0
-    for k in {0, len(st.sizes) - 1}:  # the prefill and the last step (the largest KV cache)
-        a, b = st.starts[k], st.starts[k] + st.sizes[k]
-        footprint = max(footprint, sum(resident_bytes({n: v[a:b] for n, v in c.items()}, fm)))
+    footprint = _footprint(st, dev)
     return GenerateAnalysis(
         model=model, devices=dev, batch=batch, input_tokens=p, output_tokens=t, attention=attention, step_kv=kv,
         ttft_s=time[0], step_s=time[1:], prefill_energy_j=energy[0], step_energy_j=energy[1:],

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from itertools import chain, pairwise
+from itertools import pairwise
 from operator import attrgetter
 
 import numpy as np
@@ -44,13 +44,16 @@ _POINT = attrgetter("batch", "seq_len")  # its point there
 @dataclass(frozen=True, eq=False)
 class StackedContexts:
     """One table holding every context's rows in turn; ``starts[k]`` is context k's first row, ``sizes[k]`` its
-    row count; ``builds`` the single tables built to make it."""
+    row count; ``builds`` the single tables built to make it. ``fixed`` (only from :func:`stack_steps` where every
+    step is one interpolated block, else None): (F, L) per entry of a step's rows in ``context_plane._matrix``'s
+    layout, True where it was copied, so the same bit for bit in every step (``generate._step_classes``)."""
 
-    contexts: tuple[Context, ...]
+    contexts: tuple[Context, ...]  # or a ContextRun equal to it (the generate task)
     table: LayerTable
     starts: np.ndarray
     sizes: np.ndarray
     builds: int
+    fixed: np.ndarray | None = None
 
 
 def _from_numbers(ref: LayerTable, blocks: np.ndarray, fused: bool) -> LayerTable:
@@ -73,18 +76,29 @@ def _from_numbers(ref: LayerTable, blocks: np.ndarray, fused: bool) -> LayerTabl
                       attention=attention)
 
 
+def _joined(parts: list[tuple]) -> tuple:
+    """The tuples ``parts`` joined: two by ``+`` (one copy in C; the generate task's prefill and steps), more
+    through one list (linear: ``sum()`` copies the growing tuple at every part; ``tuple(chain(...))`` reads an
+    iterator of unknown length, ~5x slower than either on 2,176 names)."""
+    if len(parts) == 2:
+        return parts[0] + parts[1]
+    out: list = []
+    for p in parts:
+        out.extend(p)
+    return tuple(out)
+
+
 def stack_tables(tables: Sequence[LayerTable]) -> LayerTable:
-    """One table whose rows are every table's rows in turn (only what the analysis pass reads); tuples joined
-    with chain, not sum() (which copies the growing tuple at every table: quadratic)."""
+    """One table whose rows are every table's rows in turn (only what the analysis pass reads)."""
     cols = tables[0].columns
     return LayerTable(
-        names=tuple(chain.from_iterable(t.names for t in tables)),
-        kinds=tuple(chain.from_iterable(t.kinds for t in tables)),
+        names=_joined([t.names for t in tables]),
+        kinds=_joined([t.kinds for t in tables]),
         layer_index=np.concatenate([t.layer_index for t in tables]),
         gemm=np.concatenate([t.gemm for t in tables]),
         gemm_count=np.concatenate([t.gemm_count for t in tables]),
         columns={c: np.concatenate([t.columns[c] for t in tables]) for c in cols},
-        attention=tuple(chain.from_iterable(t.attention for t in tables)),
+        attention=_joined([t.attention for t in tables]),
     )
 
 
@@ -222,30 +236,82 @@ def stack_contexts(model: Model, contexts: Sequence[Context], build: Callable = 
                            starts=np.concatenate([[0], np.cumsum(size)[:-1]]).astype(int), builds=len(built))
 
 
+class ContextRun(Sequence):
+    """``(first, step at s0, step at s0 + 1, ..., step at s0 + n - 1)`` (no ``first`` where None; s0 is ``step``'s
+    length), made only when read: the generate task's steps and its :class:`StackedContexts`' contexts, which the
+    task never reads (making 128 frozen contexts was ~2 % of a cold task). A single item is made on its own; a
+    slice, iteration or comparison makes every item once. Equal to the tuple (or list) of its items."""
+
+    __slots__ = ("_first", "_made", "_n", "_step")
+
+    def __init__(self, first: Context | None, step: Context, n: int):
+        self._first, self._step, self._n, self._made = first, step, n, None
+
+    def __len__(self) -> int:
+        return self._n + (self._first is not None)
+
+    def _item(self, k: int) -> Context:
+        if self._first is not None:
+            if k == 0:
+                return self._first
+            k -= 1
+        return self._step if k == 0 else replace(self._step, seq_len=self._step.seq_len + k)
+
+    def _all(self) -> tuple:
+        if self._made is None:
+            self._made = tuple(self._item(k) for k in range(len(self)))
+        return self._made
+
+    def __getitem__(self, k):
+        if isinstance(k, slice) or self._made is not None:
+            return self._all()[k]
+        n = len(self)
+        if not -n <= k < n:
+            raise IndexError(k)
+        return self._item(k % n)
+
+    def __iter__(self):
+        return iter(self._all())
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, ContextRun):
+            other = other._all()
+        return isinstance(other, (tuple, list)) and self._all() == tuple(other)
+
+    __hash__ = None  # type: ignore[assignment]  (equal to a tuple, so not hashable as one)
+
+    def __repr__(self) -> str:
+        return f"ContextRun({self._first!r}, {self._step!r}, {self._n})"
+
+
 _STEP = attrgetter("phase", "attention", "lm_head", "batch")  # what a run's contexts share
 _SEQ = attrgetter("seq_len")
 
 
 def stack_steps(model: Model, first: Context, steps: Sequence[Context],
-                build: Callable = build_table) -> StackedContexts:
+                build: Callable = build_table, *, made_consecutive: bool = False) -> StackedContexts:
     """:func:`stack_contexts` of ``[first, *steps]`` where ``first`` is a prefill and ``steps`` decode contexts of
     one (attention, LM head, batch) at consecutive lengths (the generate task), the same table: the steps are one run
     of lengths at one batch, cut where the model's work changes formula (its windows: :func:`breakpoints`, the cuts of
     the plane's regions at one batch in decode), so the same tables are built and the same numbers interpolated,
     without grouping every context by its fields. Any other contexts, a model that is not a piecewise polynomial in
     the length, and a context the model does not take (to name the first in order) go through
-    :func:`stack_contexts`."""
-    general = [first, *steps]
+    :func:`stack_contexts`. ``made_consecutive``: the caller made ``steps`` as copies of ``steps[0]`` at lengths
+    ``s0, s0 + 1, ...`` (``generate._stacked``: a :class:`ContextRun`, kept as one in the result's contexts), so their
+    shared fields and lengths are not compared again."""
+    def general() -> list[Context]:
+        return [first, *steps]
+
     if not steps or first.phase != "prefill" or first.seq_len is None or steps[0].phase != "decode":
-        return stack_contexts(model, general, build)
+        return stack_contexts(model, general(), build)
     s0 = steps[0].seq_len
-    if (s0 is None or len(set(map(_STEP, steps))) != 1
-            or list(map(_SEQ, steps)) != list(range(s0, s0 + len(steps)))):
-        return stack_contexts(model, general, build)
+    if s0 is None or (not made_consecutive and (len(set(map(_STEP, steps))) != 1
+                                                or list(map(_SEQ, steps)) != list(range(s0, s0 + len(steps))))):
+        return stack_contexts(model, general(), build)
     base = replace(steps[0], seq_len=None)
     cuts = breakpoints(model, base)
     if cuts is None:
-        return stack_contexts(model, general, build)
+        return stack_contexts(model, general(), build)
     built: dict[Context, LayerTable] = {}
 
     def counted(m, c):
@@ -263,18 +329,46 @@ def stack_steps(model: Model, first: Context, steps: Sequence[Context],
         edges = [0, *sorted({int(e) for e in edges if 0 < e < len(seqs)}), len(seqs)]
         pieces = [x for lo, hi in pairwise(edges) for x in run.solve(lo, hi)]
     except ContextError:
-        return stack_contexts(model, general, build)
+        return stack_contexts(model, general(), build)
     fused = base.attention == "fused"
     parts, sizes = [pre], [len(pre)]
     for ref, numbers in pieces:
-        parts.append(ref if numbers is None else _from_numbers(ref, numbers, fused))
         sizes += [len(ref)] * (1 if numbers is None else len(numbers))
-    table = stack_tables(parts)
-    if table.attention and len(table.attention) != len(table):  # built and interpolated blocks mixed, not fused
-        table = replace(table, attention=())
+    if len(pieces) == 1 and pieces[0][1] is not None and not fused:
+        table = _prefill_and_block(pre, *pieces[0])  # stack_tables([pre, _from_numbers(...)]) in one step
+    else:
+        for ref, numbers in pieces:
+            parts.append(ref if numbers is None else _from_numbers(ref, numbers, fused))
+        table = stack_tables(parts)
+        if table.attention and len(table.attention) != len(table):  # built and interpolated blocks mixed, not fused
+            table = replace(table, attention=())
     size = np.array(sizes, dtype=int)
-    return StackedContexts(contexts=tuple(general), table=table, sizes=size,
-                           starts=np.concatenate([[0], np.cumsum(size)[:-1]]).astype(int), builds=len(built))
+    fixed = None
+    if len(pieces) == 1 and pieces[0][1] is not None and len(pieces[0][1]) == len(steps):
+        fixed = run.fixed.get(id(pieces[0][1]))  # every step one block: its copied entries, no search needed
+    contexts = (ContextRun(first, steps[0], len(steps)) if isinstance(steps, ContextRun) and made_consecutive
+                else (first, *steps))
+    return StackedContexts(contexts=contexts, table=table, sizes=size,
+                           starts=np.concatenate([[0], np.cumsum(size)[:-1]]).astype(int), builds=len(built),
+                           fixed=fixed)
+
+
+_AT = {c: i for i, c in enumerate(NUMERIC)}  # a numeric column's row in ``_from_numbers``' blocks
+
+
+def _prefill_and_block(pre: LayerTable, ref: LayerTable, blocks: np.ndarray) -> LayerTable:
+    """``stack_tables([pre, _from_numbers(ref, blocks, False)])`` with its attention dropped as there (a prefill
+    and one interpolated block, not fused: the generate task), without the block's own table: each column one
+    concatenation of the prefill's with its row of ``blocks`` (k, F, L), the GEMM shape copied once."""
+    k, _, n = blocks.shape
+    nc = len(NUMERIC)
+    flat = blocks.transpose(1, 0, 2).reshape(blocks.shape[1], k * n)
+    cols = pre.columns
+    return LayerTable(names=pre.names + ref.names * k, kinds=pre.kinds + ref.kinds * k,
+                      layer_index=np.concatenate([pre.layer_index, np.tile(ref.layer_index, k)]),
+                      gemm=np.concatenate([pre.gemm, flat[nc:nc + 3].T]),
+                      gemm_count=np.concatenate([pre.gemm_count, flat[nc + 3]]),
+                      columns={c: np.concatenate([cols[c], flat[_AT[c]]]) for c in cols})  # stack_tables' order
 
 
 def _solve_group(model: Model, base: Context, points: np.ndarray, build: Callable):

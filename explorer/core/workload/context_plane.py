@@ -173,6 +173,7 @@ class _Run:
 
     def __init__(self, model: Model, base: Context, seqs: Sequence[int], build: Callable):
         self.model, self.base, self.seqs, self.build = model, base, list(seqs), build
+        self.fixed: dict[int, np.ndarray] = {}  # id of an interpolated block's numbers -> its (F, L) fixed entries
 
     def table(self, s: int) -> LayerTable:
         return self.build(self.model, replace(self.base, seq_len=s))
@@ -193,21 +194,21 @@ class _Run:
                 self._fail(s, t)
                 out.append((t, None))
             return out
-        nodes = np.array([0, n - 1] if deg == 1 else [0, n // 2, n - 1])
-        probes = np.array([n // 2] if deg == 1 else [n // 4, 3 * n // 4])
-        picks = np.r_[nodes, probes]
-        tables = {int(i): self.table(seqs[i]) for i in picks}
-        ref = tables[int(nodes[0])]
+        nodes = [0, n - 1] if deg == 1 else [0, n // 2, n - 1]
+        probes = [n // 2] if deg == 1 else [n // 4, 3 * n // 4]
+        tables = {i: self.table(seqs[i]) for i in nodes + probes}
+        ref = tables[nodes[0]]
         ok = all(not t.errors and len(t) and _same_rows(ref, t) for t in tables.values())
         if ok:
-            ys = np.stack([_matrix(tables[int(i)]) for i in nodes])
-            values = _interpolate(np.array([seqs[i] for i in nodes], dtype=float), ys, np.array(seqs, dtype=float))
-            checks = [_matrix(tables[int(i)]) for i in probes]
-            ok = all(_close(values[i], m) for i, m in zip(probes.tolist(), checks))
+            ys = np.stack([_matrix(tables[i]) for i in nodes])
+            values, fixed = _interpolated(np.array([seqs[i] for i in nodes], dtype=float), ys,
+                                         np.array(seqs, dtype=float))
+            ok = all(_close(values[i], _matrix(tables[i])) for i in probes)
         if not ok:
             mid = lo + n // 2
             return self.solve(lo, mid) + self.solve(mid, hi)
         values[nodes] = ys  # the nodes exactly as built
+        self.fixed[id(values)] = fixed  # kept with its block (the pieces hold ``values`` while this is read)
         return [(ref, values)]
 
 
@@ -220,8 +221,15 @@ def _fail(model: Model, ctx: Context, t: LayerTable) -> None:
 
 
 def _interpolate(xs: np.ndarray, ys: np.ndarray, at: np.ndarray) -> np.ndarray:
-    """The polynomial through the nodes (xs, ys (n, F, L)) at ``at``: (A, F, L), entries whose node values are all
-    whole numbers and which are within rounding of one rounded to it (element counts, GEMM dimensions: exact).
+    """:func:`_interpolated`'s numbers alone."""
+    return _interpolated(xs, ys, at)[0]
+
+
+def _interpolated(xs: np.ndarray, ys: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The polynomial through the nodes (xs, ys (n, F, L)) at ``at``: (A, F, L), and (F, L) which entries were
+    copied (the same bit for bit at every one of ``at``: the generate task's repeated rows, read with no search).
+    Entries whose node values are all whole numbers and which are within rounding of one rounded to it (element
+    counts, GEMM dimensions: exact).
 
     Only the entries that differ between the nodes are interpolated (in decode: the attention rows' K/V numbers);
     the others are copied: the polynomial through equal finite values ``c`` is ``c`` exactly (its divided
@@ -242,7 +250,7 @@ def _interpolate(xs: np.ndarray, ys: np.ndarray, at: np.ndarray) -> np.ndarray:
         moving = flat[:, idx].reshape(n, 1, len(idx))
         got = _rounded(_newton(xs, moving, at), _whole(moving, 1))
         values[:, idx // rows, idx % rows] = got.reshape(len(at), len(idx))
-    return values
+    return values, fixed.reshape(f, rows)
 
 
 def _whole(ys: np.ndarray, axes: int) -> np.ndarray:
