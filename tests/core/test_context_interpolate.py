@@ -47,7 +47,12 @@ def test_interpolating_only_the_moving_entries_gives_the_same_bits(case):
         got = _interpolate(xs, ys, at)
         want = _reference(xs, ys, at)
     assert got.shape == want.shape
-    assert np.array_equal(np.ascontiguousarray(got).view(np.int64), want.view(np.int64))
+    got = np.ascontiguousarray(got)
+    # the same bits, but for a NaN's sign and payload, which IEEE 754 leaves unspecified for an arithmetic result
+    # (inf - inf, found by hypothesis: a NaN either way; never a model's number)
+    nan = np.isnan(want)
+    assert np.array_equal(np.isnan(got), nan)
+    assert np.array_equal(got[~nan].view(np.int64), want[~nan].view(np.int64))
 
 
 def test_a_constant_minus_zero_becomes_plus_zero_as_newton_makes_it():
