@@ -217,7 +217,8 @@ class Assembler:
                 tuple(lookup.attention(self.ids)))
 
     def parts(self) -> dict:
-        """The table's row parts: names, kinds, layer_index, gemm, gemm_count, columns, out_shapes, attention."""
+        """The table's row parts: names, kinds, layer_index, gemm, gemm_count, columns, out_shapes, attention, and
+        ``numbers``: the (WIDTH, rows) block whose rows the columns, GEMM M, N, K and count are (:meth:`numbers`)."""
         taken = self.numbers()
         lookup = _Lookup(self.memo, self.own)
         listed = self.ids
@@ -233,6 +234,7 @@ class Assembler:
             "columns": dict(zip(NUMERIC, columns)),
             "out_shapes": tuple(lookup.out_shapes(listed)),
             "attention": tuple(lookup.attention(listed)),
+            "numbers": taken,  # the (WIDTH, rows) block the columns above are rows of (context_plane._matrix's)
         }
 
 
