@@ -177,7 +177,7 @@ def _operand_bpe(tb: TensorBytes, g: np.ndarray) -> np.ndarray:
 
 def _row_plan(table: LayerTable, dev: DeviceArrays, fm: TensorFormats, tp: TablePlan) -> RowPlan:
     c = table.columns
-    tb = tensor_bytes(c, dev)
+    tb = tensor_bytes(c, dev, fm)  # fm: formats_of(dev), kept per precision (the row key's)
     flops = table.flops + tb.conversions
     nbytes = tb.weight + tb.activation + tb.kv
     other = c["other_flops"][:, None] + tb.conversions[:, None] + tb.device_conversions
