@@ -50,3 +50,25 @@ def test_a_replaced_table_does_not_keep_the_block():
     assert "_numbers" not in other.__dict__
     nc = len(NUMERIC)
     assert np.array_equal(context_plane._matrix(other)[nc:nc + 3], 2.0 * t.gemm.T)
+
+
+def test_the_memo_block_converts_as_np_array_does():
+    """``_Memo.matrix`` flattens the rows' tuples through ``np.fromiter``: the same floats as ``np.array(...,
+    dtype=float)`` gives, for ints past 2**53 (rounded once), bools, -0.0 and NaN, and for every template's rows."""
+    from explorer.core.workload import layer_memo
+
+    memo = layer_memo._Memo()
+    odd = (2**53 + 1, 2**60 + 12345, 10**300, True, -0.0, float("nan"), 3, 0.1, -5, 2**64 + 7, 1.5, 7)
+    memo.numbers = [odd, odd[::-1]]
+    memo.gemms = [(2**53 + 3, 1, 0), (4, 5.5, 2**62 + 1)]
+    plain = np.array(memo.numbers, dtype=float)
+    want = np.vstack([plain[:, :len(NUMERIC)].T, np.array(memo.gemms, dtype=float).T, plain[:, len(NUMERIC)]])
+    assert memo.matrix().tobytes() == want.tobytes()
+    build_table.cache_clear()
+    for tid in sorted(TEMPLATES):
+        ctx = Context(batch=1, seq_len=128, phase="decode")
+        build_table(TEMPLATES[tid].build(), ctx)
+        memo = layer_memo.memo_for(ctx)
+    plain = np.array(memo.numbers, dtype=float)
+    want = np.vstack([plain[:, :len(NUMERIC)].T, np.array(memo.gemms, dtype=float).T, plain[:, len(NUMERIC)]])
+    assert memo.matrix().tobytes() == want.tobytes()
