@@ -177,7 +177,7 @@ def _operand_bpe(tb: TensorBytes, g: np.ndarray) -> np.ndarray:
 
 def _row_plan(table: LayerTable, dev: DeviceArrays, fm: TensorFormats, tp: TablePlan) -> RowPlan:
     c = table.columns
-    tb = tensor_bytes(c, dev)
+    tb = tensor_bytes(c, dev, fm)  # fm: formats_of(dev), kept per precision (the row key's)
     flops = table.flops + tb.conversions
     nbytes = tb.weight + tb.activation + tb.kv
     other = c["other_flops"][:, None] + tb.conversions[:, None] + tb.device_conversions
@@ -288,23 +288,30 @@ def _formats_of(dev: DeviceArrays) -> TensorFormats:
     return got
 
 
+def _no_curves(n_dev: int) -> tuple[CurveArrays, CurveArrays]:
+    """:func:`.calibrated.device_curves` where no device has a calibration: every curve NaN (six arrays of their
+    own, as it makes them)."""
+    nan = np.full(n_dev, np.nan)
+    return (CurveArrays(nan, nan.copy(), nan.copy()), CurveArrays(nan.copy(), nan.copy(), nan.copy()))
+
+
 def _device_plan(dev: DeviceArrays) -> DevicePlan:
+    """The device arrays' plan (:func:`device_plan` calls it with NaN and division warnings silenced)."""
     n_dev, n_levels = len(dev), dev.level_bw.shape[1]
     bpe = dev.bytes_per_element
     present = np.arange(n_levels) < np.array([len(names) for names in dev.level_names], dtype=int)[:, None]
     is_sa, is_tc = dev.engine == 1, dev.engine == 2  # systolic array, tensor core
     engine_m = np.where(is_sa, dev.rows, np.where(is_tc, dev.block_m, np.inf))
     engine_n = np.where(is_sa, dev.cols, np.where(is_tc, dev.block_n, np.inf))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        # every level at once: the square tile of the next inner level's capacity; where unknown, the off-chip level
-        # (feeding the first on-chip one, capacity unknown) reuses ideally, the others feed the matrix engine's tile
-        square = np.maximum(np.floor(np.sqrt(dev.level_tile / (3.0 * bpe))), 1.0)
-        known = np.isfinite(square)
-        fill = np.empty((2, n_dev, n_levels))
-        fill[0], fill[1] = engine_m[:, None], engine_n[:, None]
-        fill[:, :, :1] = np.inf
-        tiles = np.where(known, square, fill)  # (2, D, V): the tile's M, N
-        level_bw_eta = dev.level_bw * dev.eta_m[:, None]
+    # every level at once: the square tile of the next inner level's capacity; where unknown, the off-chip level
+    # (feeding the first on-chip one, capacity unknown) reuses ideally, the others feed the matrix engine's tile
+    square = np.maximum(np.floor(np.sqrt(dev.level_tile / (3.0 * bpe))), 1.0)
+    known = np.isfinite(square)
+    fill = np.empty((2, n_dev, n_levels))
+    fill[0], fill[1] = engine_m[:, None], engine_n[:, None]
+    fill[:, :, :1] = np.inf
+    tiles = np.where(known, square, fill)  # (2, D, V): the tile's M, N
+    level_bw_eta = dev.level_bw * dev.eta_m[:, None]
     groups = []
     for code, members in ((1, is_sa), (2, is_tc)):
         cols = np.flatnonzero(members)
@@ -323,7 +330,8 @@ def _device_plan(dev: DeviceArrays) -> DevicePlan:
             params = (bmn[0], bmn[1], np.concatenate((sm, sm)), max(1.0, 16.0 / bpe))
         _frozen(cols, *params)
         groups.append(EngineGroup(cols=cols, whole=len(cols) == n_dev, params=params))
-    curves = device_curves(dev)
+    uncalibrated = all(d.calibration is None for d in dev.devices)
+    curves = _no_curves(n_dev) if uncalibrated else device_curves(dev)
     plan = DevicePlan(
         n_dev=n_dev, n_levels=n_levels, peak=dev.peak[None, :], bw=dev.bandwidth[None, :],
         eta_c=dev.eta_c[None, :], eta_m=dev.eta_m[None, :], peak_eta_c=(dev.peak * dev.eta_c)[None, :],
@@ -331,7 +339,7 @@ def _device_plan(dev: DeviceArrays) -> DevicePlan:
         mac_energy=dev.mac_energy[None, :], tiles4=np.ascontiguousarray(tiles[::-1].transpose(0, 2, 1))[:, :, None, :],
         present=present.T.astype(float)[:, None, :], level_energy=_unknown_as_zero(dev.level_energy).T[:, None, :],
         level_bw_eta=level_bw_eta.T[:, None, :], systolic=groups[0], tensor_core=groups[1], curves=curves,
-        calibrated_any=bool((curves[0].present | curves[1].present).any()), status=calibration_status(dev),
+        calibrated_any=False if uncalibrated else bool((curves[0].present | curves[1].present).any()), status=calibration_status(dev),
         row_key=(_formats_of(dev), dev.computes, len(dev) if dev.computes else 0),
         tiles_ok=bool(((tiles >= 1) | (tiles == np.inf)).all()),
         every_device_timed=bool((present & np.isfinite(level_bw_eta) & (level_bw_eta > 0)).any(axis=1).all()))

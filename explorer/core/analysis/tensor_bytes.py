@@ -44,9 +44,11 @@ def _elements(c: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
             "kv_cache": c["kv_read_elems"]}
 
 
-def tensor_bytes(c: Mapping[str, np.ndarray], dev: DeviceArrays) -> TensorBytes:
-    """Per row of the work table ``c`` (its columns): bytes and conversions under ``dev``'s formats."""
-    fm = formats_of(dev)
+def tensor_bytes(c: Mapping[str, np.ndarray], dev: DeviceArrays, fm: TensorFormats | None = None) -> TensorBytes:
+    """Per row of the work table ``c`` (its columns): bytes and conversions under ``dev``'s formats (``fm``: those
+    formats where the caller has them, :func:`formats_of` ``(dev)``, not parsed again)."""
+    if fm is None:
+        fm = formats_of(dev)
     n_rows = len(c["count"])
     inputs, outputs = c["input_elems"], c["output_elems"]
     act = fm.activations  # inputs and outputs are tensors of their own (each with its per-tensor scale)
@@ -74,10 +76,13 @@ def resident_bytes(c: Mapping[str, np.ndarray], fm: TensorFormats) -> tuple[floa
     """The memory footprint's parts under formats ``fm``: (weights stored, KV cache resident, the largest
     row's activations)."""
     count = c["count"]
+    # the tensors are counted only for a format with a per-tensor scale (``Format.nbytes`` reads them only then)
     weights = fm.weights.nbytes(float(np.sum(c["params"] * count)),
-                                tensors=float(np.sum((c["params"] > 0) * count)))
+                                tensors=float(np.sum((c["params"] > 0) * count))
+                                if fm.weights.tensor_scale_bits else None)
     kv = fm.kv_cache.nbytes(float(np.sum(c["kv_cache_elems"] * count)),
-                            tensors=float(np.sum((c["kv_cache_elems"] > 0) * count)))
+                            tensors=float(np.sum((c["kv_cache_elems"] > 0) * count))
+                            if fm.kv_cache.tensor_scale_bits else None)
     peak = float(np.max((c["input_elems"] + c["output_elems"]), initial=0.0))
     act = fm.activations.nbytes(peak, tensors=2.0 if peak > 0 else 0.0)
     return float(weights), float(kv), float(act)

@@ -136,10 +136,14 @@ def _matrix(t: LayerTable) -> np.ndarray:
     each attention row's stream numbers (0 where a row has none)."""
     nc = len(NUMERIC)
     out = np.zeros((nc + 4 + len(_ATT), len(t)))
-    for i, c in enumerate(NUMERIC):
-        out[i] = t.columns[c]
-    out[nc:nc + 3] = t.gemm.T
-    out[nc + 3] = t.gemm_count
+    block = t.__dict__.get("_numbers")  # a built table's columns, GEMM and count: rows of one block, this order
+    if block is not None:
+        out[:nc + 4] = block
+    else:
+        for i, c in enumerate(NUMERIC):
+            out[i] = t.columns[c]
+        out[nc:nc + 3] = t.gemm.T
+        out[nc + 3] = t.gemm_count
     rows = [r for r, a in enumerate(t.attention) if a is not None]
     if rows:
         get = attrgetter(*_ATT)

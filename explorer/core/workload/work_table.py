@@ -120,6 +120,7 @@ class _Block:
     columns: dict
     out_shapes: tuple
     attention: tuple
+    numbers: np.ndarray | None = None  # (WIDTH, rows): NUMERIC, GEMM M, N, K, count, where made as one block
 
 
 def _table(block: _Block, status: tuple[LayerStatus, ...]) -> LayerTable:
@@ -129,6 +130,9 @@ def _table(block: _Block, status: tuple[LayerStatus, ...]) -> LayerTable:
                        gemm_count=block.gemm_count, columns=block.columns, status=status, out_shapes=block.out_shapes,
                        attention=block.attention)
     object.__setattr__(table, "_in_layer_order", True)  # row r belongs to layer layer_index[r], in order
+    if block.numbers is not None:  # the columns' block, copied in one step by context_plane._matrix
+        block.numbers.setflags(write=False)
+        object.__setattr__(table, "_numbers", block.numbers)
     return table
 
 
