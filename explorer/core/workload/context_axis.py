@@ -150,18 +150,26 @@ class _Solved:
         return self.refs, has, values
 
 
+class _Built(dict):
+    """The single tables built for one stack, each once (its length is the stack's ``builds``); called as ``build``."""
+
+    def __init__(self, build: Callable):
+        super().__init__()
+        self.build = build
+
+    def __call__(self, model: Model, context: Context) -> LayerTable:
+        t = self.get(context)
+        if t is None:
+            t = self[context] = self.build(model, context)
+        return t
+
+
 def stack_contexts(model: Model, contexts: Sequence[Context], build: Callable = build_table) -> StackedContexts:
     """Every context's work rows, in ``contexts`` order, as one table. Raises :class:`ContextError` naming the
     first context the model does not take. ``build``: how a single table is built (``build_table``, cached, or
     its uncached ``build_table.__wrapped__`` for grids larger than the cache)."""
     contexts = list(contexts)
-    built: dict[Context, LayerTable] = {}
-
-    def counted(m, c):
-        t = built.get(c)
-        if t is None:
-            t = built[c] = build(m, c)
-        return t
+    built = counted = _Built(build)
 
     # per context: its group (-1: a context built on its own) and its point there; a group: the contexts of one
     # (phase, attention, LM head), its points (batch, length)
@@ -312,13 +320,7 @@ def stack_steps(model: Model, first: Context, steps: Sequence[Context],
     cuts = breakpoints(model, base)
     if cuts is None:
         return stack_contexts(model, general(), build)
-    built: dict[Context, LayerTable] = {}
-
-    def counted(m, c):
-        t = built.get(c)
-        if t is None:
-            t = built[c] = build(m, c)
-        return t
+    built = counted = _Built(build)
 
     seqs = list(range(s0, s0 + len(steps)))
     try:
